@@ -1,0 +1,1 @@
+//! mkfs (in progress)
