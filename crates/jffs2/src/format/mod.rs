@@ -1,1 +1,159 @@
-//! format (in progress)
+//! The JFFS2 on-flash format: constants, the endianness of an image, and encode/decode of
+//! every node type (`mtd-utils-spec.md` §2, `kernel-jffs2-spec.md` §1).
+//!
+//! Encoding writes the exact bytes mkfs.jffs2 writes (unpadded; the caller pads to 4 bytes
+//! with 0xFF, see [`pad4`]). Decoding works on a byte slice and never panics: every
+//! failure is a [`FormatError`] carrying the byte offset it was found at.
+
+mod endian;
+mod node;
+
+pub use endian::Endian;
+pub use node::*;
+
+/// Node magic (`JFFS2_MAGIC_BITMASK`).
+pub const MAGIC: u16 = 0x1985;
+/// Magic written by very old JFFS2 versions (`JFFS2_OLD_MAGIC_BITMASK`).
+pub const OLD_MAGIC: u16 = 0x1984;
+/// The magic as it reads in the wrong endianness (`KSAMTIB_CIGAM_2SFFJ`).
+pub const MAGIC_SWAPPED: u16 = 0x8519;
+/// Summary marker magic (`JFFS2_SUM_MAGIC`).
+pub const SUM_MAGIC: u32 = 0x0285_1885;
+/// The longest name the kernel accepts (`JFFS2_MAX_NAME_LEN`).
+pub const MAX_NAME_LEN: usize = 254;
+/// Minimum data a writer wants room for after an inode header (`JFFS2_MIN_DATA_LEN`).
+pub const MIN_DATA_LEN: u32 = 128;
+
+/// Node type: directory entry.
+pub const NODETYPE_DIRENT: u16 = 0xE001;
+/// Node type: inode (metadata and data).
+pub const NODETYPE_INODE: u16 = 0xE002;
+/// Node type: cleanmarker.
+pub const NODETYPE_CLEANMARKER: u16 = 0x2003;
+/// Node type: padding.
+pub const NODETYPE_PADDING: u16 = 0x2004;
+/// Node type: erase-block summary.
+pub const NODETYPE_SUMMARY: u16 = 0x2006;
+/// Node type: xattr datum.
+pub const NODETYPE_XATTR: u16 = 0xE008;
+/// Node type: xattr reference.
+pub const NODETYPE_XREF: u16 = 0xE009;
+
+/// The ACCURATE bit; the kernel clears it on flash to obsolete a node.
+pub const NODE_ACCURATE: u16 = 0x2000;
+/// Mask of the compatibility class bits of a node type.
+pub const COMPAT_MASK: u16 = 0xC000;
+/// Unknown node of this class: refuse to mount.
+pub const FEATURE_INCOMPAT: u16 = 0xC000;
+/// Unknown node of this class: mount read-only.
+pub const FEATURE_ROCOMPAT: u16 = 0x8000;
+/// Unknown node of this class: keep it (copy on GC).
+pub const FEATURE_RWCOMPAT_COPY: u16 = 0x4000;
+/// Unknown node of this class: treat as dirty space.
+pub const FEATURE_RWCOMPAT_DELETE: u16 = 0x0000;
+
+/// Size of the common node header.
+pub const HEADER_SIZE: usize = 12;
+/// Size of `struct jffs2_raw_dirent` without the name.
+pub const DIRENT_SIZE: usize = 40;
+/// Size of `struct jffs2_raw_inode` without the data.
+pub const INODE_SIZE: usize = 68;
+/// Size of `struct jffs2_raw_xattr` without name and value.
+pub const XATTR_SIZE: usize = 32;
+/// Size of `struct jffs2_raw_xref`.
+pub const XREF_SIZE: usize = 28;
+/// Size of `struct jffs2_raw_summary` without records.
+pub const SUMMARY_SIZE: usize = 32;
+/// Size of the summary marker at the end of an erase block (offset + magic).
+pub const SUMMARY_MARKER_SIZE: usize = 8;
+/// Default (and on plain NOR the only accepted) cleanmarker size.
+pub const CLEANMARKER_SIZE: u32 = 12;
+
+/// xattr name prefix ids (`jffs2.h` `JFFS2_XPREFIX_*`).
+pub mod xprefix {
+    /// `user.`
+    pub const USER: u8 = 1;
+    /// `security.`
+    pub const SECURITY: u8 = 2;
+    /// `system.posix_acl_access`
+    pub const ACL_ACCESS: u8 = 3;
+    /// `system.posix_acl_default`
+    pub const ACL_DEFAULT: u8 = 4;
+    /// `trusted.`
+    pub const TRUSTED: u8 = 5;
+}
+
+/// Directory entry types as stored in a dirent (`DT_*` = `(st_mode & S_IFMT) >> 12`).
+pub mod dt {
+    /// Unknown.
+    pub const UNKNOWN: u8 = 0;
+    /// FIFO.
+    pub const FIFO: u8 = 1;
+    /// Character device.
+    pub const CHR: u8 = 2;
+    /// Directory.
+    pub const DIR: u8 = 4;
+    /// Block device.
+    pub const BLK: u8 = 6;
+    /// Regular file.
+    pub const REG: u8 = 8;
+    /// Symbolic link.
+    pub const LNK: u8 = 10;
+    /// Socket.
+    pub const SOCK: u8 = 12;
+}
+
+/// `PAD(x)`: rounds up to the next multiple of 4.
+#[inline]
+pub const fn pad4(x: u32) -> u32 {
+    x.wrapping_add(3) & !3
+}
+
+/// The dirent type of a Linux `st_mode`.
+#[inline]
+pub const fn mode_to_dt(mode: u32) -> u8 {
+    ((mode & 0o170000) >> 12) as u8
+}
+
+/// An error found while decoding on-flash data; every variant carries the byte offset.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    /// The bytes end before the structure does.
+    #[error("truncated {what} at 0x{offset:08x}: need {need} bytes, {have} available")]
+    Truncated {
+        /// What was being decoded.
+        what: &'static str,
+        /// Byte offset of the structure.
+        offset: u64,
+        /// Bytes needed.
+        need: usize,
+        /// Bytes available.
+        have: usize,
+    },
+    /// The magic is not 0x1985.
+    #[error("wrong magic at 0x{offset:08x}: 0x{found:04x}")]
+    BadMagic {
+        /// Byte offset.
+        offset: u64,
+        /// The value found.
+        found: u16,
+    },
+    /// A node's type is not the one the decoder was asked for.
+    #[error("node at 0x{offset:08x} has type 0x{found:04x}, expected 0x{expected:04x}")]
+    WrongType {
+        /// Byte offset.
+        offset: u64,
+        /// Type found.
+        found: u16,
+        /// Type expected.
+        expected: u16,
+    },
+    /// `totlen` is impossible for this node type.
+    #[error("node at 0x{offset:08x} has impossible totlen 0x{totlen:08x}")]
+    BadTotlen {
+        /// Byte offset.
+        offset: u64,
+        /// The stored totlen.
+        totlen: u32,
+    },
+}
