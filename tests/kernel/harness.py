@@ -57,8 +57,9 @@ import time
 MARK = "@@J2H@@"
 MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev",
            "virtio_pci", "virtio_blk", "mtd", "jffs2", "block2mtd"]
-PACKAGES = {"qemu-system-x86": "/usr/bin/qemu-system-x86_64", "busybox-static": None}
-INITRAMFS_VERSION = "3"  # bump when the base initramfs layout changes
+# qemu and busybox for the guest; mtd-utils for the tests' reference images (mkfs.jffs2, sumtool)
+PACKAGES = ["qemu-system-x86", "busybox-static", "mtd-utils"]
+INITRAMFS_VERSION = "4"  # bump when the base initramfs layout changes
 MAX_IMAGES_PER_BOOT = 16
 DEFAULT_TIMEOUT = 300
 
@@ -323,6 +324,7 @@ def ensure_initramfs(kdir, moddir):
     bb = busybox_path()
     applets = subprocess.run([bb, "--list"], capture_output=True, text=True).stdout.split()
     mods = find_modules(moddir)
+    xattrs = build_xattr_helper()
     c = Cpio()
     for d in ("bin", "sbin", "dev", "proc", "sys", "mnt", "tmp", "lib", "lib/modules", "w"):
         c.dir(d)
@@ -335,6 +337,8 @@ def ensure_initramfs(kdir, moddir):
     c.symlink("bin/[[", "busybox")
     for name, data in mods:
         c.file(f"lib/modules/{name}.ko", data)
+    if xattrs:
+        c.file("bin/j2h-xattrs", xattrs, 0o755)
     init = INIT.replace("MODLIST", " ".join(n for n, _ in mods))
     c.file("init", init.encode(), 0o755)
     tmp = out + ".tmp"
@@ -342,6 +346,23 @@ def ensure_initramfs(kdir, moddir):
         f.write(c.finish())
     os.rename(tmp, out)
     return out
+
+
+def build_xattr_helper():
+    """Static build of xattrs.c (busybox has no getfattr); None without a C compiler."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "xattrs.c")
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if not cc or not os.path.exists(src):
+        log("no C compiler: guest listings will not include extended attributes")
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "xattrs")
+        r = subprocess.run([cc, "-static", "-O2", "-o", out, src], capture_output=True, text=True)
+        if r.returncode != 0:
+            log(f"static build of xattrs.c failed, no xattrs in listings: {r.stderr[-300:]}")
+            return None
+        with open(out, "rb") as f:
+            return f.read()
 
 
 def setup():
@@ -371,6 +392,10 @@ j2h_list() { # $1 = tag; lists the cwd
   find . -type l -exec stat -c '@@J2H@@L %N' {} +
   echo "@@J2H@@ MD5 $1"
   find . -type f -exec md5sum {} +
+  if [ -x /bin/j2h-xattrs ]; then
+    echo "@@J2H@@ XATTRS $1"
+    find . -exec j2h-xattrs {} +
+  fi
   echo "@@J2H@@ LIST-END $1"
 }
 j2h_log() { # $1 = tag
@@ -379,6 +404,19 @@ j2h_log() { # $1 = tag
   echo "@@J2H@@ LOG-END $1"
 }
 j2h_now() { cut -d' ' -f1 /proc/uptime; }
+j2h_settle() { # $1 = mtdN: wait until its GC thread stops running passes (max ~60 s)
+  gp=""
+  for p in /proc/[0-9]*; do
+    [ "$(cat $p/comm 2>/dev/null)" = "jffs2_gcd_$1" ] && gp=$p
+  done
+  [ -n "$gp" ] || return 0
+  last=""; same=0; n=0
+  while [ $same -lt 2 ] && [ $n -lt 200 ]; do
+    cur=$(grep ctxt_switches $gp/status 2>/dev/null | tr -d ' \t\n')
+    if [ "$cur" = "$last" ]; then same=$((same+1)); else same=0; fi
+    last=$cur; n=$((n+1)); usleep 300000
+  done
+}
 j2h_dev() { # $1 = serial -> /dev/vdX
   n=0
   while [ $n -lt 200 ]; do
@@ -439,6 +477,12 @@ if [ $rc = 0 ]; then
 fi; fi""")
             # nothing after a power cut runs
             return "\n".join(s) + "\n"
+        if im["mode"] == "rw" and im.get("settle", True):
+            # Let the GC thread finish its pending erases first: umount SIGKILLs it, and an
+            # erase in progress then fails on block2mtd with -EINTR ("Erase at … failed
+            # immediately: errno -4"), leaving blocks unerased.
+            s.append(f"  t0=$(j2h_now); j2h_settle $mtd\n"
+                     f"  echo \"@@J2H@@ SETTLE {tag} $t0 $(j2h_now)\"")
         if im.get("list", True):
             s.append(f"  j2h_list {tag}")
         s.append(f"""  cd /
@@ -479,6 +523,7 @@ def norm_path(p):
 def parse_listing(lines):
     """lines between LIST-BEGIN and LIST-END -> list of entry dicts."""
     entries, links, md5s = {}, {}, {}
+    xattrs_listed = False
     section = "E"
     last = None  # (kind, key) for continuation lines (names with newlines)
     for raw in lines:
@@ -486,6 +531,15 @@ def parse_listing(lines):
             section = "L"; last = None; continue
         if raw.startswith(MARK + " MD5"):
             section = "M"; last = None; continue
+        if raw.startswith(MARK + " XATTRS"):
+            section = "X"; last = None; xattrs_listed = True; continue
+        if section == "X":
+            if raw.startswith(MARK + "X "):
+                _, hp, name, hv = raw.split(" ")
+                p = norm_path(bytes.fromhex(hp).decode("utf-8", "surrogateescape"))
+                if p in entries:
+                    entries[p].setdefault("xattrs", {})[name] = "" if hv == "-" else hv
+            continue
         if section == "E":
             if raw.startswith(MARK + "E "):
                 f = raw[len(MARK) + 2:].split(" ", 9)
@@ -534,6 +588,9 @@ def parse_listing(lines):
                     break
             if "target" in e:
                 break
+    if xattrs_listed:
+        for e in entries.values():
+            e.setdefault("xattrs", {})
     return finish_listing(list(entries.values()))
 
 
@@ -644,6 +701,8 @@ def parse_console(text, images):
                 res[int(tag[:-1])].setdefault("remount", {})["kernel_log"] = entries
             else:
                 res[int(tag)].setdefault("kernel_log", []).extend(entries)
+        elif kind == "SETTLE":
+            res[int(f[1])]["settle_seconds"] = round(float(f[3]) - float(f[2]), 2)
         elif kind == "UMOUNT":
             res[int(f[1])]["umount_ok"] = f[2] == "0"
         elif kind == "POWERCUT":
@@ -800,6 +859,20 @@ def md5_file(path):
     return h.hexdigest()
 
 
+def host_xattrs(path):
+    out = {}
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:
+        return out
+    for n in names:
+        try:
+            out[n] = os.getxattr(path, n, follow_symlinks=False).hex()
+        except OSError:
+            out[n] = "ERROR"
+    return out
+
+
 def list_host(root):
     entries = []
     root = os.path.abspath(root)
@@ -816,6 +889,7 @@ def list_host(root):
             e["target"] = os.readlink(path)
         elif e["type"] in ("char", "block"):
             e["rdev"] = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        e["xattrs"] = host_xattrs(path)
         entries.append(e)
 
     add(root, ".")
@@ -827,7 +901,7 @@ def list_host(root):
 
 
 COMPARED = ["type", "mode", "uid", "gid", "size", "nlink", "md5", "target", "rdev", "links",
-            "mtime"]
+            "mtime", "xattrs"]
 
 
 def compare(expected, actual, ignore=()):
@@ -852,6 +926,8 @@ def compare(expected, actual, ignore=()):
                 continue
             if a["type"] == "dir" and k in ("size", "nlink"):
                 continue
+            if k == "xattrs" and "xattrs" not in b:
+                continue  # the guest could not list them (no helper)
             if a.get(k) != b.get(k):
                 diffs.append({"path": p, "what": k, "expected": a.get(k), "actual": b.get(k)})
     return diffs
