@@ -1,0 +1,190 @@
+//! The zlib compressor (`JFFS2_COMPR_ZLIB`, id 6), `mtd-utils-spec.md` §4.3 and
+//! `kernel-jffs2-spec.md` §1.9.
+//!
+//! Byte-identical output needs the real zlib (flate2's `zlib` feature links the system libz
+//! through libz-sys, the same library mkfs.jffs2 uses) *and* exactly the same sequence of
+//! `deflate()` calls with the same `avail_in`/`avail_out`, because the partial flushes are
+//! part of the stream. The stream object is reused per thread (`deflateReset` gives the
+//! same state as a fresh `deflateInit`), so the output never depends on the thread.
+
+use std::cell::RefCell;
+
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+
+use super::{ComprError, COMPR_ZLIB};
+
+/// Bytes kept back for the end of the stream (`STREAM_END_SPACE` in `compr_zlib.c`).
+const STREAM_END_SPACE: usize = 12;
+
+/// Compression level used by mkfs.jffs2 and the kernel (`deflateInit(&strm, 3)`).
+const LEVEL: u32 = 3;
+
+thread_local! {
+    /// One deflate stream per thread (level 3, zlib header, window 15, memLevel 8).
+    static DEFLATE: RefCell<Option<Compress>> = const { RefCell::new(None) };
+}
+
+/// Compresses a prefix of `src` into at most `dstlen` bytes, exactly like
+/// `jffs2_zlib_compress()` of mkfs.jffs2 (§4.3).
+///
+/// * fails if `dstlen <= 12`;
+/// * while `total_out < dstlen - 12` and `total_in < src.len()`: `deflate(Z_PARTIAL_FLUSH)`
+///   with `avail_out = dstlen - (total_out + 12)` and
+///   `avail_in = min(src.len() - total_in, avail_out)`; anything but `Z_OK` fails;
+/// * then `deflate(Z_FINISH)` with no input and the remaining room (`avail_out + 12`) must
+///   return `Z_STREAM_END`;
+/// * fails if `total_out >= total_in`.
+///
+/// Returns the stream and the number of input bytes it encodes (`total_in`, possibly less
+/// than `src.len()` near an erase-block end).
+pub fn zlib_compress(src: &[u8], dstlen: usize) -> Option<(Vec<u8>, usize)> {
+    if dstlen <= STREAM_END_SPACE {
+        return None;
+    }
+    let fresh = || Compress::new(Compression::new(LEVEL), true);
+    DEFLATE
+        .try_with(|cell| match cell.try_borrow_mut() {
+            Ok(mut slot) => {
+                let strm = match slot.as_mut() {
+                    Some(s) => {
+                        s.reset();
+                        s
+                    }
+                    None => slot.insert(fresh()),
+                };
+                run_deflate(strm, src, dstlen)
+            }
+            // Only on re-entrance; a fresh stream gives the same bytes.
+            Err(_) => run_deflate(&mut fresh(), src, dstlen),
+        })
+        // Thread-local storage already torn down (thread exit): same bytes, fresh stream.
+        .unwrap_or_else(|_| run_deflate(&mut fresh(), src, dstlen))
+}
+
+/// The call sequence of `jffs2_zlib_compress()` on a freshly initialised stream.
+fn run_deflate(strm: &mut Compress, src: &[u8], dstlen: usize) -> Option<(Vec<u8>, usize)> {
+    let mut out = vec![0u8; dstlen];
+    let limit = dstlen - STREAM_END_SPACE;
+    loop {
+        let (tin, tout) = (total_in(strm)?, total_out(strm)?);
+        if tout >= limit || tin >= src.len() {
+            break;
+        }
+        let avail_out = dstlen - (tout + STREAM_END_SPACE);
+        let avail_in = (src.len() - tin).min(avail_out);
+        let input = src.get(tin..tin + avail_in)?;
+        let output = out.get_mut(tout..tout + avail_out)?;
+        match strm.compress(input, output, FlushCompress::Partial) {
+            Ok(Status::Ok) => {}
+            _ => return None,
+        }
+    }
+    // `avail_out += STREAM_END_SPACE`: what the last call left plus the 12 reserved bytes,
+    // i.e. everything up to dstlen. (mkfs never calls this with empty input, where its
+    // avail_out would be uninitialised.)
+    let tout = total_out(strm)?;
+    let output = out.get_mut(tout..)?;
+    match strm.compress(&[], output, FlushCompress::Finish) {
+        Ok(Status::StreamEnd) => {}
+        _ => return None,
+    }
+    let (tin, tout) = (total_in(strm)?, total_out(strm)?);
+    if tout >= tin {
+        return None;
+    }
+    out.truncate(tout);
+    Some((out, tin))
+}
+
+fn total_in(s: &Compress) -> Option<usize> {
+    usize::try_from(s.total_in()).ok()
+}
+
+fn total_out(s: &Compress) -> Option<usize> {
+    usize::try_from(s.total_out()).ok()
+}
+
+/// First output allocation when inflating; the buffer grows (up to `dsize`) as needed.
+const INFLATE_INITIAL: usize = 64 * 1024;
+
+/// Decompresses a JFFS2 zlib node into exactly `dsize` bytes, the way the kernel reads it
+/// (`compr_zlib.c: jffs2_zlib_decompress`): the 2-byte zlib header must be valid (method 8,
+/// no preset dictionary, header % 31 == 0, more than 2 bytes of input); it is skipped and
+/// the rest is inflated as raw deflate with the header's window size, so the Adler-32
+/// trailer is ignored (it may even be missing).
+///
+/// Stricter than the kernel, which only logs inflate errors and then uses whatever was
+/// produced: corrupt data, a stream that is cut short, that produces fewer than `dsize`
+/// bytes, or that does not end within `dsize` bytes is an error here. A header window size
+/// over 32 KiB (which the kernel's `inflateInit2` rejects) is an error; the 256-byte window
+/// (CINFO 0) is inflated with a 512-byte window, which accepts the same valid streams.
+pub fn zlib_decompress(src: &[u8], dsize: usize) -> Result<Vec<u8>, ComprError> {
+    let corrupt = |reason: String| ComprError::Corrupt {
+        compr: COMPR_ZLIB,
+        reason,
+    };
+    let (b0, b1) = match src {
+        [b0, b1, _, ..] => (*b0, *b1),
+        _ => {
+            return Err(ComprError::Truncated {
+                compr: COMPR_ZLIB,
+                len: src.len(),
+            })
+        }
+    };
+    let header_ok =
+        b1 & 0x20 == 0 && b0 & 0x0f == 8 && (u16::from(b0) << 8 | u16::from(b1)) % 31 == 0;
+    if !header_ok {
+        return Err(corrupt(format!("no valid zlib header ({b0:02x} {b1:02x})")));
+    }
+    let window_bits = (b0 >> 4) + 8;
+    if window_bits > 15 {
+        return Err(corrupt(format!(
+            "zlib window size 2^{window_bits} too large"
+        )));
+    }
+    let input = &src[2..];
+    let mut inflate = Decompress::new_with_window_bits(false, window_bits.max(9));
+    let mut out = vec![0u8; dsize.min(INFLATE_INITIAL)];
+    loop {
+        let tin = usize::try_from(inflate.total_in()).map_err(|_| corrupt("too large".into()))?;
+        let tout = usize::try_from(inflate.total_out()).map_err(|_| corrupt("too large".into()))?;
+        let (Some(inp), Some(outp)) = (input.get(tin..), out.get_mut(tout..)) else {
+            return Err(corrupt("inflate position out of range".into()));
+        };
+        let status = inflate
+            .decompress(inp, outp, FlushDecompress::None)
+            .map_err(|e| corrupt(format!("inflate failed: {e}")))?;
+        let consumed =
+            usize::try_from(inflate.total_in()).map_err(|_| corrupt("too large".into()))?;
+        let produced =
+            usize::try_from(inflate.total_out()).map_err(|_| corrupt("too large".into()))?;
+        if status == Status::StreamEnd {
+            if produced != dsize {
+                return Err(ComprError::LengthMismatch {
+                    compr: COMPR_ZLIB,
+                    expected: dsize,
+                    actual: produced,
+                });
+            }
+            out.truncate(produced);
+            return Ok(out);
+        }
+        if produced == out.len() {
+            if out.len() >= dsize {
+                return Err(corrupt(format!(
+                    "deflate stream does not end within dsize {dsize} bytes"
+                )));
+            }
+            let grown = out.len().saturating_mul(2).clamp(1, dsize);
+            out.resize(grown, 0);
+            continue;
+        }
+        if consumed >= input.len() || (consumed == tin && produced == tout) {
+            return Err(ComprError::Truncated {
+                compr: COMPR_ZLIB,
+                len: src.len(),
+            });
+        }
+    }
+}
