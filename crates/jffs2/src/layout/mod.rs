@@ -108,7 +108,7 @@ impl<W: Write> BlockWriter<W> {
     }
 
     fn padword(&mut self) -> io::Result<()> {
-        let r = (self.ofs % 4) as u64;
+        let r = self.ofs % 4;
         if r != 0 {
             self.fill(4 - r)?;
         }

@@ -1,1 +1,740 @@
-//! mkfs (in progress)
+//! The image builder behind `jffs2-mkfs`: a scanned host tree in, a JFFS2 image out,
+//! byte-identical to mtd-utils' mkfs.jffs2 for the same tree and options.
+//!
+//! The work is split in three:
+//! 1. [`plan`] walks the tree in mkfs.jffs2's write order (`mtd-utils-spec.md` §3.5.2) and
+//!    fixes every inode number and hard link up front;
+//! 2. a reader thread reads the regular files in that order, page by page, and hands each
+//!    page to a pool of compressor threads *speculatively* — assuming the page will not
+//!    have to be split at an erase-block end;
+//! 3. the calling thread lays the nodes out in order with the one [`BlockWriter`]. When a
+//!    page does land on a block tail, it is compressed again, here, with the room that is
+//!    really left — exactly what mkfs.jffs2 does — so the bytes never depend on the number
+//!    of threads.
+
+mod incremental;
+mod plan;
+
+pub use incremental::{incremental_max_ino, IncrementalScan};
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+
+use crate::compress::{Compressed, Compressors, Stats, COMPR_NONE};
+use crate::format::{
+    mode_to_dt, DirentNode, Endian, InodeNode, NodeKind, XattrNode, XrefNode, INODE_SIZE,
+    MAX_NAME_LEN, MIN_DATA_LEN, XATTR_SIZE, XREF_SIZE,
+};
+use crate::layout::{record_size, BlockWriter, EndPad, LayoutConfig};
+use crate::source::{acl_to_jffs2, Entry, Tree};
+
+use plan::{Plan, Step};
+
+/// Files of this size or more are skipped, as mkfs.jffs2 does (`JFFS2_MAX_FILE_SIZE`).
+pub const MAX_FILE_SIZE: u64 = 0xFFFF_FFFF;
+/// The longest symlink target mkfs.jffs2 stores (`JFFS2_MAX_SYMLINK_LEN`).
+pub const MAX_SYMLINK_LEN: usize = 254;
+
+/// Everything that decides the bytes of the image.
+#[derive(Clone)]
+pub struct MkfsConfig {
+    /// Byte order (`-l` / `-b`; default: the host's).
+    pub endian: Endian,
+    /// Erase-block size (`-e`).
+    pub erase_size: u32,
+    /// Maximum data per node and unit of compression (`-s`).
+    pub page_size: u32,
+    /// Cleanmarker size, `None` with `-n`.
+    pub cleanmarker: Option<u32>,
+    /// End padding (`-p`, `--pad=SIZE`).
+    pub pad: EndPad,
+    /// Compressors, their priorities and the selection mode (`-m -x -X -y -t`).
+    pub compressors: Compressors,
+    /// Write an erase-block summary in every block (`--summary`; not in mkfs.jffs2).
+    pub summary: bool,
+    /// Clamp every timestamp to this value (`SOURCE_DATE_EPOCH`; not in mkfs.jffs2).
+    pub clamp_time: Option<u32>,
+    /// Highest inode number already used (`-i`: taken from the old image; 0 otherwise).
+    pub first_ino: u32,
+    /// Produce the `-v` listing.
+    pub verbose: bool,
+    /// Compressor threads (0 = one per core).
+    pub threads: usize,
+}
+
+/// Kind of a message the builder reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MsgKind {
+    /// mkfs.jffs2 prints this with `errmsg` ("error!:") but carries on.
+    Error,
+    /// A warning (mkfs.jffs2's own, or one it never gives).
+    Warning,
+}
+
+/// Where the builder reports what a user should see. The core never prints.
+pub trait Sink {
+    /// One line of the `-v` listing (without the newline).
+    fn listing(&mut self, _line: &str) {}
+    /// A non-fatal message.
+    fn message(&mut self, _kind: MsgKind, _text: &str) {}
+    /// Progress: file bytes read so far and in total.
+    fn progress(&mut self, _done: u64, _total: u64) {}
+}
+
+/// A sink that drops everything.
+pub struct NullSink;
+impl Sink for NullSink {}
+
+/// What a build produced.
+#[derive(Debug)]
+pub struct BuildReport {
+    /// Size of the image in bytes.
+    pub image_size: u64,
+    /// Compression statistics (for `-v`) and `-t` errors.
+    pub stats: Stats,
+    /// Number of inodes written (the highest inode number).
+    pub last_ino: u32,
+}
+
+/// A fatal error while building.
+#[derive(Debug, thiserror::Error)]
+pub enum MkfsError {
+    /// A host file could not be opened or read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The host path.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The image could not be written.
+    #[error("writing the image: {0}")]
+    Write(#[from] io::Error),
+    /// An xattr value could not be converted.
+    #[error("{path}: {message}")]
+    Xattr {
+        /// The host path.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A worker thread failed (a bug).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// One page of a file, with its speculative compression.
+struct Page {
+    data: Vec<u8>,
+    spec: Compressed,
+}
+
+/// What the reader thread sends, in write order.
+enum Item {
+    /// A page; the receiver yields it once compressed.
+    Page(Receiver<Page>),
+    /// The end of the current file.
+    End,
+    /// The current file could not be read (fatal).
+    Error(MkfsError),
+}
+
+/// Builds the image of `tree` into `out`.
+pub fn build<W: Write>(
+    tree: &Tree,
+    cfg: &MkfsConfig,
+    out: W,
+    sink: &mut dyn Sink,
+) -> Result<BuildReport, MkfsError> {
+    let plan = plan::make(tree, cfg.first_ino);
+    let compressors = Arc::new(cfg.compressors.clone());
+    let threads = if cfg.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        cfg.threads
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("jffs2-compress-{i}"))
+        .build()
+        .map_err(|e| MkfsError::Internal(e.to_string()))?;
+    let total: u64 = plan
+        .files
+        .iter()
+        .map(|&id| tree.entries[id].size.min(MAX_FILE_SIZE))
+        .sum();
+
+    std::thread::scope(|s| {
+        // Enough pages in flight to keep every core busy, few enough to bound memory
+        // (each page is at most page_size in and out).
+        let depth = (threads * 64).max(16);
+        let (tx, rx) = sync_channel::<Item>(depth);
+        let page_size = cfg.page_size as usize;
+        let files: Vec<PathBuf> = plan
+            .files
+            .iter()
+            .map(|&id| tree.entries[id].host_path.clone())
+            .collect();
+        let pool = &pool;
+        let reader = s.spawn(move || {
+            for path in files {
+                if !read_file(&path, page_size, pool, &compressors, &tx) {
+                    return;
+                }
+            }
+        });
+        let mut b = Builder {
+            tree,
+            cfg,
+            w: BlockWriter::new(
+                out,
+                LayoutConfig {
+                    endian: cfg.endian,
+                    erase_size: cfg.erase_size,
+                    cleanmarker: cfg.cleanmarker,
+                    summary: cfg.summary,
+                },
+            ),
+            sink,
+            rx,
+            stats: Stats::default(),
+            xattrs: HashMap::new(),
+            highest_xid: 0,
+            highest_xseqno: 0,
+            dirent_version: 0,
+            buf: Vec::with_capacity(8192),
+            done: 0,
+            total,
+        };
+        let result = b.run(&plan);
+        // Unblock the reader if we stopped early, then wait for it.
+        drop(b.rx);
+        let _ = reader.join();
+        let (stats, w) = (b.stats, b.w);
+        result?;
+        let (_, image_size) = w.finish(cfg.pad)?;
+        Ok(BuildReport {
+            image_size,
+            stats,
+            last_ino: plan.last_ino,
+        })
+    })
+}
+
+/// Reads one file page by page and queues each page for compression. Returns false when
+/// the layout side has gone away or the file failed (the error is queued).
+fn read_file(
+    path: &std::path::Path,
+    page_size: usize,
+    pool: &rayon::ThreadPool,
+    compressors: &Arc<Compressors>,
+    tx: &std::sync::mpsc::SyncSender<Item>,
+) -> bool {
+    let err = |source| {
+        Item::Error(MkfsError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = tx.send(err(e));
+            return false;
+        }
+    };
+    // mkfs.jffs2 read()s page_size bytes at a time until read() returns 0 (§3.6.3); a
+    // page size of 0 therefore reads nothing at all (§8 B-4).
+    if page_size > 0 {
+        loop {
+            let mut data = vec![0u8; page_size];
+            let mut n = 0;
+            while n < page_size {
+                match f.read(&mut data[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let _ = tx.send(err(e));
+                        return false;
+                    }
+                }
+            }
+            if n == 0 {
+                break;
+            }
+            data.truncate(n);
+            let (ptx, prx) = sync_channel(1);
+            let c = Arc::clone(compressors);
+            pool.spawn(move || {
+                let spec = c.compress(&data, data.len());
+                let _ = ptx.send(Page { data, spec });
+            });
+            if tx.send(Item::Page(prx)).is_err() {
+                return false;
+            }
+            if n < page_size {
+                break;
+            }
+        }
+    }
+    tx.send(Item::End).is_ok()
+}
+
+struct Builder<'a, W: Write> {
+    tree: &'a Tree,
+    cfg: &'a MkfsConfig,
+    w: BlockWriter<W>,
+    sink: &'a mut dyn Sink,
+    rx: Receiver<Item>,
+    stats: Stats,
+    /// xattr datums already written: (prefix, name, value) -> xid.
+    xattrs: HashMap<(u8, Vec<u8>, Vec<u8>), u32>,
+    highest_xid: u32,
+    highest_xseqno: u32,
+    dirent_version: u32,
+    buf: Vec<u8>,
+    done: u64,
+    total: u64,
+}
+
+/// The mode bits without the file type, as mkfs.jffs2's listing prints them.
+fn perm(mode: u32) -> u32 {
+    mode & !0o170000
+}
+
+impl<'a, W: Write> Builder<'a, W> {
+    fn e(&self, id: usize) -> &'a Entry {
+        &self.tree.entries[id]
+    }
+
+    fn time(&self, t: u32) -> u32 {
+        match self.cfg.clamp_time {
+            Some(c) => t.min(c),
+            None => t,
+        }
+    }
+
+    fn run(&mut self, plan: &Plan) -> Result<(), MkfsError> {
+        for step in &plan.steps {
+            match *step {
+                Step::DirStart { dir, ino } => {
+                    if self.cfg.verbose {
+                        let line = String::from_utf8_lossy(&self.e(dir).full_name).into_owned();
+                        self.sink.listing(&line);
+                    }
+                    self.write_xattrs(dir, ino)?;
+                }
+                Step::DirEmpty { dir } => {
+                    if self.cfg.verbose {
+                        let line = String::from_utf8_lossy(&self.e(dir).full_name).into_owned();
+                        self.sink.listing(&line);
+                    }
+                }
+                Step::Hardlink { e, ino, pino } => {
+                    self.write_dirent(e, ino, pino)?;
+                    if self.cfg.verbose {
+                        let en = self.e(e);
+                        let line = format!(
+                            "\tL {:04o} {:9}             {:5}:{:<3} {}",
+                            perm(en.mode),
+                            ino,
+                            en.uid as i32,
+                            en.gid as i32,
+                            String::from_utf8_lossy(&en.name)
+                        );
+                        self.sink.listing(&line);
+                    }
+                }
+                Step::Pipe { e, ino, pino } => {
+                    self.list_simple(e);
+                    self.write_dirent(e, ino, pino)?;
+                    self.write_meta_inode(e, ino, 0, &[])?;
+                    self.write_xattrs(e, ino)?;
+                }
+                Step::Special { e, ino, pino } => {
+                    self.list_simple(e);
+                    self.write_dirent(e, ino, pino)?;
+                    let data = self.device_payload(e);
+                    let isize = self.e(e).size as u32;
+                    self.write_meta_inode(e, ino, isize, &data)?;
+                    self.write_xattrs(e, ino)?;
+                }
+                Step::Symlink { e, ino, pino } => {
+                    self.list_simple(e);
+                    self.write_dirent(e, ino, pino)?;
+                    let target = self.e(e).link_target.clone().unwrap_or_default();
+                    let mut len = target.len();
+                    if len > MAX_SYMLINK_LEN {
+                        self.sink.message(
+                            MsgKind::Error,
+                            &format!("symlink too large. Truncated to {MAX_SYMLINK_LEN} chars."),
+                        );
+                        len = MAX_SYMLINK_LEN;
+                    }
+                    // isize is the untruncated length (§8 B-12).
+                    let isize = self.e(e).size as u32;
+                    self.write_meta_inode(e, ino, isize, &target[..len])?;
+                    self.write_xattrs(e, ino)?;
+                }
+                Step::Regular { e, ino, pino } => {
+                    self.write_dirent(e, ino, pino)?;
+                    let wrote = self.write_file_data(e, ino)?;
+                    self.write_xattrs(e, ino)?;
+                    if self.cfg.verbose {
+                        let en = self.e(e);
+                        let line = format!(
+                            "\tf {:04o} {:9} ({:9}) {:5}:{:<3} {}",
+                            perm(en.mode),
+                            en.size,
+                            wrote,
+                            en.uid as i32,
+                            en.gid as i32,
+                            String::from_utf8_lossy(&en.name)
+                        );
+                        self.sink.listing(&line);
+                    }
+                }
+                Step::TooLarge { e } => {
+                    // mkfs.jffs2 names the *directory* here (`e->path`, §3.5.3).
+                    let en = self.e(e);
+                    let dir = en
+                        .parent
+                        .map(|p| self.e(p).full_name.clone())
+                        .unwrap_or_default();
+                    let msg = format!(
+                        "Skipping file \"{}\" too large.",
+                        String::from_utf8_lossy(&dir)
+                    );
+                    self.sink.message(MsgKind::Error, &msg);
+                    let msg = format!(
+                        "{}: {} bytes is over the 4 GiB JFFS2 file size limit; not stored",
+                        String::from_utf8_lossy(&en.full_name),
+                        en.size
+                    );
+                    self.sink.message(MsgKind::Warning, &msg);
+                    if self.cfg.verbose {
+                        let en = self.e(e);
+                        let line = format!(
+                            "\tf {:04o} {:9} ({:9}) {:5}:{:<3} {}",
+                            perm(en.mode),
+                            en.size,
+                            u32::MAX,
+                            en.uid as i32,
+                            en.gid as i32,
+                            String::from_utf8_lossy(&en.name)
+                        );
+                        self.sink.listing(&line);
+                    }
+                }
+                Step::Unknown { e } => {
+                    let en = self.e(e);
+                    let msg = format!(
+                        "Unknown mode {:o} for {}",
+                        en.mode,
+                        String::from_utf8_lossy(&en.full_name)
+                    );
+                    self.sink.message(MsgKind::Error, &msg);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The listing line of a dir, socket, fifo, device or symlink (printed before it is
+    /// written, as mkfs.jffs2 does).
+    fn list_simple(&mut self, id: usize) {
+        if !self.cfg.verbose {
+            return;
+        }
+        let en = self.e(id);
+        let name = String::from_utf8_lossy(&en.name);
+        let (uid, gid) = (en.uid as i32, en.gid as i32);
+        let line = match en.mode & 0o170000 {
+            0o040000 | 0o140000 | 0o010000 => {
+                let c = match en.mode & 0o170000 {
+                    0o040000 => 'd',
+                    0o140000 => 's',
+                    _ => 'p',
+                };
+                format!(
+                    "\t{c} {:04o} {:9}             {:5}:{:<3} {name}",
+                    perm(en.mode),
+                    en.size,
+                    uid,
+                    gid
+                )
+            }
+            0o020000 | 0o060000 => {
+                let c = if en.mode & 0o170000 == 0o020000 {
+                    'c'
+                } else {
+                    'b'
+                };
+                format!(
+                    "\t{c} {:04o} {:4},{:4}             {:5}:{:<3} {name}",
+                    perm(en.mode),
+                    en.rdev_major as i32,
+                    en.rdev_minor as i32,
+                    uid,
+                    gid
+                )
+            }
+            _ => format!(
+                "\tl {:04o} {:9}             {:5}:{:<3} {name} -> {}",
+                perm(en.mode),
+                en.size,
+                uid,
+                gid,
+                String::from_utf8_lossy(en.link_target.as_deref().unwrap_or(b""))
+            ),
+        };
+        self.sink.listing(&line);
+    }
+
+    /// Device payload: mkfs.jffs2's old 2-byte `(major << 8) + minor` encoding; when a
+    /// number does not fit in 8 bits, the kernel's 4-byte `new_encode_dev` form instead of
+    /// mkfs.jffs2's silent truncation (§8 B-8; kernel `fs.c` accepts both sizes).
+    fn device_payload(&mut self, id: usize) -> Vec<u8> {
+        let en = self.e(id);
+        let (major, minor) = (en.rdev_major, en.rdev_minor);
+        let e = self.cfg.endian;
+        if major <= 255 && minor <= 255 {
+            e.u16_bytes(((major << 8) + minor) as u16).to_vec()
+        } else {
+            let msg = format!(
+                "{}: device {major}:{minor} does not fit mkfs.jffs2's 8:8 encoding; \
+                 stored in the kernel's 4-byte form",
+                String::from_utf8_lossy(&en.full_name)
+            );
+            self.sink.message(MsgKind::Warning, &msg);
+            let v = (minor & 0xff) | ((major & 0xfff) << 8) | ((minor & !0xff) << 12);
+            e.u32_bytes(v).to_vec()
+        }
+    }
+
+    fn owner(&mut self, id: usize) -> (u16, u16) {
+        let en = self.e(id);
+        let (uid, gid) = (en.uid, en.gid);
+        if uid > 0xFFFF || gid > 0xFFFF {
+            let msg = format!(
+                "{}: uid:gid {uid}:{gid} truncated to 16 bits ({}:{})",
+                String::from_utf8_lossy(&en.full_name),
+                uid as u16,
+                gid as u16
+            );
+            self.sink.message(MsgKind::Warning, &msg);
+        }
+        (uid as u16, gid as u16)
+    }
+
+    fn inode_template(&mut self, id: usize, ino: u32) -> InodeNode {
+        let (uid, gid) = self.owner(id);
+        let en = self.e(id);
+        // atime = ctime = mtime = the host mtime (§3.3).
+        let t = self.time(en.mtime);
+        InodeNode {
+            ino,
+            mode: en.mode,
+            uid,
+            gid,
+            atime: t,
+            mtime: t,
+            ctime: t,
+            ..Default::default()
+        }
+    }
+
+    fn write_dirent(&mut self, id: usize, ino: u32, pino: u32) -> Result<(), MkfsError> {
+        let en = self.e(id);
+        if en.name.len() > MAX_NAME_LEN {
+            let msg = format!(
+                "{}: name is {} bytes; the kernel rejects names over {MAX_NAME_LEN}",
+                String::from_utf8_lossy(&en.full_name),
+                en.name.len()
+            );
+            self.sink.message(MsgKind::Warning, &msg);
+        }
+        let en = self.e(id);
+        let d = DirentNode {
+            pino,
+            version: self.dirent_version,
+            ino,
+            mctime: self.time(en.mtime),
+            dtype: mode_to_dt(en.mode),
+            ..Default::default()
+        };
+        self.dirent_version = self.dirent_version.wrapping_add(1);
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        d.encode(self.cfg.endian, &self.tree.entries[id].name, &mut buf);
+        // mkfs.jffs2 asks for 40 + (u8)nsize bytes (§3.6.2).
+        let req = 40 + u32::from(en.name.len() as u8);
+        let rec = record_size(NodeKind::Dirent, en.name.len());
+        let r = self.emit(&buf, req, rec);
+        self.buf = buf;
+        r
+    }
+
+    fn emit(&mut self, node: &[u8], req: u32, rec: u32) -> Result<(), MkfsError> {
+        self.w.prepare(req, rec)?;
+        self.w.write_node(node)?;
+        Ok(())
+    }
+
+    /// A dir / fifo / socket / device / symlink inode: one node, version 1.
+    fn write_meta_inode(
+        &mut self,
+        id: usize,
+        ino: u32,
+        isize: u32,
+        data: &[u8],
+    ) -> Result<(), MkfsError> {
+        let mut n = self.inode_template(id, ino);
+        n.version = 1;
+        n.isize = isize;
+        n.dsize = data.len() as u32;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        n.encode(self.cfg.endian, data, &mut buf);
+        let r = self.emit(&buf, INODE_SIZE as u32 + data.len() as u32, 18);
+        self.buf = buf;
+        r
+    }
+
+    fn next_item(&mut self) -> Result<Item, MkfsError> {
+        self.rx
+            .recv()
+            .map_err(|_| MkfsError::Internal("file reader stopped early".into()))
+    }
+
+    /// The data nodes of a regular file (§3.6.3). Returns the bytes written (headers and
+    /// stored data, without padding), which `-v` prints.
+    fn write_file_data(&mut self, id: usize, ino: u32) -> Result<u64, MkfsError> {
+        let mut tmpl = self.inode_template(id, ino);
+        tmpl.isize = self.e(id).size as u32;
+        let e = self.cfg.endian;
+        let mut version = 0u32;
+        let mut offset = 0u32;
+        let mut wrote = 0u64;
+        let mut buf = std::mem::take(&mut self.buf);
+        loop {
+            let page = match self.next_item()? {
+                Item::End => break,
+                Item::Error(err) => return Err(err),
+                Item::Page(rx) => rx
+                    .recv()
+                    .map_err(|_| MkfsError::Internal("compressor thread failed".into()))?,
+            };
+            let len = page.data.len();
+            let mut spec = Some(page.spec);
+            let mut pos = 0usize;
+            while pos < len {
+                self.w.prepare(INODE_SIZE as u32 + MIN_DATA_LEN, 18)?;
+                let remaining = len - pos;
+                let room = (self.w.room(18) as usize).saturating_sub(INODE_SIZE);
+                let space = room.min(remaining);
+                let c = match spec.take() {
+                    // The speculative result is what mkfs.jffs2 computes whenever the
+                    // whole page is offered and room is not the limit.
+                    Some(s) if pos == 0 && space == len => s,
+                    _ => self.cfg.compressors.compress(&page.data[pos..], space),
+                };
+                self.stats.add(&c.stats);
+                for m in &c.stats.messages {
+                    self.sink.message(MsgKind::Error, m);
+                }
+                version += 1;
+                let node = InodeNode {
+                    version,
+                    offset,
+                    dsize: c.consumed as u32,
+                    compr: c.compr,
+                    ..tmpl.clone()
+                };
+                buf.clear();
+                let data: &[u8] = if c.compr == COMPR_NONE {
+                    &page.data[pos..pos + c.consumed]
+                } else {
+                    &c.data
+                };
+                node.encode(e, data, &mut buf);
+                self.w.write_node(&buf)?;
+                wrote += (INODE_SIZE + data.len()) as u64;
+                pos += c.consumed;
+                offset = offset.wrapping_add(c.consumed as u32);
+            }
+            self.done += len as u64;
+            self.sink.progress(self.done, self.total);
+        }
+        if version == 0 {
+            // An empty file: one node without data (§3.5.3).
+            let node = InodeNode { version: 1, ..tmpl };
+            buf.clear();
+            node.encode(e, &[], &mut buf);
+            self.w.prepare(INODE_SIZE as u32, 18)?;
+            self.w.write_node(&buf)?;
+            wrote += INODE_SIZE as u64;
+        }
+        self.buf = buf;
+        Ok(wrote)
+    }
+
+    /// The xattr datums (when new) and xrefs of an entry (§3.5.7).
+    fn write_xattrs(&mut self, id: usize, ino: u32) -> Result<(), MkfsError> {
+        let tree = self.tree;
+        let en = &tree.entries[id];
+        if en.xattrs.is_empty() {
+            return Ok(());
+        }
+        let e = self.cfg.endian;
+        let mut buf = Vec::new();
+        for x in &en.xattrs {
+            let value = if x.prefix == crate::format::xprefix::ACL_ACCESS
+                || x.prefix == crate::format::xprefix::ACL_DEFAULT
+            {
+                acl_to_jffs2(&x.value, e == Endian::Big).map_err(|err| MkfsError::Xattr {
+                    path: en.host_path.clone(),
+                    message: err.to_string(),
+                })?
+            } else {
+                x.value.clone()
+            };
+            let key = (x.prefix, x.name.clone(), value);
+            let xid = match self.xattrs.get(&key) {
+                Some(&xid) => xid,
+                None => {
+                    self.highest_xid += 1;
+                    let xid = self.highest_xid;
+                    let node = XattrNode {
+                        xid,
+                        version: 1,
+                        xprefix: x.prefix,
+                        ..Default::default()
+                    };
+                    buf.clear();
+                    node.encode(e, &key.1, &key.2, &mut buf);
+                    let req = (XATTR_SIZE + key.1.len() + 1 + key.2.len()) as u32;
+                    self.emit(&buf, req, 18)?;
+                    self.xattrs.insert(key, xid);
+                    xid
+                }
+            };
+            self.highest_xseqno += 2;
+            let r = XrefNode {
+                ino,
+                xid,
+                xseqno: self.highest_xseqno,
+                ..Default::default()
+            };
+            buf.clear();
+            r.encode(e, &mut buf);
+            self.emit(&buf, XREF_SIZE as u32, 6)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs every system package the test suite needs (Debian/Ubuntu, as root or via sudo).
+# Idempotent: packages already present are not reinstalled.
+set -euo pipefail
+pkgs=(
+  mtd-utils          # the reference: mkfs.jffs2, sumtool, jffs2dump (byte-parity judge)
+  zlib1g-dev         # system zlib, linked by flate2/libz-sys: same deflate bytes as mtd-utils
+  pkg-config         # lets libz-sys find the system zlib
+  attr acl           # setfattr / setfacl for xattr fixtures
+  fakeroot           # fakeroot compatibility test of the tree scan
+  qemu-system-x86    # the kernel judge (issue 2)
+  busybox-static cpio
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

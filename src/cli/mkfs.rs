@@ -1,0 +1,589 @@
+//! `jffs2-mkfs` / `mkfs.jffs2`: the command line of mtd-utils' mkfs.jffs2, option for
+//! option and quirk for quirk (`mtd-utils-spec.md` §3.1, `ecosystem.md` §2.6), plus a few
+//! long options mkfs.jffs2 does not have.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use jffs2::compress::{Compressors, Mode};
+use jffs2::format::Endian;
+use jffs2::layout::EndPad;
+use jffs2::mkfs::{self, MkfsConfig, MsgKind, Sink};
+use jffs2::source::{self, ScanOptions, WarningKind, XattrSelect};
+
+use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
+use super::output::Output;
+use super::{Progress, Tool};
+
+const SHORT: &str = "D:d:r:s:o:qUPfh?vVe:lbp::nc:m:x:X:Lty:i:";
+
+const OPT_WITH_XATTR: u32 = 1000;
+const OPT_WITH_SELINUX: u32 = 1001;
+const OPT_WITH_POSIX_ACL: u32 = 1002;
+const OPT_SUMMARY: u32 = 2000;
+const OPT_THREADS: u32 = 2001;
+const OPT_LIST_COMPRESSORS: u32 = 2002;
+const OPT_NO_PROGRESS: u32 = 2003;
+
+const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
+    LongOpt { name, has_arg, id }
+}
+
+const LONG: &[LongOpt] = &[
+    lo("pad", HasArg::Optional, b'p' as u32),
+    lo("root", HasArg::Required, b'r' as u32),
+    lo("pagesize", HasArg::Required, b's' as u32),
+    lo("eraseblock", HasArg::Required, b'e' as u32),
+    lo("output", HasArg::Required, b'o' as u32),
+    lo("help", HasArg::No, b'h' as u32),
+    lo("verbose", HasArg::No, b'v' as u32),
+    lo("version", HasArg::No, b'V' as u32),
+    lo("big-endian", HasArg::No, b'b' as u32),
+    lo("little-endian", HasArg::No, b'l' as u32),
+    lo("no-cleanmarkers", HasArg::No, b'n' as u32),
+    lo("cleanmarker", HasArg::Required, b'c' as u32),
+    lo("squash", HasArg::No, b'q' as u32),
+    lo("squash-uids", HasArg::No, b'U' as u32),
+    lo("squash-perms", HasArg::No, b'P' as u32),
+    lo("faketime", HasArg::No, b'f' as u32),
+    lo("devtable", HasArg::Required, b'D' as u32),
+    lo("compression-mode", HasArg::Required, b'm' as u32),
+    lo("disable-compressor", HasArg::Required, b'x' as u32),
+    lo("enable-compressor", HasArg::Required, b'X' as u32),
+    lo("test-compression", HasArg::No, b't' as u32),
+    lo("compressor-priority", HasArg::Required, b'y' as u32),
+    lo("incremental", HasArg::Required, b'i' as u32),
+    lo("with-xattr", HasArg::No, OPT_WITH_XATTR),
+    lo("with-selinux", HasArg::No, OPT_WITH_SELINUX),
+    lo("with-posix-acl", HasArg::No, OPT_WITH_POSIX_ACL),
+    // Not in mkfs.jffs2:
+    lo("summary", HasArg::No, OPT_SUMMARY),
+    lo("threads", HasArg::Required, OPT_THREADS),
+    lo("list-compressors", HasArg::No, OPT_LIST_COMPRESSORS),
+    lo("no-progress", HasArg::No, OPT_NO_PROGRESS),
+];
+
+/// The help text: mkfs.jffs2's, with the options it lacks added at the end.
+pub const HELP: &str = "Usage: mkfs.jffs2 [OPTIONS]
+Make a JFFS2 file system image from an existing directory tree
+
+Options:
+  -p, --pad[=SIZE]        Pad output to SIZE bytes with 0xFF. If SIZE is
+                          not specified, the output is padded to the end of
+                          the final erase block
+  -r, -d, --root=DIR      Build file system from directory DIR (default: cwd)
+  -s, --pagesize=SIZE     Use page size (max data node size) SIZE.
+                          Set according to target system's memory management
+                          page size (default: 4KiB)
+  -e, --eraseblock=SIZE   Use erase block size SIZE (default: 64KiB)
+  -c, --cleanmarker=SIZE  Size of cleanmarker (default 12)
+  -m, --compr-mode=MODE   Select compression mode (default: priority)
+  -x, --disable-compressor=COMPRESSOR_NAME
+                          Disable a compressor
+  -X, --enable-compressor=COMPRESSOR_NAME
+                          Enable a compressor
+  -y, --compressor-priority=PRIORITY:COMPRESSOR_NAME
+                          Set the priority of a compressor
+  -L, --list-compressors  Show the list of the available compressors
+  -t, --test-compression  Call decompress and compare with the original (for test)
+  -n, --no-cleanmarkers   Don't add a cleanmarker to every eraseblock
+  -o, --output=FILE       Output to FILE (default: stdout)
+  -l, --little-endian     Create a little-endian filesystem
+  -b, --big-endian        Create a big-endian filesystem
+  -D, --devtable=FILE     Use the named FILE as a device table file
+  -f, --faketime          Change all file times to '0' for regression testing
+  -q, --squash            Squash permissions and owners making all files be owned by root
+  -U, --squash-uids       Squash owners making all files be owned by root
+  -P, --squash-perms      Squash permissions on all files
+      --with-xattr        stuff all xattr entries into image
+      --with-selinux      stuff only SELinux Labels into jffs2 image
+      --with-posix-acl    stuff only POSIX ACL entries into jffs2 image
+  -h, --help              Display this help text
+  -v, --verbose           Verbose operation
+  -V, --version           Display version information
+  -i, --incremental=FILE  Parse FILE and generate appendage output for it
+
+jffs2-tools additions (mkfs.jffs2 has none of these; without them the bytes are
+identical to mkfs.jffs2's):
+      --summary           Write an erase-block summary into every erase block
+                          (what `sumtool` adds, in the same pass, for every block;
+                          the image then ends on an erase-block boundary)
+      --threads=N         Compress on N threads (default: one per core; the
+                          output does not depend on it)
+      --no-progress       Never show a progress bar (shown only when stderr is
+                          a terminal)
+  SOURCE_DATE_EPOCH       When set in the environment, every timestamp later
+                          than it is clamped to it (reproducible builds)
+
+SIZE arguments follow mkfs.jffs2: decimal, 0x hex or 0 octal; -e also takes
+KiB/MiB suffixes and reads a bare number below 4096 as KiB. Note that `-p SIZE`
+(with a space) pads to the end of the last erase block only: write --pad=SIZE.
+Exit status: 0 on success, 1 for an unknown option, 255 for any other error.
+";
+
+/// Runs mkfs with `args` (without the program name); returns the exit status.
+pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
+    match run(tool, args) {
+        Ok(code) => code,
+        Err(Fatal(code)) => code,
+    }
+}
+
+/// An exit with this status; the message has already been printed.
+struct Fatal(i32);
+
+struct Opts {
+    root: Option<OsString>,
+    output: Option<OsString>,
+    devtable: Option<OsString>,
+    incremental: Option<OsString>,
+    endian: Endian,
+    erase_size: u32,
+    page_size: i64,
+    page_size_given: bool,
+    cleanmarker_size: u32,
+    cleanmarkers: bool,
+    pad: EndPad,
+    scan: ScanOptions,
+    compressors: Compressors,
+    verbose: bool,
+    summary: bool,
+    threads: usize,
+    progress: bool,
+}
+
+fn host_page_size() -> i64 {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v < 0 {
+        4096
+    } else {
+        v as i64
+    }
+}
+
+fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
+    let die = |msg: &str| -> Fatal {
+        tool.error(msg);
+        Fatal(255)
+    };
+    let mut o = Opts {
+        root: None,
+        output: None,
+        devtable: None,
+        incremental: None,
+        endian: Endian::host(),
+        erase_size: 65536,
+        page_size: host_page_size(),
+        page_size_given: false,
+        cleanmarker_size: 12,
+        cleanmarkers: true,
+        pad: EndPad::None,
+        scan: ScanOptions::default(),
+        compressors: Compressors::mkfs_default(),
+        verbose: false,
+        summary: false,
+        threads: 0,
+        progress: true,
+    };
+    let mut operands = Vec::new();
+    // -y keeps the priority of an earlier -y when its number does not parse (§3.1).
+    let mut compr_prior: i64 = -1;
+    for p in getopt_long(args, SHORT, LONG) {
+        let (id, arg) = match p {
+            Parsed::Opt { id, arg } => (id, arg),
+            Parsed::Operand(w) => {
+                operands.push(w);
+                continue;
+            }
+            Parsed::Error(msg) => {
+                eprintln!("{}: {msg}", tool.name);
+                println!("{HELP}");
+                return Err(Fatal(1));
+            }
+        };
+        let a = arg.as_deref().map(text).unwrap_or_default();
+        match id {
+            0x44 /* D */ => {
+                let path = arg.unwrap_or_default();
+                match std::fs::metadata(&path) {
+                    Err(e) => {
+                        tool.sys_error(&text(&path), &e);
+                        return Err(Fatal(255));
+                    }
+                    Ok(m) if m.len() < 10 => {
+                        return Err(die(&format!("{a}: not a proper device table file")));
+                    }
+                    Ok(_) => o.devtable = Some(path),
+                }
+            }
+            0x72 | 0x64 /* r d */ => {
+                if o.root.is_some() {
+                    return Err(die("root directory specified more than once"));
+                }
+                o.root = arg;
+            }
+            0x73 /* s */ => {
+                o.page_size = strtol_int(&a) as i64;
+                o.page_size_given = true;
+            }
+            0x6f /* o */ => {
+                if o.output.is_some() {
+                    return Err(die("output filename specified more than once"));
+                }
+                o.output = arg;
+            }
+            0x71 /* q */ => {
+                o.scan.squash_uids = true;
+                o.scan.squash_perms = true;
+            }
+            0x55 /* U */ => o.scan.squash_uids = true,
+            0x50 /* P */ => o.scan.squash_perms = true,
+            0x66 /* f */ => o.scan.faketime = true,
+            0x68 /* h */ => {
+                println!("{HELP}");
+                return Ok(0);
+            }
+            0x3f /* ? */ => {
+                println!("{HELP}");
+                return Err(Fatal(1));
+            }
+            0x76 /* v */ => o.verbose = true,
+            0x56 /* V */ => {
+                println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
+                return Ok(0);
+            }
+            0x65 /* e */ => match erase_size(&a) {
+                Ok((size, raised)) => {
+                    if let Some(orig) = raised {
+                        eprintln!(
+                            "Erase size 0x{:x} too small. Increasing to 8KiB minimum",
+                            orig as u32
+                        );
+                    }
+                    o.erase_size = size;
+                }
+                Err(EraseSizeError::Unrecognisable) => {
+                    return Err(die("Unrecognisable erase size\n"))
+                }
+                Err(EraseSizeError::UnknownUnits) => {
+                    return Err(die("Unknown units in erasesize\n"))
+                }
+            },
+            0x6c /* l */ => o.endian = Endian::Little,
+            0x62 /* b */ => o.endian = Endian::Big,
+            0x70 /* p */ => {
+                o.pad = match arg {
+                    None => EndPad::Block,
+                    // mkfs.jffs2 keeps strtol's value in an int; -1 means "no size".
+                    Some(_) => match strtol_int(&a) {
+                        -1 => EndPad::Block,
+                        v => EndPad::Size(i64::from(v)),
+                    },
+                }
+            }
+            0x6e /* n */ => o.cleanmarkers = false,
+            0x63 /* c */ => {
+                let v = strtol_int(&a);
+                if v < 12 {
+                    return Err(die("cleanmarker size must be >= 12"));
+                }
+                // Checked against the erase size known *now* (§8 B-5).
+                if v as i64 >= i64::from(o.erase_size) {
+                    return Err(die("cleanmarker size must be < eraseblock size"));
+                }
+                o.cleanmarker_size = v as u32;
+            }
+            0x6d /* m */ => match a.parse::<Mode>() {
+                Ok(m) => o.compressors.set_mode(m),
+                Err(_) => return Err(die(&format!("Unknown compression mode {a}"))),
+            },
+            0x78 | 0x58 /* x X */ => {
+                let enable = id == 0x58;
+                if let Err(e) = o.compressors.set_enabled(&a, enable) {
+                    if a == "lzma" && !enable {
+                        // OpenWrt passes -x lzma to an mtd-utils patched with LZMA;
+                        // disabling a compressor we do not have is harmless.
+                        tool.warning("compressor lzma (OpenWrt's patch) is not built in; -x lzma ignored");
+                    } else if a == "lzma" {
+                        return Err(die(&format!(
+                            "{e}: OpenWrt's LZMA compressor is not supported; \
+                             use -X lzo or the default zlib"
+                        )));
+                    } else {
+                        return Err(die(&format!("Unknown compressor name {a}")));
+                    }
+                }
+            }
+            0x4c /* L */ => {
+                return Err(die(&format!("\n{}", o.compressors.list_text())));
+            }
+            OPT_LIST_COMPRESSORS => {
+                print!("{}", o.compressors.list_text());
+                return Ok(0);
+            }
+            0x74 /* t */ => o.compressors.set_test(true),
+            0x79 /* y */ => {
+                let (v, rest) = strtol(&a);
+                let parsed_number = rest.len() != a.len();
+                if parsed_number {
+                    compr_prior = i64::from(v as i32);
+                }
+                if compr_prior >= 0 {
+                    let name = rest.strip_prefix(':').unwrap_or("");
+                    let name = name.split_whitespace().next().unwrap_or("");
+                    if o.compressors.set_priority(name, compr_prior as i32).is_err() {
+                        eprintln!("{}: compressor {name} not found.", tool.name);
+                        return Err(Fatal(1));
+                    }
+                } else {
+                    return Err(die(&format!("Cannot parse {a}")));
+                }
+            }
+            0x69 /* i */ => {
+                if o.incremental.is_some() {
+                    return Err(die("(incremental) filename specified more than once"));
+                }
+                if let Err(e) = std::fs::File::open(arg.as_deref().unwrap_or_default()) {
+                    tool.sys_error("cannot open (incremental) file", &e);
+                    return Err(Fatal(255));
+                }
+                o.incremental = arg;
+            }
+            OPT_WITH_XATTR => o.scan.xattr |= XattrSelect::ALL,
+            OPT_WITH_SELINUX => o.scan.xattr |= XattrSelect::SECURITY,
+            OPT_WITH_POSIX_ACL => o.scan.xattr |= XattrSelect::POSIX_ACL,
+            OPT_SUMMARY => o.summary = true,
+            OPT_THREADS => match a.parse::<usize>() {
+                Ok(n) if n > 0 => o.threads = n,
+                _ => return Err(die(&format!("--threads needs a positive number, not '{a}'"))),
+            },
+            OPT_NO_PROGRESS => o.progress = false,
+            _ => {}
+        }
+    }
+    if !operands.is_empty() {
+        // mkfs.jffs2 ignores operands silently; say so, since `-p 0x100000` or
+        // `--pad 0x100000` put the size here.
+        let words: Vec<String> = operands.iter().map(|w| text(w)).collect();
+        tool.warning(&format!(
+            "ignoring operand(s) {} (as mkfs.jffs2 does); did you mean --pad=SIZE?",
+            words.join(" ")
+        ));
+    }
+    if !o.page_size_given && o.page_size != 4096 {
+        tool.error(&format!(
+            "Page size for this system is by default {}",
+            o.page_size
+        ));
+        tool.error("Use the --pagesize=SIZE option if this is not what you want");
+    }
+    if o.page_size < 0 {
+        return Err(die(&format!("invalid page size {}", o.page_size)));
+    }
+    if o.page_size_given {
+        let ps = o.page_size as u64;
+        if ps == 0 {
+            tool.warning("page size 0: every regular file is stored empty (as mkfs.jffs2 does)");
+        } else if ps < 4096 || !ps.is_power_of_two() {
+            tool.warning(&format!(
+                "page size {ps} is not a power of two of at least 4096: -s is the memory page \
+                 size of the target (usually 4096), not the flash page size"
+            ));
+        }
+    }
+    if o.summary && o.erase_size % 4 != 0 {
+        return Err(die("--summary needs an erase size that is a multiple of 4"));
+    }
+    let to_stdout = o.output.is_none();
+    if to_stdout && std::io::stdout().is_terminal() {
+        return Err(die(HELP));
+    }
+
+    // The root: mkfs.jffs2 lstat()s and chdir()s into it, then uses getcwd() (§3.2).
+    let root_given = o.root.clone().unwrap_or_else(|| OsString::from("."));
+    let root = match std::fs::canonicalize(&root_given) {
+        Ok(p) => p,
+        Err(e) => {
+            tool.sys_error(&text(&root_given), &e);
+            return Err(Fatal(255));
+        }
+    };
+    if !root.is_dir() {
+        tool.sys_error(
+            &text(&root_given),
+            &std::io::Error::from_raw_os_error(libc::ENOTDIR),
+        );
+        return Err(Fatal(255));
+    }
+
+    // -i: the old image's highest inode number.
+    let mut first_ino = 0;
+    if let Some(inc) = &o.incremental {
+        let bytes = match std::fs::read(inc) {
+            Ok(b) => b,
+            Err(e) => {
+                tool.sys_error("cannot open (incremental) file", &e);
+                return Err(Fatal(255));
+            }
+        };
+        let r = mkfs::incremental_max_ino(&bytes, o.endian, o.erase_size, o.verbose);
+        let mut out = listing_stream(to_stdout);
+        for l in &r.stdout {
+            let _ = writeln!(out, "{l}");
+        }
+        first_ino = r.max_ino;
+    }
+
+    o.scan.verbose = o.verbose;
+    o.scan.now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as u32);
+    let (mut tree, warnings) = match source::scan_host(&root, &o.scan) {
+        Ok(t) => t,
+        Err(e) => return Err(die(&e.to_string())),
+    };
+    report_warnings(tool, &warnings, to_stdout);
+    if let Some(dt) = &o.devtable {
+        let table = match std::fs::read(dt) {
+            Ok(t) => t,
+            Err(e) => {
+                tool.sys_error(&text(dt), &e);
+                return Err(Fatal(255));
+            }
+        };
+        match source::apply_device_table(
+            &mut tree,
+            &table,
+            Path::new(dt),
+            Path::new(&root_given),
+            &o.scan,
+        ) {
+            Ok(w) => report_warnings(tool, &w, to_stdout),
+            Err(e) => return Err(die(&e.to_string())),
+        }
+    }
+
+    let clamp_time = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u64>() {
+            Ok(t) => Some(t.min(u64::from(u32::MAX)) as u32),
+            Err(_) => return Err(die(&format!("SOURCE_DATE_EPOCH is not a number: '{v}'"))),
+        },
+        _ => None,
+    };
+    let cfg = MkfsConfig {
+        endian: o.endian,
+        erase_size: o.erase_size,
+        page_size: o.page_size as u32,
+        cleanmarker: o.cleanmarkers.then_some(o.cleanmarker_size),
+        pad: o.pad,
+        compressors: o.compressors.clone(),
+        summary: o.summary,
+        clamp_time,
+        first_ino,
+        verbose: o.verbose,
+        threads: o.threads,
+    };
+
+    let output = match &o.output {
+        Some(p) => Output::file(PathBuf::from(p)),
+        None => Output::stdout(),
+    };
+    let mut output = match output {
+        Ok(out) => out,
+        Err(e) => {
+            tool.sys_error("open output file", &e);
+            return Err(Fatal(255));
+        }
+    };
+    let mut sink = CliSink {
+        tool,
+        listing: listing_stream(to_stdout),
+        progress: if o.progress && !o.verbose {
+            Progress::new("mkfs")
+        } else {
+            None
+        },
+    };
+    let result = mkfs::build(&tree, &cfg, output.writer(), &mut sink);
+    if let Some(p) = sink.progress.take() {
+        p.finish();
+    }
+    let _ = sink.listing.flush();
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            output.abandon();
+            return Err(die(&e.to_string()));
+        }
+    };
+    if let Err(e) = output.commit() {
+        tool.sys_error("write", &e);
+        return Err(Fatal(255));
+    }
+    if let EndPad::Size(size) = cfg.pad {
+        if size > 0 && report.image_size > size as u64 {
+            tool.warning(&format!(
+                "the image is {} bytes, more than --pad={size}: it will not fit a partition of that size",
+                report.image_size
+            ));
+        }
+    }
+    if o.verbose {
+        eprint!("\n\n{}", report.stats.report(&cfg.compressors));
+    }
+    if o.verbose || report.stats.errors() > 0 {
+        eprintln!("Compression errors: {}", report.stats.errors());
+    }
+    Ok(0)
+}
+
+/// Where the `-v` listing goes: stdout as in mkfs.jffs2 — except when the image itself
+/// goes to stdout, where mkfs.jffs2 would corrupt it (§8 B-1): then stderr.
+fn listing_stream(image_to_stdout: bool) -> Box<dyn Write> {
+    if image_to_stdout {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::BufWriter::new(std::io::stdout()))
+    }
+}
+
+fn report_warnings(tool: &Tool, warnings: &[source::Warning], image_to_stdout: bool) {
+    for w in warnings {
+        match w.kind {
+            WarningKind::Error => tool.error(&w.to_string()),
+            WarningKind::Verbose => {
+                let mut out = listing_stream(image_to_stdout);
+                let _ = writeln!(out, "{w}");
+            }
+            WarningKind::Notice => tool.warning(&w.to_string()),
+        }
+    }
+}
+
+struct CliSink<'a> {
+    tool: &'a Tool,
+    listing: Box<dyn Write>,
+    progress: Option<Progress>,
+}
+
+impl Sink for CliSink<'_> {
+    fn listing(&mut self, line: &str) {
+        let _ = writeln!(self.listing, "{line}");
+    }
+    fn message(&mut self, kind: MsgKind, text: &str) {
+        if let Some(p) = &self.progress {
+            p.suspend(|| self.tool.message(kind, text));
+        } else {
+            self.tool.message(kind, text);
+        }
+    }
+    fn progress(&mut self, done: u64, total: u64) {
+        if let Some(p) = &self.progress {
+            p.set(done, total);
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! What the binaries share: the mtd-utils option and number grammars, message formats,
+//! atomic output, progress bars, and the argv[0] dispatch that lets `mkfs.jffs2` (and
+//! later `sumtool`, `jffs2dump`, `jffs2reader`, `fsck.jffs2`) symlinks act as drop-ins.
+
+pub mod getopt;
+pub mod mkfs;
+pub mod num;
+pub mod output;
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::Path;
+
+use jffs2::mkfs::MsgKind;
+
+/// The running tool: its name as messages show it.
+pub struct Tool {
+    /// "mkfs.jffs2" when invoked under the mtd-utils name, else "jffs2-mkfs", etc.
+    pub name: String,
+}
+
+impl Tool {
+    /// `"<prog>: error!: <msg>"` on stderr (mtd-utils' `errmsg`).
+    pub fn error(&self, msg: &str) {
+        eprintln!("{}: error!: {msg}", self.name);
+    }
+
+    /// `"<prog>: warning!: <msg>"` on stderr (mtd-utils' `warnmsg`).
+    pub fn warning(&self, msg: &str) {
+        eprintln!("{}: warning!: {msg}", self.name);
+    }
+
+    /// mtd-utils' `sys_errmsg`: the message, then `error N (text)` indented under it.
+    pub fn sys_error(&self, msg: &str, err: &std::io::Error) {
+        eprintln!("{}: error!: {msg}", self.name);
+        let code = err.raw_os_error().unwrap_or(0);
+        let text = std::io::Error::from_raw_os_error(code).to_string();
+        let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+        eprintln!(
+            "{:width$}error {code} ({text})",
+            "",
+            width = self.name.len() + 1
+        );
+    }
+
+    /// A builder message.
+    pub fn message(&self, kind: MsgKind, msg: &str) {
+        match kind {
+            MsgKind::Error => self.error(msg),
+            MsgKind::Warning => self.warning(msg),
+        }
+    }
+}
+
+/// The base name of argv[0].
+pub fn invoked_as(argv0: Option<&OsString>) -> String {
+    argv0
+        .and_then(|a| Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Entry point of `jffs2-mkfs`: `mkfs.jffs2` when invoked under that name.
+pub fn mkfs_main() -> i32 {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let name = if invoked_as(args.first()) == "mkfs.jffs2" {
+        "mkfs.jffs2"
+    } else {
+        "jffs2-mkfs"
+    };
+    let tool = Tool { name: name.into() };
+    mkfs::main(&tool, args.get(1..).unwrap_or(&[]))
+}
+
+/// A progress bar on stderr, only when stderr is a terminal.
+pub struct Progress {
+    bar: indicatif::ProgressBar,
+}
+
+impl Progress {
+    /// A bar, or `None` when stderr is not a terminal.
+    pub fn new(what: &str) -> Option<Progress> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let bar = indicatif::ProgressBar::new(0);
+        let style = indicatif::ProgressStyle::with_template(
+            "{prefix} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.set_prefix(what.to_string());
+        Some(Progress { bar })
+    }
+
+    /// Sets position and length.
+    pub fn set(&self, done: u64, total: u64) {
+        self.bar.set_length(total);
+        self.bar.set_position(done);
+    }
+
+    /// Runs `f` with the bar hidden (for messages).
+    pub fn suspend<F: FnOnce()>(&self, f: F) {
+        self.bar.suspend(f);
+    }
+
+    /// Removes the bar.
+    pub fn finish(self) {
+        self.bar.finish_and_clear();
+    }
+}
