@@ -15,7 +15,8 @@ TREE=${1:-/usr/bin}
 RUNS=${2:-5}
 OUT=${BENCH_OUT:-bench/out}
 mkdir -p "$OUT"
-cargo build --release --quiet --bin jffs2-mkfs --example zlib_floor
+cargo build --release --quiet --bin jffs2-mkfs
+cargo build --release --quiet -p jffs2 --example zlib_floor
 OURS=$PWD/target/release/jffs2-mkfs
 REF=$(command -v mkfs.jffs2 || echo /usr/sbin/mkfs.jffs2)
 CORES=$(nproc)
@@ -57,6 +58,6 @@ EMPTY=$(mktemp -d)
 row "256 MiB pad" -r "$EMPTY" -e 0x20000 -l --pad=0x10000000
 rmdir "$EMPTY"
 echo
-FLOOR=$(cargo run --release --quiet --example zlib_floor -- "$TREE" 2>/dev/null)
+FLOOR=$(target/release/examples/zlib_floor "$TREE" 2>/dev/null)
 echo "zlib floor: $FLOOR CPU seconds for all pages at level 3 -> $(echo "$FLOOR / $CORES" | bc -l | xargs printf '%.2f') s on $CORES cores"
 rm -f "$OUT/ref.img" "$OUT/ours.img"

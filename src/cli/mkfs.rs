@@ -533,10 +533,13 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         }
     }
     if o.verbose {
-        eprint!("\n\n{}", report.stats.report(&cfg.compressors));
+        // The report starts with mkfs.jffs2's "\n\n" itself (§3.8).
+        eprint!("{}", report.stats.report(&cfg.compressors));
     }
-    if o.verbose || report.stats.errors() > 0 {
-        eprintln!("Compression errors: {}", report.stats.errors());
+    // With -v the report already ends with the error count; without it mkfs.jffs2
+    // prints the count only when -t found errors (§3.8).
+    if !o.verbose && report.stats.errors() > 0 {
+        eprint!("{}", report.stats.errors_line());
     }
     Ok(0)
 }
