@@ -30,7 +30,8 @@ impl Tool {
         eprintln!("{}: warning!: {msg}", self.name);
     }
 
-    /// mtd-utils' `sys_errmsg`: the message, then `error N (text)` indented under it.
+    /// mtd-utils' `sys_errmsg`: the message, then `error N (text)` indented under it by
+    /// `sizeof(PROGRAM_NAME) + 1` spaces, i.e. the name length + 2 (`include/common.h`).
     pub fn sys_error(&self, msg: &str, err: &std::io::Error) {
         eprintln!("{}: error!: {msg}", self.name);
         let code = err.raw_os_error().unwrap_or(0);
@@ -39,7 +40,7 @@ impl Tool {
         eprintln!(
             "{:width$}error {code} ({text})",
             "",
-            width = self.name.len() + 1
+            width = self.name.len() + 2
         );
     }
 
