@@ -80,7 +80,8 @@ Options:
                           page size (default: 4KiB)
   -e, --eraseblock=SIZE   Use erase block size SIZE (default: 64KiB)
   -c, --cleanmarker=SIZE  Size of cleanmarker (default 12)
-  -m, --compr-mode=MODE   Select compression mode (default: priority)
+  -m, --compression-mode=MODE
+                          Select compression mode (default: priority)
   -x, --disable-compressor=COMPRESSOR_NAME
                           Disable a compressor
   -X, --enable-compressor=COMPRESSOR_NAME
@@ -420,6 +421,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         return Err(Fatal(255));
     }
 
+    // Everything mkfs.jffs2 prints on stdout goes through this one buffered stream.
+    let mut listing = listing_stream(to_stdout);
+
     // -i: the old image's highest inode number.
     let mut first_ino = 0;
     if let Some(inc) = &o.incremental {
@@ -431,9 +435,8 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             }
         };
         let r = mkfs::incremental_max_ino(&bytes, o.endian, o.erase_size, o.verbose);
-        let mut out = listing_stream(to_stdout);
         for l in &r.stdout {
-            let _ = writeln!(out, "{l}");
+            let _ = writeln!(listing, "{l}");
         }
         first_ino = r.max_ino;
     }
@@ -446,7 +449,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         Ok(t) => t,
         Err(e) => return Err(die(&e.to_string())),
     };
-    report_warnings(tool, &warnings, to_stdout);
+    report_warnings(tool, &warnings, &mut listing);
     if let Some(dt) = &o.devtable {
         let table = match std::fs::read(dt) {
             Ok(t) => t,
@@ -462,7 +465,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             Path::new(&root_given),
             &o.scan,
         ) {
-            Ok(w) => report_warnings(tool, &w, to_stdout),
+            Ok(w) => report_warnings(tool, &w, &mut listing),
             Err(e) => return Err(die(&e.to_string())),
         }
     }
@@ -501,7 +504,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     };
     let mut sink = CliSink {
         tool,
-        listing: listing_stream(to_stdout),
+        listing,
         progress: if o.progress && !o.verbose {
             Progress::new("mkfs")
         } else {
@@ -512,7 +515,8 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     if let Some(p) = sink.progress.take() {
         p.finish();
     }
-    let _ = sink.listing.flush();
+    // The listing is flushed when `sink` is dropped at the end, after the statistics:
+    // mkfs.jffs2's block-buffered stdout puts it there in a combined log (§3.8).
     let report = match result {
         Ok(r) => r,
         Err(e) => {
@@ -549,18 +553,19 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
 fn listing_stream(image_to_stdout: bool) -> Box<dyn Write> {
     if image_to_stdout {
         Box::new(std::io::stderr())
+    } else if std::io::stdout().is_terminal() {
+        Box::new(std::io::stdout())
     } else {
         Box::new(std::io::BufWriter::new(std::io::stdout()))
     }
 }
 
-fn report_warnings(tool: &Tool, warnings: &[source::Warning], image_to_stdout: bool) {
+fn report_warnings(tool: &Tool, warnings: &[source::Warning], listing: &mut dyn Write) {
     for w in warnings {
         match w.kind {
             WarningKind::Error => tool.error(&w.to_string()),
             WarningKind::Verbose => {
-                let mut out = listing_stream(image_to_stdout);
-                let _ = writeln!(out, "{w}");
+                let _ = writeln!(listing, "{w}");
             }
             WarningKind::Notice => tool.warning(&w.to_string()),
         }
