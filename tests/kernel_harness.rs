@@ -786,6 +786,40 @@ fn rw_workload_matches_a_host_replay() {
     assert!(r.ok("rw") && r.code == 0, "rw workload:\n{}", r.text);
 }
 
+/// The committed kernel-written fixtures (fixtures/kernel/, made by
+/// tests/kernel/make-fixtures.py) still mount as recorded: same listing, same jffs2 messages.
+#[test]
+fn kernel_fixtures_mount_as_recorded() {
+    if !kernel_available() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel");
+    let n = fs::read_dir(&dir)
+        .map(|d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .map(|e| e.path().extension().is_some_and(|x| x == "json"))
+                    .unwrap_or(false)
+            })
+            .count()
+        })
+        .unwrap_or(0);
+    assert!(n >= 4, "no kernel fixtures in {}", dir.display());
+    let out = Command::new("python3")
+        .arg(harness_path())
+        .arg("verify-fixtures")
+        .arg("--dir")
+        .arg(&dir)
+        .output()
+        .expect("run harness");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "fixtures do not mount as recorded:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 // ------------------------------------------------------------------------------------------
 // Image surgery for the negative test
 

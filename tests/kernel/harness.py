@@ -904,11 +904,12 @@ COMPARED = ["type", "mode", "uid", "gid", "size", "nlink", "md5", "target", "rde
             "mtime", "xattrs"]
 
 
-def compare(expected, actual, ignore=()):
+def compare(expected, actual, ignore=(), exact=False):
     """Entry-by-entry differences between two listings (expected = host tree).
 
     The root is compared by type only: the kernel synthesises JFFS2's root inode (040755, 0:0).
-    Directory sizes and link counts are not compared (they are filesystem-specific)."""
+    Directory sizes and link counts are not compared (they are filesystem-specific).
+    exact=True compares every field of every entry (kernel listing against kernel listing)."""
     ex = {e["path"]: e for e in expected}
     ac = {e["path"]: e for e in actual}
     diffs = []
@@ -920,11 +921,11 @@ def compare(expected, actual, ignore=()):
         if b is None:
             diffs.append({"path": p, "what": "missing entry", "expected": a.get("type")})
             continue
-        fields = ["type"] if p == "." else COMPARED
+        fields = ["type"] if p == "." and not exact else COMPARED
         for k in fields:
             if k in ignore:
                 continue
-            if a["type"] == "dir" and k in ("size", "nlink"):
+            if a["type"] == "dir" and k in ("size", "nlink") and not exact:
                 continue
             if k == "xattrs" and "xattrs" not in b:
                 continue  # the guest could not list them (no helper)
@@ -979,6 +980,54 @@ def check_results(spec, out):
     return all_ok
 
 
+def norm_msg(m):
+    """A kernel message without what changes from boot to boot (pids, mtd numbers)."""
+    msg = re.sub(r"\(\d+\)", "(N)", m["msg"])
+    msg = re.sub(r"mtd\d+", "mtdN", msg)
+    msg = re.sub(r"/dev/vd[a-z]+", "/dev/vdX", msg)
+    return f"<{m['level']}> {msg}"
+
+
+def verify_fixtures(d):
+    """Mounts every fixtures/kernel image read-only; its listing and jffs2 messages must be
+    those recorded in its .json.  Returns (ok, report lines)."""
+    metas = []
+    lines = []
+    ok = True
+    for fn in sorted(os.listdir(d)):
+        if not fn.endswith(".json"):
+            continue
+        with open(os.path.join(d, fn)) as f:
+            meta = json.load(f)
+        img = os.path.join(d, meta["image"])
+        if hashlib.sha256(open(img, "rb").read()).hexdigest() != meta["sha256"]:
+            lines.append(f"FIXTURE {meta['image']} FAIL sha256 differs from {fn}")
+            ok = False
+            continue
+        metas.append(meta)
+    spec = {"images": [{"id": m["image"], "path": os.path.join(d, m["image"]),
+                        "erase_size": m["erase_size"], "mode": "ro"} for m in metas]}
+    out = run(spec)
+    for b in out["boots"]:
+        if "error" in b:
+            ok = False
+            lines.append(f"BOOT ERROR {b['error']}")
+    for m, r in zip(metas, out["results"]):
+        problems = []
+        if bool(r.get("mount_ok")) != bool(m["mount"]["mount_ok"]):
+            problems.append(f"mount_ok {r.get('mount_ok')} != recorded {m['mount']['mount_ok']}")
+        diffs = compare(m["listing"] or [], r.get("listing") or [], exact=True)
+        problems += [f"DIFF {json.dumps(x)}" for x in diffs]
+        want = [norm_msg(x) for x in m["mount"]["kernel_messages"] or []]
+        got = [norm_msg(x) for x in r.get("jffs2_messages") or []]
+        if want != got:
+            problems.append(f"kernel messages differ: recorded {want}, now {got}")
+        ok &= not problems
+        lines.append(f"FIXTURE {m['image']} {'OK' if not problems else 'FAIL'}")
+        lines += [f"  {p}" for p in problems]
+    return ok, lines
+
+
 def report(out):
     for b in out["boots"]:
         ready = b.get("ready")
@@ -1014,6 +1063,8 @@ def main(argv=None):
         p.add_argument("--spec", required=True)
         p.add_argument("--out")
         p.add_argument("--workdir")
+    p = sub.add_parser("verify-fixtures")
+    p.add_argument("--dir", required=True)
     p = sub.add_parser("list-host")
     p.add_argument("dir")
     p = sub.add_parser("compare")
@@ -1040,6 +1091,11 @@ def main(argv=None):
                 with open(a.out, "w") as f:
                     json.dump(out, f, indent=1, ensure_ascii=False)
             report(out)
+            print(f"SUMMARY {'OK' if ok else 'FAIL'}")
+            return 0 if ok else 1
+        if a.cmd == "verify-fixtures":
+            ok, lines = verify_fixtures(a.dir)
+            print("\n".join(lines))
             print(f"SUMMARY {'OK' if ok else 'FAIL'}")
             return 0 if ok else 1
         if a.cmd == "list-host":
