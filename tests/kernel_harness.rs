@@ -137,7 +137,7 @@ fn setup() -> &'static Result<(), String> {
             Ok(())
         } else {
             Err(format!(
-                "harness setup failed ({}): {}{}",
+                "harness setup failed ({}): {} {}",
                 out.status,
                 String::from_utf8_lossy(&out.stdout).trim(),
                 String::from_utf8_lossy(&out.stderr).trim()
