@@ -412,6 +412,13 @@ fn build_tree(root: &Path) {
         );
     }
     put(root, &"n".repeat(254), b"long name\n", 0o644);
+    // names the listing must survive: spaces, quotes, a leading dash, non-ASCII, a newline
+    put(root, "odd/with space", b"1\n", 0o644);
+    put(root, "odd/quote'd \"name\"", b"2\n", 0o644);
+    put(root, "odd/-leading-dash", b"3\n", 0o644);
+    put(root, "odd/ünïcödé ✓", b"4\n", 0o644);
+    put(root, "odd/new\nline", b"5\n", 0o644);
+    symlink("with space", root.join("odd/link -> x")).unwrap();
     symlink("text_4096", root.join("link_rel")).unwrap();
     symlink("../one", root.join("a/link_up")).unwrap();
     symlink("nowhere/at/all", root.join("dangling")).unwrap();

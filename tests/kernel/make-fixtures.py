@@ -303,7 +303,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="j2h-fixtures-") as tmp:
         fx = fixtures(tmp)
         if a.only:
-            fx = [f for f in fx if f["name"] in a.only]
+            only = set(a.only)
+            if "powercut-torn-node-16k" in only:  # derived from it
+                only.add("powercut-append-16k")
+            fx = [f for f in fx if f["name"] in only]
         # 1. the kernel writes: dirty workloads first, then power cuts (one boot each)
         images = []
         for f in sorted(fx, key=lambda f: f["kind"] == "powercut"):
