@@ -538,9 +538,10 @@ fn mkfs_images_mount_with_the_source_content() {
             ..Default::default()
         });
     }
-    // mkfs.jffs2 stores device numbers in the old 16-bit form (major << 8 | minor), even when
-    // the minor does not fit: 240:300 comes back from the kernel as 241:44.  Our builder is
-    // byte-identical, so it must do the same.
+    // mkfs.jffs2 stores device numbers in the old 16-bit form (major << 8) + minor, even when
+    // the minor does not fit: 240:300 comes back from the kernel as 241:44.  Our jffs2-mkfs
+    // deliberately differs here (it warns and stores the kernel's 4-byte form), so with it the
+    // kernel must show 240:300.
     let dev_tree = work.path().join("devtree");
     fs::create_dir_all(&dev_tree).unwrap();
     put(&dev_tree, "plain", b"plain\n", 0o644);
@@ -572,7 +573,7 @@ fn mkfs_images_mount_with_the_source_content() {
         "images the kernel did not show as their source: {failed:?}\n{}",
         r.text
     );
-    if is_root() {
+    if is_root() && matches!(MKFS, Tool::Debian) {
         let d = r.diffs("dev16");
         assert!(
             d.len() == 1 && d[0].contains("\"big_dev\"") && d[0].contains("\"actual\": \"241:44\""),
