@@ -14,6 +14,7 @@ Only the Python standard library is used.  Sub-commands (all print JSON or a pla
   check --spec S [--out R]   run, then compare each image having "expect_dir" with that tree
   list-host DIR              listing of a host directory (same form as the guest's)
   compare --result R --index N --dir DIR   compare one image's guest listing with DIR
+  verify-fixtures --dir fixtures/kernel     mount every fixture ro; listing/messages as recorded
 
 Spec (JSON):
   {"timeout": 240,                # seconds per boot (optional)
@@ -28,6 +29,7 @@ Spec (JSON):
      "workload": "sh script",    # optional, run with cwd = mount point, before listing
      "power_cut": {"writer": "sh script", "delay": 2.0},  # optional; ends the boot
      "remount": true,            # optional: after umount, mount ro again and list again
+     "settle": true,             # rw: wait for the GC thread to go idle before list/umount
      "list": true,               # optional: list the mounted fs (default true)
      "expect_dir": "/host/dir",  # check: compare the final listing with this tree
      "compare_ignore": ["mtime"] # check: fields not to compare
