@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 
 /// Which mkfs makes the images.  Switching the suite to our own builder is this one line:
 /// `const MKFS: Tool = Tool::Ours;`
-const MKFS: Tool = Tool::Debian;
+const MKFS: Tool = Tool::Ours;
 
 #[derive(Clone, Copy, Debug)]
 #[allow(dead_code)]
@@ -469,6 +469,24 @@ fn geometries() -> Vec<Geometry> {
     };
     vec![
         g("e16k", 16 << 10, true, false, &[], 2 * MB),
+        // jffs2-mkfs's own one-pass summaries (not sumtool's), on every block.
+        g("e16k_oursum", 16 << 10, true, false, &["--summary"], 2 * MB),
+        g(
+            "e128k_nocm_oursum",
+            128 << 10,
+            false,
+            false,
+            &["--summary"],
+            2 * MB,
+        ),
+        g(
+            "e64k_xattr_oursum",
+            64 << 10,
+            true,
+            false,
+            &["--with-xattr", "--summary"],
+            2 * MB,
+        ),
         g("e16k_nocm", 16 << 10, false, false, &[], 2 * MB),
         g("e16k_sum", 16 << 10, true, true, &[], 2 * MB),
         g("e64k", 64 << 10, true, false, &[], 2 * MB),
