@@ -9,6 +9,8 @@
 pub mod compress;
 pub mod crc;
 pub mod format;
+pub mod fs;
 pub mod layout;
 pub mod mkfs;
+pub mod scan;
 pub mod source;
