@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-deps.sh
-cargo test --workspace --all-targets
+cargo test --workspace --all-targets --no-fail-fast

@@ -151,8 +151,8 @@ mod tests {
         }
         .encode(e, b"", &mut img);
         img.extend_from_slice(&[0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0]);
-        // A header with totlen 0: mkfs.jffs2 would hang here.
-        img.extend_from_slice(&[0x85, 0x19, 0x02, 0xe0, 0, 0, 0, 0]);
+        // A dirent header with totlen 0: mkfs.jffs2 would hang here.
+        img.extend_from_slice(&[0x85, 0x19, 0x01, 0xe0, 0, 0, 0, 0]);
         img.resize(8192, 0xFF);
         let r = incremental_max_ino(&img, e, 8192, true);
         assert_eq!(r.max_ino, 7);
