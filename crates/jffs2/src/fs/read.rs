@@ -1,0 +1,219 @@
+//! Reading data: `read.c: jffs2_read_dnode` and `jffs2_read_inode_range`
+//! (`kernel-jffs2-spec.md` §6.5, §1.9).
+
+use std::rc::Rc;
+
+use super::readinode::{DataNode, Inode};
+use super::{Fs, FsError, Md5, ReadError, RubinMode};
+use crate::compress::{
+    self, dynrubin_decompress, rubinmips_decompress, ComprError, COMPR_DYNRUBIN, COMPR_NONE,
+    COMPR_RUBINMIPS, COMPR_ZERO, COMPR_ZLIB,
+};
+use crate::crc::crc32;
+use crate::format::{InodeNode, INODE_SIZE};
+
+/// Decompressed data of a node kept by a streaming read: a few nodes' worth.
+const CACHE_BYTES: usize = 64 << 20;
+
+/// The data of one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeData {
+    /// A ZERO node: this many zero bytes (never materialised).
+    Zeros(u32),
+    /// Decompressed bytes (exactly the node's `dsize`).
+    Bytes(Vec<u8>),
+}
+
+impl NodeData {
+    /// The bytes, with zeros materialised (`len` bytes for a ZERO node).
+    pub fn into_vec(self, len: u32) -> Vec<u8> {
+        match self {
+            NodeData::Zeros(_) => vec![0; len as usize],
+            NodeData::Bytes(b) => b,
+        }
+    }
+}
+
+impl Fs<'_> {
+    /// `jffs2_read_dnode` for a whole node (§6.5): re-checks the node CRC, fixes up the legacy
+    /// ZERO node, checks the data CRC and decompresses to exactly `dsize` bytes.
+    ///
+    /// * The compressor is `compr | usercompr << 8`, masked to the low byte only when that is
+    ///   ZLIB or lower: LZO with a non-zero `usercompr` is "not available" (§1.9).
+    /// * Rubin ids follow [`super::FsOptions::rubin`]; COPY, LZMA and unknown ids are
+    ///   [`ComprError::UnsupportedCompressor`], never a panic.
+    /// * A compressed node with `dsize` over [`super::FsOptions::kmalloc_max`] cannot be read
+    ///   (the kernel's `kmalloc(dsize)` fails), so decompression never allocates more.
+    pub fn node_data(&self, dn: &DataNode) -> Result<NodeData, ReadError> {
+        let off = dn.offset;
+        let b = self
+            .image
+            .get(off as usize..)
+            .filter(|b| b.len() >= INODE_SIZE)
+            .ok_or(ReadError::OutOfImage { offset: off })?;
+        let ri = InodeNode::decode(b, self.scan.geometry.endian, u64::from(off))
+            .map_err(|_| ReadError::OutOfImage { offset: off })?;
+        let computed = crc32(&b[..INODE_SIZE - 8]);
+        if computed != ri.node_crc {
+            return Err(ReadError::NodeCrc {
+                offset: off,
+                stored: ri.node_crc,
+                computed,
+            });
+        }
+        let (mut csize, mut dsize) = (ri.csize, ri.dsize);
+        if ri.compr == COMPR_ZERO && dsize == 0 && csize != 0 {
+            dsize = csize;
+            csize = 0;
+        }
+        if ri.compr == COMPR_ZERO {
+            return Ok(NodeData::Zeros(dsize));
+        }
+        if ri.compr != COMPR_NONE && dsize > self.opts.kmalloc_max {
+            return Err(ReadError::TooLarge { offset: off, dsize });
+        }
+        let data = b
+            .get(INODE_SIZE..INODE_SIZE + csize as usize)
+            .ok_or(ReadError::OutOfImage { offset: off })?;
+        let computed = crc32(data);
+        if computed != ri.data_crc {
+            return Err(ReadError::DataCrc {
+                offset: off,
+                stored: ri.data_crc,
+                computed,
+            });
+        }
+        if ri.compr == COMPR_NONE {
+            return match data.get(..dsize as usize) {
+                Some(d) => Ok(NodeData::Bytes(d.to_vec())),
+                None => Err(ReadError::ShortUncompressed {
+                    offset: off,
+                    csize,
+                    dsize,
+                }),
+            };
+        }
+        let err = |error| ReadError::Decompress { offset: off, error };
+        // jffs2_decompress: "Older code had a bug where it would write non-zero 'usercompr'
+        // fields": masked only for ids up to ZLIB.
+        if ri.compr > COMPR_ZLIB && ri.usercompr != 0 {
+            return Err(err(ComprError::UnsupportedCompressor(ri.compr)));
+        }
+        let n = dsize as usize;
+        let out = match (ri.compr, self.opts.rubin) {
+            (COMPR_RUBINMIPS | COMPR_DYNRUBIN, RubinMode::Unavailable) => {
+                Err(ComprError::UnsupportedCompressor(ri.compr))
+            }
+            (COMPR_RUBINMIPS, RubinMode::KernelSwapped) => dynrubin_decompress(data, n),
+            (COMPR_DYNRUBIN, RubinMode::KernelSwapped) => rubinmips_decompress(data, n),
+            (c, _) => compress::decompress(c, data, n),
+        };
+        out.map(NodeData::Bytes).map_err(err)
+    }
+
+    /// Streams `[offset, offset + len)` of a regular file (clipped to its size) into `sink`
+    /// in order, like `jffs2_read_inode_range` page by page (§6.5): holes and ZERO nodes are
+    /// zeros, every other node is read with [`Fs::node_data`]. Stops at the first error (the
+    /// kernel's `read()` fails with -EIO). Memory stays bounded whatever the file size:
+    /// zeros are never materialised and at most a few decompressed nodes are cached.
+    pub fn read_with(
+        &self,
+        inode: &Inode,
+        offset: u64,
+        len: u64,
+        mut sink: impl FnMut(&[u8]),
+    ) -> Result<(), FsError> {
+        static ZEROS: [u8; 65536] = [0; 65536];
+        let zeros = |sink: &mut dyn FnMut(&[u8]), mut n: u64| {
+            while n > 0 {
+                let k = n.min(ZEROS.len() as u64) as usize;
+                sink(&ZEROS[..k]);
+                n -= k as u64;
+            }
+        };
+        let end = offset.saturating_add(len).min(inode.size);
+        let mut pos = offset;
+        let mut cache: Vec<(usize, Rc<Vec<u8>>)> = Vec::new();
+        let first = inode.frags.partition_point(|f| f.end <= pos);
+        for f in &inode.frags[first..] {
+            if pos >= end {
+                break;
+            }
+            if f.start > pos {
+                let z = f.start.min(end) - pos;
+                zeros(&mut sink, z);
+                pos += z;
+                if pos >= end {
+                    break;
+                }
+            }
+            let stop = f.end.min(end);
+            let Some(dn) = inode.nodes.get(f.node) else {
+                continue;
+            };
+            let ino = inode.ino;
+            let data = match cache.iter().position(|(id, _)| *id == f.node) {
+                Some(i) => {
+                    let hit = cache.remove(i);
+                    let d = Rc::clone(&hit.1);
+                    cache.push(hit);
+                    Some(d)
+                }
+                None => match self
+                    .node_data(dn)
+                    .map_err(|error| FsError::Read { ino, error })?
+                {
+                    NodeData::Zeros(_) => None,
+                    NodeData::Bytes(b) => {
+                        let d = Rc::new(b);
+                        cache.push((f.node, Rc::clone(&d)));
+                        while cache.iter().map(|(_, b)| b.len()).sum::<usize>() > CACHE_BYTES
+                            && cache.len() > 1
+                        {
+                            cache.remove(0);
+                        }
+                        Some(d)
+                    }
+                },
+            };
+            match data {
+                None => zeros(&mut sink, stop - pos),
+                Some(d) => {
+                    let a = (pos - u64::from(dn.ofs)) as usize;
+                    let b = (stop - u64::from(dn.ofs)) as usize;
+                    match d.get(a..b) {
+                        Some(s) => sink(s),
+                        // Cannot happen: a node's fragments lie within its dsize.
+                        None => zeros(&mut sink, stop - pos),
+                    }
+                }
+            }
+            pos = stop;
+        }
+        if pos < end {
+            zeros(&mut sink, end - pos);
+        }
+        Ok(())
+    }
+
+    /// Reads up to `len` bytes at `offset` of a regular file (clipped to its size).
+    pub fn read_range(&self, inode: &Inode, offset: u64, len: usize) -> Result<Vec<u8>, FsError> {
+        let n = inode.size.saturating_sub(offset).min(len as u64) as usize;
+        let mut out = Vec::with_capacity(n);
+        self.read_with(inode, offset, len as u64, |s| out.extend_from_slice(s))?;
+        Ok(out)
+    }
+
+    /// Reads an inode, then up to `len` bytes at `offset` of it.
+    pub fn read_data(&self, ino: u32, offset: u64, len: usize) -> Result<Vec<u8>, FsError> {
+        let inode = self.read_inode(ino)?;
+        self.read_range(&inode, offset, len)
+    }
+
+    /// MD5 of a regular file's whole content, streamed.
+    pub fn md5(&self, inode: &Inode) -> Result<[u8; 16], FsError> {
+        let mut h = Md5::new();
+        self.read_with(inode, 0, inode.size, |s| h.update(s))?;
+        Ok(h.finish())
+    }
+}

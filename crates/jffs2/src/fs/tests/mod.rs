@@ -1,0 +1,636 @@
+//! Tests of the filesystem model: crafted images (`crafted.rs`), hostile images
+//! (`hostile.rs`), and whole images against what Linux showed (`images.rs`).
+//!
+//! Support here: an image builder on the format encoders and `layout::BlockWriter`; a small
+//! full scan for clean images (the real `scan::scan` is developed separately; `scan_image`
+//! is the one switch point); a JSON reader for the kernel listings; the comparison helper.
+
+mod crafted;
+mod hostile;
+mod images;
+
+use std::collections::BTreeMap;
+
+use super::tree::ListingEntry;
+use crate::crc::crc32;
+use crate::format::{
+    dt, pad4, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode, MAGIC,
+    NODETYPE_DIRENT, NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF, XATTR_SIZE, XREF_SIZE,
+};
+use crate::layout::{BlockWriter, EndPad, LayoutConfig};
+use crate::scan::{
+    Geometry, InodeCache, NodeRef, RefState, Scan, ScanDirent, XattrDatum, XattrRef,
+};
+
+pub(super) const LE: Endian = Endian::Little;
+pub(super) const ES: u32 = 16384;
+
+pub(super) fn geometry(e: Endian, erase_size: u32) -> Geometry {
+    Geometry {
+        endian: e,
+        erase_size,
+        cleanmarker_size: 12,
+    }
+}
+
+/// Builds images node by node through the one block writer.
+pub(super) struct Img {
+    pub e: Endian,
+    pub es: u32,
+    pub nodes: Vec<Vec<u8>>,
+}
+
+pub(super) const S_IFDIR: u32 = 0o040000;
+pub(super) const S_IFREG: u32 = 0o100000;
+pub(super) const S_IFLNK: u32 = 0o120000;
+pub(super) const S_IFCHR: u32 = 0o020000;
+
+impl Img {
+    pub fn new() -> Self {
+        Img {
+            e: LE,
+            es: ES,
+            nodes: Vec::new(),
+        }
+    }
+
+    pub fn raw(&mut self, node: Vec<u8>) -> &mut Self {
+        self.nodes.push(node);
+        self
+    }
+
+    pub fn dirent(
+        &mut self,
+        pino: u32,
+        version: u32,
+        ino: u32,
+        dtype: u8,
+        name: &[u8],
+    ) -> &mut Self {
+        let mut b = Vec::new();
+        DirentNode {
+            pino,
+            version,
+            ino,
+            mctime: 0,
+            dtype,
+            ..Default::default()
+        }
+        .encode(self.e, name, &mut b);
+        self.raw(b)
+    }
+
+    /// A data node with explicit header fields.
+    pub fn inode_node(&mut self, n: InodeNode, data: &[u8]) -> &mut Self {
+        let mut b = Vec::new();
+        n.encode(self.e, data, &mut b);
+        self.raw(b)
+    }
+
+    /// A file data node of uncompressed data.
+    pub fn data(&mut self, ino: u32, version: u32, isize: u32, ofs: u32, data: &[u8]) -> &mut Self {
+        self.inode_node(
+            InodeNode {
+                ino,
+                version,
+                mode: S_IFREG | 0o644,
+                isize,
+                mtime: 1000 + version,
+                offset: ofs,
+                dsize: data.len() as u32,
+                ..Default::default()
+            },
+            data,
+        )
+    }
+
+    /// A metadata node (no data).
+    pub fn meta(&mut self, ino: u32, version: u32, mode: u32, isize: u32) -> &mut Self {
+        self.inode_node(
+            InodeNode {
+                ino,
+                version,
+                mode,
+                isize,
+                mtime: 1000 + version,
+                ..Default::default()
+            },
+            &[],
+        )
+    }
+
+    pub fn dir(&mut self, parent: u32, ino: u32, name: &[u8], version: u32) -> &mut Self {
+        self.meta(ino, 1, S_IFDIR | 0o755, 0);
+        self.dirent(parent, version, ino, dt::DIR, name)
+    }
+
+    pub fn file(
+        &mut self,
+        parent: u32,
+        ino: u32,
+        name: &[u8],
+        version: u32,
+        data: &[u8],
+    ) -> &mut Self {
+        self.data(ino, 1, data.len() as u32, 0, data);
+        self.dirent(parent, version, ino, dt::REG, name)
+    }
+
+    pub fn xattr(
+        &mut self,
+        xid: u32,
+        version: u32,
+        prefix: u8,
+        name: &[u8],
+        value: &[u8],
+    ) -> &mut Self {
+        let mut b = Vec::new();
+        XattrNode {
+            xid,
+            version,
+            xprefix: prefix,
+            ..Default::default()
+        }
+        .encode(self.e, name, value, &mut b);
+        self.raw(b)
+    }
+
+    pub fn xref(&mut self, ino: u32, xid: u32, xseqno: u32) -> &mut Self {
+        let mut b = Vec::new();
+        XrefNode {
+            ino,
+            xid,
+            xseqno,
+            ..Default::default()
+        }
+        .encode(self.e, &mut b);
+        self.raw(b)
+    }
+
+    /// The image: cleanmarkers, nodes, padded to at least 5 erase blocks.
+    pub fn build(&self) -> Vec<u8> {
+        let cfg = LayoutConfig {
+            endian: self.e,
+            erase_size: self.es,
+            cleanmarker: Some(12),
+            summary: false,
+        };
+        let mut w = BlockWriter::new(Vec::new(), cfg);
+        for n in &self.nodes {
+            w.prepare(pad4(n.len() as u32), 0).unwrap();
+            w.write_node(n).unwrap();
+        }
+        let (mut out, _) = w.finish(EndPad::Block).unwrap();
+        let min = 5 * self.es as usize;
+        if out.len() < min {
+            out.resize(min, 0xFF);
+        }
+        out
+    }
+}
+
+/// The one place that turns an image into a [`Scan`] for these tests. A small full scan of
+/// clean images (§3.2 step D without the summary path and with simplified accounting):
+/// header, node and name CRCs, ACCURATE bit, block-crossing nodes, phantom inodes for
+/// `ino = 0` / `pino = 0`, scan-time dirent de-duplication.
+pub(super) fn scan_image(image: &[u8], g: Geometry) -> Scan {
+    let e = g.endian;
+    let es = g.erase_size as usize;
+    let mut scan = Scan {
+        geometry: g,
+        refs: Vec::new(),
+        inodes: BTreeMap::new(),
+        xattr_datums: Vec::new(),
+        xattr_refs: Vec::new(),
+        blocks: Vec::new(),
+        log: Vec::new(),
+        failure: None,
+        highest_ino: 1,
+    };
+    fn cache(scan: &mut Scan, ino: u32) -> u32 {
+        let ino = if ino == 0 {
+            scan.highest_ino += 1;
+            scan.highest_ino
+        } else {
+            scan.highest_ino = scan.highest_ino.max(ino);
+            ino
+        };
+        scan.inodes.entry(ino).or_insert_with(|| InodeCache {
+            ino,
+            pino_nlink: u32::from(ino == 1),
+            ..Default::default()
+        });
+        ino
+    }
+    let mut blk = 0;
+    while blk < image.len() {
+        let end = (blk + es).min(image.len());
+        let mut ofs = blk;
+        while ofs + 12 <= end {
+            let b = &image[ofs..];
+            if e.get_u32(b, 0) == Some(0xFFFF_FFFF) {
+                ofs += 4;
+                continue;
+            }
+            let Ok(h) = NodeHeader::decode(b, e, ofs as u64) else {
+                break;
+            };
+            let tl = h.totlen as usize;
+            if h.magic != MAGIC || !h.crc_ok(e) || tl == 0 || ofs + tl > end {
+                ofs += 4;
+                continue;
+            }
+            let next = ofs + pad4(h.totlen) as usize;
+            if !h.is_accurate() {
+                ofs = next;
+                continue;
+            }
+            let len = pad4(h.totlen);
+            let link = |scan: &mut Scan, kind, state, ino| {
+                scan.refs.push(NodeRef {
+                    offset: ofs as u32,
+                    len,
+                    state,
+                    kind,
+                    from_summary: false,
+                    ino,
+                });
+                scan.refs.len() - 1
+            };
+            match h.nodetype {
+                NODETYPE_INODE => {
+                    if let Ok(ri) = InodeNode::decode(b, e, 0) {
+                        if ri.node_crc_ok(b, e) {
+                            let ino = cache(&mut scan, ri.ino);
+                            let i =
+                                link(&mut scan, NodeKind::Inode, RefState::Unchecked, Some(ino));
+                            scan.inodes.get_mut(&ino).unwrap().nodes.push(i);
+                        }
+                    }
+                }
+                NODETYPE_DIRENT => {
+                    if let Ok(rd) = DirentNode::decode(b, e, 0) {
+                        let name = rd.name(b).unwrap_or(&[]);
+                        let name = super::dirent::c_name(name).to_vec();
+                        if rd.node_crc_ok(b, e) && crc32(&name) == rd.name_crc {
+                            let pino = cache(&mut scan, rd.pino);
+                            let st = if rd.ino != 0 {
+                                RefState::Pristine
+                            } else {
+                                RefState::Normal
+                            };
+                            let i = link(&mut scan, NodeKind::Dirent, st, Some(pino));
+                            let ic = scan.inodes.get_mut(&pino).unwrap();
+                            ic.nodes.push(i);
+                            let fd = ScanDirent {
+                                pino,
+                                version: rd.version,
+                                ino: rd.ino,
+                                dtype: rd.dtype,
+                                name,
+                                node: i,
+                            };
+                            let lost = match ic.scan_dents.iter().position(|d| d.name == fd.name) {
+                                Some(j) if ic.scan_dents[j].version > fd.version => Some(i),
+                                Some(j) => Some(std::mem::replace(&mut ic.scan_dents[j], fd).node),
+                                None => {
+                                    ic.scan_dents.push(fd);
+                                    None
+                                }
+                            };
+                            if let Some(l) = lost {
+                                scan.refs[l].state = RefState::Obsolete;
+                            }
+                        }
+                    }
+                }
+                NODETYPE_XATTR => {
+                    if let Ok(rx) = XattrNode::decode(b, e, 0) {
+                        let want = pad4(
+                            XATTR_SIZE as u32
+                                + u32::from(rx.name_len)
+                                + 1
+                                + u32::from(rx.value_len),
+                        );
+                        if rx.node_crc_ok(b, e) && h.totlen == want {
+                            let i = link(&mut scan, NodeKind::Xattr, RefState::Pristine, None);
+                            scan.xattr_datums.push(XattrDatum {
+                                xid: rx.xid,
+                                version: rx.version,
+                                node: i,
+                            });
+                        }
+                    }
+                }
+                NODETYPE_XREF => {
+                    if let Ok(rr) = XrefNode::decode(b, e, 0) {
+                        if rr.node_crc_ok(b, e) && h.totlen == XREF_SIZE as u32 {
+                            let i = link(&mut scan, NodeKind::Xref, RefState::Pristine, None);
+                            scan.xattr_refs.push(XattrRef {
+                                ino: Some(rr.ino),
+                                xid: Some(rr.xid),
+                                xseqno: Some(rr.xseqno),
+                                node: i,
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+            ofs = next;
+        }
+        blk += es;
+    }
+    scan
+}
+
+/// A JSON value; strings are bytes (`\udcXX` lone surrogates, Python's surrogateescape, are
+/// the raw bytes they stand for).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Json {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(Vec<u8>),
+    Arr(Vec<Json>),
+    Obj(Vec<(Vec<u8>, Json)>),
+}
+
+impl Json {
+    pub fn get(&self, k: &str) -> Option<&Json> {
+        match self {
+            Json::Obj(v) => v.iter().find(|(n, _)| n == k.as_bytes()).map(|(_, j)| j),
+            _ => None,
+        }
+    }
+    pub fn str(&self) -> Option<&[u8]> {
+        match self {
+            Json::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn num(&self) -> Option<f64> {
+        match self {
+            Json::Num(n) => Some(*n),
+            _ => None,
+        }
+    }
+    pub fn arr(&self) -> &[Json] {
+        match self {
+            Json::Arr(a) => a,
+            _ => &[],
+        }
+    }
+
+    pub fn parse(s: &str) -> Json {
+        let b = s.as_bytes();
+        let mut p = 0;
+        parse_value(b, &mut p)
+    }
+}
+
+fn ws(b: &[u8], p: &mut usize) {
+    while *p < b.len() && b[*p].is_ascii_whitespace() {
+        *p += 1;
+    }
+}
+
+fn parse_value(b: &[u8], p: &mut usize) -> Json {
+    ws(b, p);
+    match b[*p] {
+        b'{' => {
+            *p += 1;
+            let mut v = Vec::new();
+            loop {
+                ws(b, p);
+                if b[*p] == b'}' {
+                    *p += 1;
+                    return Json::Obj(v);
+                }
+                let Json::Str(k) = parse_value(b, p) else {
+                    panic!("bad key")
+                };
+                ws(b, p);
+                assert_eq!(b[*p], b':');
+                *p += 1;
+                let val = parse_value(b, p);
+                v.push((k, val));
+                ws(b, p);
+                if b[*p] == b',' {
+                    *p += 1;
+                }
+            }
+        }
+        b'[' => {
+            *p += 1;
+            let mut v = Vec::new();
+            loop {
+                ws(b, p);
+                if b[*p] == b']' {
+                    *p += 1;
+                    return Json::Arr(v);
+                }
+                v.push(parse_value(b, p));
+                ws(b, p);
+                if b[*p] == b',' {
+                    *p += 1;
+                }
+            }
+        }
+        b'"' => {
+            *p += 1;
+            let mut out = Vec::new();
+            loop {
+                let c = b[*p];
+                *p += 1;
+                match c {
+                    b'"' => return Json::Str(out),
+                    b'\\' => {
+                        let c = b[*p];
+                        *p += 1;
+                        match c {
+                            b'n' => out.push(b'\n'),
+                            b't' => out.push(b'\t'),
+                            b'r' => out.push(b'\r'),
+                            b'b' => out.push(8),
+                            b'f' => out.push(12),
+                            b'u' => {
+                                let hex = |p: &mut usize| {
+                                    let h = std::str::from_utf8(&b[*p..*p + 4]).unwrap();
+                                    *p += 4;
+                                    u32::from_str_radix(h, 16).unwrap()
+                                };
+                                let u = hex(p);
+                                if (0xDC80..=0xDCFF).contains(&u) {
+                                    out.push((u - 0xDC00) as u8);
+                                } else if (0xD800..0xDC00).contains(&u) && b[*p] == b'\\' {
+                                    *p += 2;
+                                    let lo = hex(p);
+                                    let cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+                                    let ch = char::from_u32(cp).unwrap();
+                                    out.extend_from_slice(ch.to_string().as_bytes());
+                                } else {
+                                    let ch = char::from_u32(u).unwrap_or('\u{fffd}');
+                                    out.extend_from_slice(ch.to_string().as_bytes());
+                                }
+                            }
+                            other => out.push(other),
+                        }
+                    }
+                    other => out.push(other),
+                }
+            }
+        }
+        b't' => {
+            *p += 4;
+            Json::Bool(true)
+        }
+        b'f' => {
+            *p += 5;
+            Json::Bool(false)
+        }
+        b'n' => {
+            *p += 4;
+            Json::Null
+        }
+        _ => {
+            let s = *p;
+            while *p < b.len() && matches!(b[*p], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                *p += 1;
+            }
+            Json::Num(std::str::from_utf8(&b[s..*p]).unwrap().parse().unwrap())
+        }
+    }
+}
+
+/// A kernel harness listing entry, as JSON, in [`ListingEntry`] form.
+pub(super) fn listing_from_json(j: &Json) -> Vec<ListingEntry> {
+    j.arr()
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e.get(k).and_then(Json::str).map(<[u8]>::to_vec);
+            let n = |k: &str| e.get(k).and_then(Json::num).unwrap_or(-1.0);
+            ListingEntry {
+                path: s("path").unwrap(),
+                kind: String::from_utf8(s("type").unwrap()).unwrap(),
+                mode: String::from_utf8(s("mode").unwrap()).unwrap(),
+                uid: n("uid") as u32,
+                gid: n("gid") as u32,
+                size: n("size") as u64,
+                nlink: n("nlink") as u32,
+                mtime: n("mtime") as u32,
+                md5: s("md5").map(|v| String::from_utf8(v).unwrap()),
+                target: s("target"),
+                rdev: s("rdev").map(|v| String::from_utf8(v).unwrap()),
+                links: e
+                    .get("links")
+                    .map(|l| l.arr().iter().map(|p| p.str().unwrap().to_vec()).collect()),
+                xattrs: match e.get("xattrs") {
+                    Some(Json::Obj(v)) => v
+                        .iter()
+                        .map(|(k, v)| {
+                            (
+                                String::from_utf8_lossy(k).into_owned(),
+                                String::from_utf8_lossy(v.str().unwrap_or(b"")).into_owned(),
+                            )
+                        })
+                        .collect(),
+                    _ => BTreeMap::new(),
+                },
+            }
+        })
+        .collect()
+}
+
+/// Which fields [`compare_listings`] compares.
+#[derive(Clone, Copy)]
+pub(super) struct Compare {
+    /// Compare the root's metadata (not only its type).
+    pub root: bool,
+    /// Compare directory sizes and link counts.
+    pub dir_size_nlink: bool,
+    /// Compare xattrs.
+    pub xattrs: bool,
+}
+
+/// Differences between an expected listing (kernel or host) and ours, one line each, like
+/// `harness.py compare`.
+pub(super) fn compare_listings(
+    expected: &[ListingEntry],
+    actual: &[ListingEntry],
+    c: Compare,
+) -> Vec<String> {
+    let ex: BTreeMap<&[u8], &ListingEntry> =
+        expected.iter().map(|e| (e.path.as_slice(), e)).collect();
+    let ac: BTreeMap<&[u8], &ListingEntry> =
+        actual.iter().map(|e| (e.path.as_slice(), e)).collect();
+    let mut diffs = Vec::new();
+    let show = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
+    for p in ex
+        .keys()
+        .chain(ac.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let (Some(a), Some(b)) = (ex.get(p), ac.get(p)) else {
+            diffs.push(format!(
+                "{}: {}",
+                show(p),
+                if ex.contains_key(p) {
+                    "missing"
+                } else {
+                    "unexpected"
+                }
+            ));
+            continue;
+        };
+        let mut d = |what: &str, x: String, y: String| {
+            if x != y {
+                diffs.push(format!("{}: {what}: expected {x}, got {y}", show(p)));
+            }
+        };
+        d("type", a.kind.clone(), b.kind.clone());
+        if *p == b"." && !c.root {
+            continue;
+        }
+        d("mode", a.mode.clone(), b.mode.clone());
+        d("uid", a.uid.to_string(), b.uid.to_string());
+        d("gid", a.gid.to_string(), b.gid.to_string());
+        if a.kind != "dir" || c.dir_size_nlink {
+            d("size", a.size.to_string(), b.size.to_string());
+            d("nlink", a.nlink.to_string(), b.nlink.to_string());
+        }
+        d("mtime", a.mtime.to_string(), b.mtime.to_string());
+        d("md5", format!("{:?}", a.md5), format!("{:?}", b.md5));
+        d(
+            "target",
+            format!("{:?}", a.target.as_deref().map(show)),
+            format!("{:?}", b.target.as_deref().map(show)),
+        );
+        d("rdev", format!("{:?}", a.rdev), format!("{:?}", b.rdev));
+        d("links", format!("{:?}", a.links), format!("{:?}", b.links));
+        if c.xattrs {
+            d(
+                "xattrs",
+                format!("{:?}", a.xattrs),
+                format!("{:?}", b.xattrs),
+            );
+        }
+    }
+    diffs
+}
+
+/// Hex of bytes.
+pub(super) fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Raw header bytes for crafted nodes with arbitrary type and totlen.
+pub(super) fn header(e: Endian, nodetype: u16, totlen: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    e.put_u16(&mut out, MAGIC);
+    e.put_u16(&mut out, nodetype);
+    e.put_u32(&mut out, totlen);
+    let crc = crc32(&out[..8]);
+    e.put_u32(&mut out, crc);
+    out
+}

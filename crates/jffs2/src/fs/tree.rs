@@ -1,0 +1,441 @@
+//! The tree view: what `find . -exec stat …`, `md5sum`, `readlink` and `getfattr` show on a
+//! read-only mount (the listings of `tests/kernel/harness.py`), plus the walk-time checks of
+//! fsck: paths, directories reached twice, unreachable inodes and link counts.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::readinode::{Inode, InodeKind};
+use super::{Fs, FsError, Md5, Problem, Xattr};
+
+/// `PATH_MAX`: a longer path cannot be `stat`ed, so the walk does not go deeper.
+pub const PATH_MAX: usize = 4096;
+
+/// What the walk computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeOptions {
+    /// MD5 of every regular file (reads and decompresses all live data).
+    pub content: bool,
+    /// Extended attributes.
+    pub xattrs: bool,
+    /// Also read the inodes not reachable from the root, to report their problems.
+    pub unreachable: bool,
+}
+
+impl Default for TreeOptions {
+    fn default() -> Self {
+        TreeOptions::listing()
+    }
+}
+
+impl TreeOptions {
+    /// Everything a kernel listing shows.
+    pub fn listing() -> Self {
+        TreeOptions {
+            content: true,
+            xattrs: true,
+            unreachable: false,
+        }
+    }
+
+    /// Everything fsck checks.
+    pub fn check() -> Self {
+        TreeOptions {
+            content: true,
+            xattrs: true,
+            unreachable: true,
+        }
+    }
+
+    /// Metadata only (fast).
+    pub fn metadata() -> Self {
+        TreeOptions {
+            content: false,
+            xattrs: false,
+            unreachable: false,
+        }
+    }
+}
+
+/// One path of the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeEntry {
+    /// Path relative to the root, `.` for the root.
+    pub path: Vec<u8>,
+    /// Inode number.
+    pub ino: u32,
+    /// Type.
+    pub kind: InodeKind,
+    /// Full mode.
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Size as `stat` shows it.
+    pub size: u64,
+    /// Link count as `stat` shows it.
+    pub nlink: u32,
+    /// Modification time.
+    pub mtime: u32,
+    /// Device numbers (character and block devices).
+    pub rdev: Option<(u32, u32)>,
+    /// Symlink target.
+    pub target: Option<Vec<u8>>,
+    /// MD5 of a regular file's content, or why it cannot be read (`None` when not asked).
+    pub md5: Option<Result<[u8; 16], FsError>>,
+    /// Extended attributes, by name.
+    pub xattrs: Vec<Xattr>,
+}
+
+/// The tree as Linux shows it, with what the walk found.
+#[derive(Debug, Clone, Default)]
+pub struct Tree {
+    /// Entries sorted by path.
+    pub entries: Vec<TreeEntry>,
+    /// Problems found reading the inodes and walking the tree (paths attached).
+    pub problems: Vec<Problem>,
+}
+
+/// One entry in the form of the kernel harness listings (`tests/kernel/harness.py`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListingEntry {
+    /// Path (`.` for the root), as bytes.
+    pub path: Vec<u8>,
+    /// `file`, `dir`, `symlink`, `fifo`, `char`, `block`, `socket`.
+    pub kind: String,
+    /// Permission bits with setuid/setgid/sticky, `%04o`.
+    pub mode: String,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Size.
+    pub size: u64,
+    /// Link count.
+    pub nlink: u32,
+    /// Modification time.
+    pub mtime: u32,
+    /// MD5 (regular files whose content could be read).
+    pub md5: Option<String>,
+    /// Symlink target.
+    pub target: Option<Vec<u8>>,
+    /// `major:minor`.
+    pub rdev: Option<String>,
+    /// All paths of a hard-linked non-directory, when there are several.
+    pub links: Option<Vec<Vec<u8>>>,
+    /// Name → hex value, or `ERROR` where `getxattr` fails.
+    pub xattrs: BTreeMap<String, String>,
+}
+
+impl Tree {
+    /// The entry of a path.
+    pub fn get(&self, path: &[u8]) -> Option<&TreeEntry> {
+        self.entries
+            .binary_search_by(|e| e.path.as_slice().cmp(path))
+            .ok()
+            .map(|i| &self.entries[i])
+    }
+
+    /// The listing in the kernel harness's form (hard-link groups from inode numbers).
+    pub fn listing(&self) -> Vec<ListingEntry> {
+        let mut groups: HashMap<u32, Vec<Vec<u8>>> = HashMap::new();
+        for e in &self.entries {
+            if e.kind != InodeKind::Dir {
+                groups.entry(e.ino).or_default().push(e.path.clone());
+            }
+        }
+        self.entries
+            .iter()
+            .map(|e| {
+                let links = if e.kind == InodeKind::Dir {
+                    None
+                } else {
+                    groups.get(&e.ino).filter(|g| g.len() > 1).map(|g| {
+                        let mut g = g.clone();
+                        g.sort();
+                        g
+                    })
+                };
+                ListingEntry {
+                    path: e.path.clone(),
+                    kind: e.kind.listing_name().to_string(),
+                    mode: format!("{:04o}", e.mode & 0o7777),
+                    uid: e.uid,
+                    gid: e.gid,
+                    size: e.size,
+                    nlink: e.nlink,
+                    mtime: e.mtime,
+                    md5: match &e.md5 {
+                        Some(Ok(d)) => Some(Md5::hex(d)),
+                        _ => None,
+                    },
+                    target: e.target.clone(),
+                    rdev: e.rdev.map(|(ma, mi)| format!("{ma}:{mi}")),
+                    links,
+                    xattrs: e
+                        .xattrs
+                        .iter()
+                        .map(|x| {
+                            (
+                                String::from_utf8_lossy(&x.name).into_owned(),
+                                match &x.value {
+                                    Ok(v) => v.iter().map(|b| format!("{b:02x}")).collect(),
+                                    Err(_) => "ERROR".to_string(),
+                                },
+                            )
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Attaches a path to a problem that can carry one.
+fn with_path(p: Problem, path: &[u8]) -> Problem {
+    match p {
+        Problem::SizeBeyondData {
+            ino,
+            isize,
+            size,
+            path: None,
+        } => Problem::SizeBeyondData {
+            ino,
+            path: Some(path.to_vec()),
+            isize,
+            size,
+        },
+        other => other,
+    }
+}
+
+fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    if dir == b"." {
+        name.to_vec()
+    } else {
+        let mut p = Vec::with_capacity(dir.len() + 1 + name.len());
+        p.extend_from_slice(dir);
+        p.push(b'/');
+        p.extend_from_slice(name);
+        p
+    }
+}
+
+struct Walk<'f, 'a> {
+    fs: &'f Fs<'a>,
+    opts: TreeOptions,
+    entries: Vec<TreeEntry>,
+    problems: Vec<Problem>,
+    /// Inodes whose read problems were recorded.
+    reported: HashSet<u32>,
+    /// Inodes reached.
+    seen: HashSet<u32>,
+    /// Inodes whose xattr problems were recorded.
+    xreported: HashSet<u32>,
+    md5s: HashMap<u32, Result<[u8; 16], FsError>>,
+    /// Per non-directory inode: names found, first path, `nlink` shown.
+    names: HashMap<u32, (u32, Vec<u8>, u32)>,
+}
+
+impl Walk<'_, '_> {
+    fn entry(&mut self, inode: &Inode, path: Vec<u8>) -> TreeEntry {
+        self.seen.insert(inode.ino);
+        if self.reported.insert(inode.ino) {
+            for p in &inode.problems {
+                self.problems.push(with_path(p.clone(), &path));
+            }
+        }
+        let md5 = if self.opts.content && inode.kind == InodeKind::File {
+            let r = match self.md5s.get(&inode.ino) {
+                Some(r) => r.clone(),
+                None => {
+                    let r = self.fs.md5(inode);
+                    if let Err(FsError::Read { ino, error }) = &r {
+                        self.problems.push(Problem::Unreadable {
+                            ino: *ino,
+                            path: Some(path.clone()),
+                            error: error.clone(),
+                        });
+                    }
+                    self.md5s.insert(inode.ino, r.clone());
+                    r
+                }
+            };
+            Some(r)
+        } else {
+            None
+        };
+        let xattrs = if self.opts.xattrs {
+            let (x, probs) = self.fs.xattrs(inode);
+            if self.xreported.insert(inode.ino) {
+                self.problems.extend(probs);
+            }
+            x
+        } else {
+            Vec::new()
+        };
+        TreeEntry {
+            path,
+            ino: inode.ino,
+            kind: inode.kind,
+            mode: inode.mode,
+            uid: inode.uid,
+            gid: inode.gid,
+            size: inode.size,
+            nlink: inode.nlink,
+            mtime: inode.mtime,
+            rdev: inode.rdev,
+            target: inode.target.clone(),
+            md5,
+            xattrs,
+        }
+    }
+}
+
+impl Fs<'_> {
+    /// Walks the tree from the root as `find` does on a read-only mount: every entry a
+    /// directory lists (`ino != 0`) whose inode can be read (an unreadable one is listed by
+    /// `readdir` but `stat` fails: [`Problem::InodeUnreadable`], no entry). A directory
+    /// reached a second time (a cycle or a hard-linked directory) is listed but not
+    /// descended again; paths longer than [`PATH_MAX`] are not followed. If the root cannot
+    /// be read the mount fails: no entries and one problem.
+    pub fn tree(&self, opts: &TreeOptions) -> Tree {
+        let mut w = Walk {
+            fs: self,
+            opts: *opts,
+            entries: Vec::new(),
+            problems: Vec::new(),
+            reported: HashSet::new(),
+            seen: HashSet::new(),
+            xreported: HashSet::new(),
+            md5s: HashMap::new(),
+            names: HashMap::new(),
+        };
+        let root = match self.read_inode(1) {
+            Ok(r) => r,
+            Err(error) => {
+                w.problems.push(Problem::InodeUnreadable {
+                    ino: 1,
+                    path: Some(b".".to_vec()),
+                    error,
+                });
+                return Tree {
+                    entries: Vec::new(),
+                    problems: w.problems,
+                };
+            }
+        };
+        let e = w.entry(&root, b".".to_vec());
+        w.entries.push(e);
+        let mut dirs: HashMap<u32, Vec<u8>> = HashMap::new();
+        dirs.insert(1, b".".to_vec());
+        let mut stack: Vec<(u32, Vec<u8>)> = vec![(1, b".".to_vec())];
+        while let Some((dino, dpath)) = stack.pop() {
+            let dents = match self.read_inode(dino) {
+                Ok(d) if d.kind == InodeKind::Dir => d.dents,
+                _ => continue,
+            };
+            for d in dents {
+                let path = join(&dpath, &d.name);
+                if path.len() >= PATH_MAX {
+                    let mut p = path;
+                    p.truncate(PATH_MAX);
+                    w.problems.push(Problem::PathTooLong {
+                        ino: d.ino,
+                        path: p,
+                    });
+                    continue;
+                }
+                let child = match self.read_inode(d.ino) {
+                    Ok(c) => c,
+                    Err(error) => {
+                        if w.reported.insert(d.ino) {
+                            w.problems.push(Problem::InodeUnreadable {
+                                ino: d.ino,
+                                path: Some(path),
+                                error,
+                            });
+                        }
+                        continue;
+                    }
+                };
+                if child.kind != InodeKind::Dir {
+                    let n = w
+                        .names
+                        .entry(d.ino)
+                        .or_insert((0, path.clone(), child.nlink));
+                    n.0 += 1;
+                }
+                let e = w.entry(&child, path.clone());
+                w.entries.push(e);
+                if child.kind == InodeKind::Dir {
+                    match dirs.get(&d.ino) {
+                        Some(first) => w.problems.push(Problem::DirReachedTwice {
+                            ino: d.ino,
+                            path,
+                            first_path: first.clone(),
+                        }),
+                        None => {
+                            dirs.insert(d.ino, path.clone());
+                            stack.push((d.ino, path));
+                        }
+                    }
+                }
+            }
+        }
+
+        // Link counts of non-directories against the names found.
+        let mut counted: Vec<(u32, u32, Vec<u8>, u32)> = w
+            .names
+            .iter()
+            .map(|(&ino, (n, p, nlink))| (ino, *n, p.clone(), *nlink))
+            .collect();
+        counted.sort();
+        for (ino, found, path, nlink) in counted {
+            if nlink != found {
+                w.problems.push(Problem::NlinkMismatch {
+                    ino,
+                    path,
+                    nlink,
+                    found,
+                });
+            }
+        }
+
+        // Inodes with links that the walk never reached.
+        let unreached: Vec<u32> = self
+            .live_inodes()
+            .filter(|i| !w.seen.contains(i) && !w.reported.contains(i))
+            .collect();
+        for ino in unreached {
+            w.problems.push(Problem::Unreachable { ino });
+            if opts.unreachable {
+                match self.read_inode(ino) {
+                    Ok(inode) => {
+                        w.problems.extend(inode.problems.iter().cloned());
+                        if opts.content && inode.kind == InodeKind::File {
+                            if let Err(FsError::Read { ino, error }) = self.md5(&inode) {
+                                w.problems.push(Problem::Unreadable {
+                                    ino,
+                                    path: None,
+                                    error,
+                                });
+                            }
+                        }
+                    }
+                    Err(error) => w.problems.push(Problem::InodeUnreadable {
+                        ino,
+                        path: None,
+                        error,
+                    }),
+                }
+            }
+        }
+
+        w.entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Tree {
+            entries: w.entries,
+            problems: w.problems,
+        }
+    }
+}
