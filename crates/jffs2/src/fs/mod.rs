@@ -254,7 +254,9 @@ pub enum Problem {
         ino: u32,
     },
     /// An inode that no live dirent names: the build deletes it and its nodes become dirt
-    /// (§5.4).
+    /// (§5.4). Normal on an image the kernel has written to: a deleted file's nodes stay on
+    /// flash until garbage collection (every dirty kernel fixture has some); suspicious only
+    /// in a freshly built image.
     OrphanInode {
         /// Inode.
         ino: u32,

@@ -111,6 +111,30 @@ impl Fs<'_> {
         out.map(NodeData::Bytes).map_err(err)
     }
 
+    /// The data node at `scan.refs[idx]`, if that ref is an inode node whose header can be
+    /// read: for checking nodes that no fragment shows (superseded data), which the kernel
+    /// never reads but fsck decompresses all the same (with [`Fs::node_data`]).
+    pub fn data_node(&self, idx: usize) -> Option<DataNode> {
+        let r = self.scan.refs.get(idx)?;
+        let b = self.image.get(r.offset as usize..)?;
+        let ri = InodeNode::decode(b, self.scan.geometry.endian, u64::from(r.offset)).ok()?;
+        let size = if ri.compr == COMPR_ZERO && ri.dsize == 0 && ri.csize != 0 {
+            ri.csize
+        } else {
+            ri.dsize
+        };
+        Some(DataNode {
+            node: idx,
+            offset: r.offset,
+            version: ri.version,
+            ofs: ri.offset,
+            size,
+            csize: ri.csize,
+            compr: ri.compr,
+            usercompr: ri.usercompr,
+        })
+    }
+
     /// Streams `[offset, offset + len)` of a regular file (clipped to its size) into `sink`
     /// in order, like `jffs2_read_inode_range` page by page (§6.5): holes and ZERO nodes are
     /// zeros, every other node is read with [`Fs::node_data`]. Stops at the first error (the

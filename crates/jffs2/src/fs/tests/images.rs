@@ -268,6 +268,33 @@ fn make_tree(root: &Path) -> bool {
     // SAFETY: valid C strings and buffer.
     let ok =
         unsafe { libc::lsetxattr(f.as_ptr(), name.as_ptr(), b"blue".as_ptr().cast(), 4, 0) } == 0;
+    // An extended POSIX ACL (named user and mask, so the host keeps it), in the
+    // posix_acl_xattr format: mkfs.jffs2 converts it to JFFS2's, Linux converts it back.
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 6u16, u32::MAX),
+        (0x02, 6, 1000),
+        (0x04, 4, u32::MAX),
+        (0x10, 6, u32::MAX),
+        (0x20, 4, u32::MAX),
+    ] {
+        acl.extend_from_slice(&tag.to_le_bytes());
+        acl.extend_from_slice(&perm.to_le_bytes());
+        acl.extend_from_slice(&id.to_le_bytes());
+    }
+    let acl_name = CString::new("system.posix_acl_access").unwrap();
+    let g = cstr(&root.join("home/user/random.bin"));
+    // SAFETY: valid C strings and buffer. Failure (no ACL support) only drops the ACL.
+    let acl_ok = unsafe {
+        libc::lsetxattr(
+            g.as_ptr(),
+            acl_name.as_ptr(),
+            acl.as_ptr().cast(),
+            acl.len(),
+            0,
+        )
+    };
+    eprintln!("host ACL set: {}", acl_ok == 0);
     // Timestamps last: everything the same second, like the kernel fixtures' tree.
     for e in walk(root) {
         let c = cstr(&e);
