@@ -27,6 +27,24 @@
 //! ([`FsOptions::kmalloc_max`]) is a read error, as it is on Linux. Directory cycles, deep
 //! trees and paths longer than `PATH_MAX` are bounded in the tree walk ([`Fs::tree`]).
 
+//!
+//! # Where this differs from the kernel (documented choices)
+//!
+//! * Data-node pre-filter (§6.2): the result is the kernel's — valid nodes overlaid in version
+//!   order, nodes failing their data CRC dropped — but the kernel's red-black-tree walk that
+//!   decides which equal-version nodes "collide" is modelled as "overlapping ranges".
+//! * `zlib` data whose `data_crc` is right but whose stream is corrupt: the kernel only logs
+//!   `inflate returned %d` and shows whatever was produced; here it is a read error.
+//!   Uncompressed nodes with `csize < dsize` (the kernel copies past its buffer) likewise.
+//! * The order in which the build visits a directory's dirents (§5.5, which parent of a
+//!   hard-linked directory wins) is the order of the scan's `scan_dents`; inode caches are
+//!   visited in the kernel's hash order.
+//! * Dirent name CRCs at readinode are checked as on NOR flash (every name is re-read, §6.1).
+//! * The build sets [`RefState::Obsolete`] but leaves the blocks' space counters as the
+//!   scan computed them.
+//! * The tree walk lists a directory reached a second time but does not descend into it
+//!   (the VFS's dentry aliasing is not modelled).
+
 mod build;
 mod dirent;
 mod md5;
@@ -603,6 +621,17 @@ impl<'a> Fs<'a> {
     /// directory hard-link errors.
     pub fn kernel_log(&self) -> &[KernelMsg] {
         &self.log
+    }
+
+    /// What Linux prints at mount after the scan: the build's messages, then those of reading
+    /// the root inode (`jffs2_iget(sb, 1)`; if that fails the mount fails). Reading other
+    /// inodes (a listing) prints more: see [`Inode::log`].
+    pub fn mount_log(&self) -> Vec<KernelMsg> {
+        let mut v = self.log.clone();
+        if let Ok(root) = self.read_inode(1) {
+            v.extend(root.log);
+        }
+        v
     }
 
     /// Whether an inode cache exists for `ino` and survived the build.
