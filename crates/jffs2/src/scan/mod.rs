@@ -3,10 +3,50 @@
 //!
 //! This file holds the types the scan produces — the contract with the filesystem model in
 //! [`crate::fs`], which consumes a [`Scan`] the way `build.c` and `readinode.c` consume the
-//! kernel's in-memory node references. The scan never panics on input and never reads
-//! outside the image; memory is bounded by the number of nodes in the image.
+//! kernel's in-memory node references — and the entry point [`scan()`]. The scan never panics
+//! on input and never reads outside the image; memory is bounded by the number of nodes in
+//! the image (plus a capped log and dirt list).
+//!
+//! Modules: `engine` (accounting, `jffs2_scan_medium`), `block` (`jffs2_scan_eraseblock`),
+//! `summary` (the EBS path), [`nodelist`] (`jffs2_add_fd_to_list`, shared with readinode),
+//! [`detect`] (endianness and erase-size autodetection), [`msg`] (kernel message wording).
+//!
+//! ## What is emulated
+//!
+//! The kernel configuration is Debian's Linux 6.1 on x86-64 over NOR-like flash without a
+//! write buffer and without `mtd_point` (block2mtd, plain NOR): reads go through a
+//! `PAGE_SIZE` (4096-byte) buffer, which decides when the kernel re-reads and therefore
+//! [`BlockInfo::bytes_read`] and the 32-byte cleanmarker shortcut (§3.2 step D.5). NAND OOB
+//! checks (§3.2 step A) are not emulated: an image has no OOB; `cleanmarker_size == 0`
+//! behaves like UBI/DataFlash (an all-0xFF block is CLEANMARKER, i.e. free).
+//!
+//! ## Differences from the kernel's data structures (documented choices)
+//!
+//! * [`InodeCache::nodes`] is in **scan order**; the kernel prepends, so its `ic->nodes` is
+//!   the reverse.
+//! * Dirty-space refs (`REF_OBSOLETE` refs the kernel links for dirt) are not in
+//!   [`Scan::refs`]; dirt is in the block counters and in [`Scan::dirt`].
+//! * Bytes a node field would be read from beyond the end of the flash read as 0xFF; bytes
+//!   past the kernel's 4096-byte buffer are taken from the image (the XIP view), where the
+//!   kernel would see stale buffer contents (only crafted nodes whose fields disagree with
+//!   their `totlen` can tell the difference).
+//! * After a fatal condition the kernel stops; this scan records the [`MountFailure`], stops
+//!   logging (so [`Scan::log`] is what the kernel printed), and carries on through the rest
+//!   of the image so tools can still examine it (see [`Scan::failure`]).
 
 use crate::format::{Endian, NodeKind};
+
+mod block;
+pub mod detect;
+mod engine;
+pub mod msg;
+pub mod nodelist;
+mod summary;
+#[cfg(test)]
+mod tests;
+
+pub use detect::{detect, Detection};
+pub use engine::{as_flashed, scan};
 
 /// Where the image came from, as the kernel sees it (`fs.c`, `wbuf.c`, §2 and §10.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +217,96 @@ pub struct BlockInfo {
     pub summary: SummaryUse,
     /// Bytes the kernel reads from this block at mount (the whole block on a full scan,
     /// or the summary on the summary path).
+    ///
+    /// Counted as the kernel's reads: the 8-byte summary marker (when summaries are
+    /// enabled), then on the summary path the rest of the summary, else the first
+    /// `EMPTY_SCAN_SIZE` (256) bytes and every `PAGE_SIZE` re-read of the full scan — so an
+    /// empty block costs 256 (+8) bytes and re-reads overlap as they do in the kernel.
     pub bytes_read: u32,
+    /// *(added)* The list `jffs2_scan_medium` filed the block on (§3.1).
+    pub list: BlockList,
+    /// *(added)* `free_size` as `jffs2_scan_eraseblock` left it, before filing: the erased
+    /// tail of a full scan (0 on the summary path). [`BlockInfo::free`] is the value after
+    /// filing: a block filed dirty has its free tail turned into dirt (`file_dirty`).
+    pub free_at_scan: u32,
+    /// *(added)* Indices into [`Scan::refs`] of the nodes linked in this block.
+    pub refs: std::ops::Range<usize>,
+}
+
+/// Where `jffs2_scan_medium` put a block (§3.1). The counters of [`BlockInfo`] are those after
+/// this filing: `file_dirty` turned free space into dirt and wasted into dirt for blocks filed
+/// `Dirty`/`VeryDirty`, and the nextblock's dirt became wasted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockList {
+    /// `free_list`: a cleanmarker-only (or, without cleanmarkers, erased) block.
+    Free,
+    /// `clean_list`.
+    Clean,
+    /// `dirty_list`.
+    Dirty,
+    /// `very_dirty_list` (dirt ≥ half a block).
+    VeryDirty,
+    /// `erase_pending_list`: erased (ALLFF), all-dirty, or cleanmarker-with-dirt blocks.
+    ErasePending,
+    /// `c->nextblock`: the partly written block further writes go to.
+    Nextblock,
+}
+
+/// Why the scan accounted a range as dirty (`jffs2_scan_dirty_space`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirtCause {
+    /// 0xFF words that did not run to the end of the block (§3.2 C and D.5).
+    Erased,
+    /// A 0x0000 word (`JFFS2_DIRTY_BITMASK`, §3.2 D.7).
+    ZeroWord,
+    /// A word that is not a node header: wrong, old (0x1984) or byte-swapped magic (§3.2 D.6–9).
+    BadMagic,
+    /// A header whose `hdr_crc` does not match (§3.2 D.10).
+    HeaderCrc,
+    /// A node that would run over the end of the erase block (§3.2 D.11).
+    CrossesBlockEnd,
+    /// An offset scanned twice (`totlen` 0, §3.2 D.2).
+    AlreadySeen,
+    /// Fewer than 12 bytes left at the end of the block (§3.2 D.3).
+    BlockTail,
+    /// A node with the ACCURATE bit cleared (§3.2 D.12).
+    Obsolete,
+    /// An inode, dirent, xattr or xref node whose node CRC failed (§3.3, §9.1–9.2).
+    NodeCrc,
+    /// A dirent whose name CRC failed (§3.3).
+    NameCrc,
+    /// An xattr or xref node whose `totlen` disagrees with its contents (§9.1–9.2).
+    Length,
+    /// A padding node (§3.3).
+    Padding,
+    /// A cleanmarker of the wrong size (§3.3).
+    CleanmarkerSize,
+    /// A cleanmarker that is not the first node of its block (§3.3).
+    CleanmarkerNotFirst,
+    /// An unknown node the kernel deletes (RWCOMPAT_DELETE, a summary node met in a full
+    /// scan, or ROCOMPAT on a read-only mount; §3.3).
+    Unknown,
+    /// An INCOMPAT node (fatal; scanned past for diagnostics).
+    Incompat,
+    /// Space a valid summary does not describe (§4.3 gaps).
+    SummaryGap,
+    /// A summary `cln_mkr` that does not match the cleanmarker size (§4.3).
+    SummaryCleanmarker,
+    /// Adjacent dirt of several causes merged (only once [`Scan::dirt`] is very long).
+    Mixed,
+}
+
+/// A dirty range found by the scan (*added*). Adjacent ranges of the same cause are merged.
+/// The free tail that `file_dirty` turns into dirt is not listed (it is accounting, not
+/// content).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dirt {
+    /// Absolute offset.
+    pub offset: u32,
+    /// Length in bytes.
+    pub len: u32,
+    /// Why.
+    pub cause: DirtCause,
 }
 
 /// Kernel log level of a message.
@@ -244,8 +373,73 @@ pub struct Scan {
     pub blocks: Vec<BlockInfo>,
     /// Messages Linux would print, in order.
     pub log: Vec<KernelMsg>,
-    /// Set when the mount would fail at this stage.
+    /// Set when the mount would fail at this stage: the first fatal condition met. The
+    /// kernel stops there; this scan stops logging and continues through the image for the
+    /// tools' sake (an INCOMPAT/ROCOMPAT node is then skipped as dirt, a summary that
+    /// aborts the mount or would crash the kernel is replaced by a full scan of its block,
+    /// and a block whose accounting hits a kernel BUG is closed as it stands).
     pub failure: Option<MountFailure>,
     /// Highest inode number seen.
     pub highest_ino: u32,
+    /// *(added)* The flash size the kernel uses: the image truncated to whole erase blocks
+    /// (§2), capped below 4 GiB (the kernel's `flash_size` is 32-bit).
+    pub flash_size: u32,
+    /// *(added)* Dirty ranges and why (see [`Dirt`]).
+    pub dirt: Vec<Dirt>,
+    /// *(added)* A ROCOMPAT node set `JFFS2_SB_FLAG_RO`: the filesystem can only be mounted
+    /// read-only.
+    pub forced_read_only: bool,
+    /// *(added)* The scan's contribution to the kernel's `pseudo_random` (§3.1), which
+    /// rotates the block lists after the build; the kernel adds it to a module-lifetime
+    /// accumulator, so only this part is reproducible.
+    pub pseudo_random: u32,
+    /// *(added)* Highest xattr id seen (`c->highest_xid`).
+    pub highest_xid: u32,
+    /// *(added)* Highest xref sequence number seen, delete bit cleared (`c->highest_xseqno`).
+    pub highest_xseqno: u32,
+    /// *(added)* Messages not stored because the log reached its cap (100 000 entries).
+    pub log_dropped: u64,
+}
+
+/// Global space counters (`c->used_size` etc., §7.1), the sums over [`Scan::blocks`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpaceTotals {
+    /// Used (checked or pristine) bytes.
+    pub used: u64,
+    /// Unchecked bytes.
+    pub unchecked: u64,
+    /// Dirty bytes.
+    pub dirty: u64,
+    /// Wasted bytes.
+    pub wasted: u64,
+    /// Free bytes.
+    pub free: u64,
+    /// Bytes the kernel read at mount.
+    pub bytes_read: u64,
+}
+
+impl Scan {
+    /// The global counters after the scan (sums of the per-block counters).
+    pub fn totals(&self) -> SpaceTotals {
+        let mut t = SpaceTotals::default();
+        for b in &self.blocks {
+            t.used += u64::from(b.used);
+            t.unchecked += u64::from(b.unchecked);
+            t.dirty += u64::from(b.dirty);
+            t.wasted += u64::from(b.wasted);
+            t.free += u64::from(b.free);
+            t.bytes_read += u64::from(b.bytes_read);
+        }
+        t
+    }
+
+    /// Index into [`Scan::blocks`] of the block holding absolute offset `offset`.
+    pub fn block_of(&self, offset: u32) -> Option<usize> {
+        let es = self.geometry.erase_size;
+        if es == 0 || offset >= self.flash_size {
+            return None;
+        }
+        let i = (offset / es) as usize;
+        (i < self.blocks.len()).then_some(i)
+    }
 }

@@ -1,0 +1,510 @@
+//! Autodetection of the byte order and erase-block size of an image (issue 4, part 3).
+//!
+//! The evidence, strongest first:
+//!
+//! * **Byte order**: node headers whose magic and header CRC are valid in one byte order
+//!   (walking the image node to node, skipping 0xFF runs, as the kernel's resync does).
+//! * **Summary markers**: a summary node at `s` with `totlen` `T` ends at a block end, and
+//!   its marker (last 8 bytes of the block) holds its offset in the block `o`: the erase size
+//!   is `o + T` (`kernel-jffs2-spec.md` §1.7).
+//! * **Nodes never cross an erase-block boundary** (mkfs and the kernel both refuse, §10.3,
+//!   `mtd-utils-spec.md` §3.6): a candidate size that some node crosses is too small. Every
+//!   block that holds data starts with a node (a cleanmarker, or with `-n` the first node),
+//!   so a candidate boundary in the middle of data with no node starting there is wrong.
+//! * **Cleanmarkers** sit only at block starts; with cleanmarkers in use, the true size is the
+//!   one whose block starts carry them (a half-size candidate has a 0xFF "block start"
+//!   between every two cleanmarkers).
+//! * **0xFF before boundaries**: mkfs pads a block's tail with 0xFF, so data often resumes
+//!   right after an 0xFF run exactly at a block start.
+//!
+//! Candidates are the powers of two from 8 KiB to 1 MiB, plus sizes the evidence itself
+//! proposes (a summary's `o + T`, the GCD of cleanmarker offsets, the GCD of the offsets where
+//! data resumes after 0xFF), which covers non-powers such as 0x2100. The smallest candidate
+//! consistent with every node is chosen (larger multiples are consistent too, but their
+//! boundaries are a subset of the true ones).
+
+use super::Geometry;
+use crate::crc::crc32;
+use crate::format::{
+    pad4, Endian, MAGIC, NODETYPE_CLEANMARKER, NODETYPE_SUMMARY, NODE_ACCURATE, SUM_MAGIC,
+};
+
+/// The outcome of [`detect`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detection {
+    /// The geometry to scan with.
+    pub geometry: Geometry,
+    /// How sure: 0 = not a JFFS2 image (or nothing to go on), 1 = certain.
+    pub confidence: f32,
+    /// One sentence per piece of evidence, for `-v`.
+    pub evidence: Vec<String>,
+}
+
+/// Erase size assumed when the image gives no clue (mkfs.jffs2's default).
+const DEFAULT_ERASE: u32 = 64 * 1024;
+/// Smallest and largest sizes considered.
+const MIN_ERASE: u32 = 4 * 1024;
+const MAX_ERASE: u32 = 16 * 1024 * 1024;
+
+/// A node found by the walk.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    ofs: u32,
+    totlen: u32,
+    nodetype: u16,
+}
+
+/// What a node-to-node walk in one byte order found.
+#[derive(Debug, Default)]
+struct Walk {
+    nodes: Vec<Node>,
+    node_bytes: u64,
+    ff_bytes: u64,
+}
+
+fn is_ff(b: &[u8]) -> bool {
+    b.iter().all(|&c| c == 0xFF)
+}
+
+/// Offset of the first non-0xFF aligned word at or after `p`, or `len`.
+fn skip_ff(img: &[u8], mut p: usize) -> usize {
+    while p + 32 <= img.len() && is_ff(&img[p..p + 32]) {
+        p += 32;
+    }
+    while p + 4 <= img.len() && is_ff(&img[p..p + 4]) {
+        p += 4;
+    }
+    if p + 4 > img.len() {
+        img.len()
+    } else {
+        p
+    }
+}
+
+/// Walks `img` like the kernel's resync: 0xFF runs skipped, a header with a valid magic and
+/// header CRC (ACCURATE bit forced) is a node and is skipped by `PAD(totlen)`, anything else
+/// advances 4 bytes.
+fn walk(img: &[u8], e: Endian) -> Walk {
+    let mut w = Walk::default();
+    let len = img.len();
+    let mut p = 0usize;
+    while p + 12 <= len {
+        if is_ff(&img[p..p + 4]) {
+            let q = skip_ff(img, p);
+            w.ff_bytes += (q - p) as u64;
+            p = q;
+            continue;
+        }
+        let magic = e.get_u16(img, p).unwrap_or(0);
+        if magic == MAGIC {
+            let nodetype = e.get_u16(img, p + 2).unwrap_or(0);
+            let totlen = e.get_u32(img, p + 4).unwrap_or(0);
+            let hdr_crc = e.get_u32(img, p + 8).unwrap_or(0);
+            let mut h = [0u8; 8];
+            h[0..2].copy_from_slice(&e.u16_bytes(magic));
+            h[2..4].copy_from_slice(&e.u16_bytes(nodetype | NODE_ACCURATE));
+            h[4..8].copy_from_slice(&e.u32_bytes(totlen));
+            if crc32(&h) == hdr_crc && totlen >= 12 && (p as u64 + u64::from(totlen)) <= len as u64
+            {
+                w.nodes.push(Node {
+                    ofs: p as u32,
+                    totlen,
+                    nodetype,
+                });
+                w.node_bytes += u64::from(totlen);
+                p += pad4(totlen) as usize;
+                continue;
+            }
+        }
+        p += 4;
+    }
+    w
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// How a candidate erase size fares.
+#[derive(Debug, Clone, Default)]
+struct Fit {
+    erase: u32,
+    /// Nodes crossing a boundary.
+    crossing: usize,
+    /// Boundaries inside data with no node starting there.
+    bad: usize,
+    /// Boundaries with a cleanmarker / another node / erased flash.
+    at_cm: usize,
+    at_node: usize,
+    at_ff: usize,
+    /// Cleanmarkers not at a boundary.
+    cm_off: usize,
+    /// Summaries not ending at a boundary.
+    sum_off: usize,
+    /// A cleanmarker at offset 0 (counted in `at_cm`, not in the support).
+    cm_at_zero: bool,
+    /// Boundaries after the first one preceded by 0xFF (block tail padding).
+    ff_tail: usize,
+}
+
+impl Fit {
+    fn consistent(&self) -> bool {
+        self.crossing == 0 && self.bad == 0 && self.cm_off == 0 && self.sum_off == 0
+    }
+    /// Boundaries (other than offset 0) where a block visibly starts.
+    fn support(&self) -> usize {
+        self.at_cm + self.at_node - usize::from(self.cm_at_zero)
+    }
+    fn cm_frac(&self) -> f64 {
+        let d = self.at_cm + self.at_ff;
+        if d == 0 {
+            0.0
+        } else {
+            self.at_cm as f64 / d as f64
+        }
+    }
+    fn badness(&self) -> usize {
+        self.crossing + self.bad + self.cm_off + self.sum_off
+    }
+}
+
+fn evaluate(img: &[u8], nodes: &[Node], erase: u32, e: Endian) -> Fit {
+    let mut f = Fit {
+        erase,
+        ..Default::default()
+    };
+    let es = u64::from(erase);
+    for n in nodes {
+        let a = u64::from(n.ofs);
+        let z = a + u64::from(n.totlen) - 1;
+        if a / es != z / es {
+            f.crossing += 1;
+        }
+        let t = n.nodetype;
+        if t == NODETYPE_CLEANMARKER && a % es != 0 {
+            f.cm_off += 1;
+        }
+        if t == NODETYPE_SUMMARY && (z + 1) % es != 0 {
+            f.sum_off += 1;
+        }
+    }
+    let data_end = nodes
+        .last()
+        .map(|n| u64::from(n.ofs) + u64::from(n.totlen))
+        .unwrap_or(0);
+    let mut b = 0u64;
+    let mut ni = 0usize;
+    while b < img.len() as u64 {
+        while ni < nodes.len() && u64::from(nodes[ni].ofs) < b {
+            ni += 1;
+        }
+        let starts = ni < nodes.len() && u64::from(nodes[ni].ofs) == b;
+        let bi = b as usize;
+        if starts {
+            if nodes[ni].nodetype == NODETYPE_CLEANMARKER {
+                // Offset 0 counts for the cleanmarker ratio, not for the support.
+                f.at_cm += 1;
+                f.cm_at_zero |= b == 0;
+            } else if b > 0 {
+                f.at_node += 1;
+            }
+        } else {
+            let win = (erase as usize).min(256).min(img.len() - bi);
+            if is_ff(&img[bi..bi + win]) {
+                f.at_ff += 1;
+            } else if b < data_end {
+                f.bad += 1;
+            }
+        }
+        if b > 0 && bi >= 4 {
+            let before = &img[bi - 4..bi];
+            if is_ff(before) || e.get_u32(img, bi - 4) == Some(SUM_MAGIC) {
+                f.ff_tail += 1;
+            }
+        }
+        b += es;
+    }
+    f
+}
+
+fn kib(v: u32) -> String {
+    if v % 1024 == 0 {
+        format!("{} KiB", v / 1024)
+    } else {
+        format!("{v:#x} bytes")
+    }
+}
+
+fn unknown(evidence: Vec<String>, confidence: f32) -> Detection {
+    Detection {
+        geometry: Geometry {
+            endian: Endian::Little,
+            erase_size: DEFAULT_ERASE,
+            cleanmarker_size: 12,
+        },
+        confidence,
+        evidence,
+    }
+}
+
+/// Detects the byte order, erase-block size and cleanmarker size of a JFFS2 image.
+///
+/// * An empty file or data with no valid JFFS2 node: confidence 0, the evidence says why.
+/// * An all-0xFF image: a valid empty filesystem whose geometry cannot be told; little
+///   endian, 64 KiB, 12-byte cleanmarkers with confidence 0.1.
+/// * `cleanmarker_size` is the size of the cleanmarkers found (12 from mkfs.jffs2), or 0 for
+///   an image without any (`mkfs.jffs2 -n`, NAND-style): a NOR kernel expects 12 but, with
+///   none present, nothing complains.
+///
+/// Linear in the image size; never panics.
+pub fn detect(image: &[u8]) -> Detection {
+    let mut ev = Vec::new();
+    if image.is_empty() {
+        ev.push("the image is empty (0 bytes): not a JFFS2 image".to_string());
+        return unknown(ev, 0.0);
+    }
+    // Offsets are 32-bit in JFFS2; look at the first 4 GiB at most.
+    let img = &image[..image.len().min(u32::MAX as usize - 3)];
+    if is_ff(img) {
+        ev.push(format!(
+            "all {} bytes are 0xFF: erased flash, which the kernel mounts as an empty filesystem",
+            img.len()
+        ));
+        ev.push(
+            "nothing tells the byte order or the erase size; assuming little endian, 64 KiB"
+                .to_string(),
+        );
+        return unknown(ev, 0.1);
+    }
+
+    // Byte order.
+    let le = walk(img, Endian::Little);
+    let be = walk(img, Endian::Big);
+    ev.push(format!(
+        "{} node headers with valid CRCs read little-endian, {} big-endian",
+        le.nodes.len(),
+        be.nodes.len()
+    ));
+    let (e, w, other) = if le.node_bytes >= be.node_bytes {
+        (Endian::Little, le, be)
+    } else {
+        (Endian::Big, be, le)
+    };
+    if w.nodes.is_empty() {
+        ev.push("no JFFS2 node header (magic 0x1985 with a valid header CRC) in either byte order: not a JFFS2 image".to_string());
+        return unknown(ev, 0.0);
+    }
+    let endian_conf = w.node_bytes as f64 / (w.node_bytes + other.node_bytes).max(1) as f64;
+    ev.push(format!("byte order: {} endian", e.name()));
+    let coverage = (w.node_bytes + w.ff_bytes) as f64 / img.len() as f64;
+    if coverage < 0.999 {
+        ev.push(format!(
+            "{:.1}% of the image is valid nodes or erased flash",
+            coverage * 100.0
+        ));
+    }
+
+    // Cleanmarkers.
+    let cms: Vec<&Node> = w
+        .nodes
+        .iter()
+        .filter(|n| n.nodetype == NODETYPE_CLEANMARKER)
+        .collect();
+    let cm_size = {
+        let mut counts: Vec<(u32, usize)> = Vec::new();
+        for n in &cms {
+            match counts.iter_mut().find(|(t, _)| *t == n.totlen) {
+                Some(c) => c.1 += 1,
+                None => counts.push((n.totlen, 1)),
+            }
+        }
+        counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+        counts.first().map(|c| c.0).unwrap_or(0)
+    };
+
+    // Candidates.
+    let mut cands: Vec<u32> = (13..=20).map(|k| 1u32 << k).collect();
+    let mut sum_sizes: Vec<u32> = Vec::new();
+    for n in w.nodes.iter().filter(|n| n.nodetype == NODETYPE_SUMMARY) {
+        let end = n.ofs as usize + n.totlen as usize;
+        if end < 8 || end > img.len() {
+            continue;
+        }
+        if e.get_u32(img, end - 4) != Some(SUM_MAGIC) {
+            continue;
+        }
+        let o = e.get_u32(img, end - 8).unwrap_or(u32::MAX);
+        let Some(es) = o.checked_add(n.totlen) else {
+            continue;
+        };
+        if o <= n.ofs && es != 0 && (n.ofs - o) % es == 0 {
+            sum_sizes.push(es);
+        }
+    }
+    sum_sizes.sort_unstable();
+    sum_sizes.dedup();
+    cands.extend(sum_sizes.iter().copied());
+    let cm_gcd = cms
+        .iter()
+        .map(|n| u64::from(n.ofs))
+        .filter(|&o| o > 0)
+        .fold(0u64, gcd);
+    if cm_gcd > 0 {
+        cands.push(cm_gcd.min(u64::from(u32::MAX)) as u32);
+    }
+    let ff_gcd = w
+        .nodes
+        .iter()
+        .filter(|n| {
+            let o = n.ofs as usize;
+            o >= 4 && is_ff(&img[o - 4..o])
+        })
+        .map(|n| u64::from(n.ofs))
+        .fold(0u64, gcd);
+    if ff_gcd > 0 {
+        cands.push(ff_gcd.min(u64::from(u32::MAX)) as u32);
+    }
+    cands.retain(|&c| (MIN_ERASE..=MAX_ERASE).contains(&c) && c % 4 == 0);
+    cands.sort_unstable();
+    cands.dedup();
+
+    let fits: Vec<Fit> = cands
+        .iter()
+        .map(|&c| evaluate(img, &w.nodes, c, e))
+        .collect();
+    let consistent: Vec<&Fit> = fits.iter().filter(|f| f.consistent()).collect();
+    let data_end = w
+        .nodes
+        .last()
+        .map(|n| u64::from(n.ofs) + u64::from(n.totlen))
+        .unwrap_or(0);
+
+    let (chosen, mut conf): (Fit, f64) = if let Some(first) = consistent.first() {
+        // With cleanmarkers in use, prefer the size whose block starts carry them.
+        let mut pick: &Fit = first;
+        if cms.len() >= 2 {
+            let best = consistent
+                .iter()
+                .map(|f| f.cm_frac())
+                .fold(0.0f64, f64::max);
+            if let Some(f) = consistent.iter().find(|f| f.cm_frac() >= best - 0.1) {
+                pick = f;
+            }
+        }
+        let mut pick = pick.clone();
+        let mut conf;
+        if pick.support() == 0 && sum_sizes.is_empty() {
+            // Nothing inside the image tells: every size from here up fits.
+            let lower = pick.erase;
+            if lower < DEFAULT_ERASE {
+                if let Some(f) = fits.iter().find(|f| f.erase == DEFAULT_ERASE) {
+                    pick = f.clone();
+                }
+            }
+            ev.push(format!(
+                "all data lies within {} bytes: any erase size of at least {} fits; assuming {}",
+                data_end,
+                kib(lower),
+                kib(pick.erase)
+            ));
+            conf = 0.3;
+        } else {
+            conf = 0.55 + 0.4 * (pick.support() as f64 / 8.0).min(1.0);
+            ev.push(format!(
+                "erase size {}: no node crosses a block boundary; {} block starts hold a cleanmarker, {} another node, {} are erased",
+                kib(pick.erase),
+                pick.at_cm,
+                pick.at_node,
+                pick.at_ff
+            ));
+            if pick.ff_tail > 0 {
+                ev.push(format!(
+                    "{} block ends are padded with 0xFF or end with a summary marker",
+                    pick.ff_tail
+                ));
+            }
+        }
+        // Why the next smaller candidates were rejected.
+        if let Some(smaller) = fits.iter().rev().find(|f| f.erase < pick.erase) {
+            if !smaller.consistent() {
+                ev.push(format!(
+                    "{} is too small: {} nodes would cross its boundaries, {} of its boundaries fall inside data",
+                    kib(smaller.erase),
+                    smaller.crossing,
+                    smaller.bad
+                ));
+            } else if cms.len() >= 2 {
+                ev.push(format!(
+                    "{} fits the nodes but only {:.0}% of its erased block starts hold a cleanmarker (vs {:.0}%)",
+                    kib(smaller.erase),
+                    smaller.cm_frac() * 100.0,
+                    pick.cm_frac() * 100.0
+                ));
+            }
+        }
+        if sum_sizes.contains(&pick.erase) {
+            ev.push(format!(
+                "summary markers give the erase size {} directly",
+                kib(pick.erase)
+            ));
+            conf = conf.max(0.97);
+        } else if !sum_sizes.is_empty() {
+            ev.push(format!(
+                "summary markers suggest {}, which does not fit every node",
+                sum_sizes
+                    .iter()
+                    .map(|&s| kib(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            conf *= 0.7;
+        }
+        (pick, conf)
+    } else {
+        // Nothing fits every node: the least bad candidate.
+        let best = fits
+            .iter()
+            .min_by_key(|f| (f.badness(), f.erase))
+            .cloned()
+            .unwrap_or_default();
+        ev.push(format!(
+            "no erase size fits every node; least bad: {} ({} nodes cross its boundaries, {} boundaries fall inside data)",
+            kib(best.erase.max(MIN_ERASE)),
+            best.crossing,
+            best.bad
+        ));
+        (best, 0.15)
+    };
+
+    if cms.is_empty() {
+        ev.push(
+            "no cleanmarkers (made with -n, NAND-style): cleanmarker size 0; a NOR kernel expects 12-byte cleanmarkers but does not complain when there are none"
+                .to_string(),
+        );
+    } else {
+        ev.push(format!("{} cleanmarkers of {} bytes", cms.len(), cm_size));
+    }
+
+    conf *= endian_conf;
+    if coverage < 0.5 {
+        ev.push("most of the image is neither JFFS2 nodes nor erased flash".to_string());
+        conf *= coverage;
+    }
+    let erase = if chosen.erase == 0 {
+        DEFAULT_ERASE
+    } else {
+        chosen.erase
+    };
+    Detection {
+        geometry: Geometry {
+            endian: e,
+            erase_size: erase,
+            cleanmarker_size: cm_size,
+        },
+        confidence: conf.clamp(0.0, 1.0) as f32,
+        evidence: ev,
+    }
+}

@@ -1,0 +1,148 @@
+//! Autodetection of byte order, erase size and cleanmarker size.
+
+use std::process::Command;
+
+use super::images::{fixtures_dir, made_images, make_tree};
+use super::*;
+use crate::scan::{as_flashed, detect};
+
+#[test]
+fn mkfs_images_are_recognised() {
+    for m in made_images() {
+        let what = format!(
+            "{} KiB {} cleanmarkers={} summary={}",
+            m.erase / 1024,
+            m.endian.name(),
+            m.cleanmarkers,
+            m.summary
+        );
+        for (label, img) in [
+            ("raw", m.image.clone()),
+            ("flashed", as_flashed(&m.image, m.erase).into_owned()),
+        ] {
+            let d = detect(&img);
+            assert_eq!(
+                d.geometry.endian, m.endian,
+                "{what} {label}: {:#?}",
+                d.evidence
+            );
+            assert_eq!(
+                d.geometry.erase_size, m.erase,
+                "{what} {label}: {:#?}",
+                d.evidence
+            );
+            assert_eq!(
+                d.geometry.cleanmarker_size,
+                if m.cleanmarkers { 12 } else { 0 },
+                "{what} {label}"
+            );
+            assert!(
+                d.confidence > 0.5,
+                "{what} {label}: {} {:#?}",
+                d.confidence,
+                d.evidence
+            );
+        }
+    }
+}
+
+#[test]
+fn kernel_fixtures_are_recognised() {
+    let dir = fixtures_dir();
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()) {
+        let p = entry.path();
+        if p.extension().is_none_or(|x| x != "img") {
+            continue;
+        }
+        let json = std::fs::read_to_string(p.with_extension("json")).unwrap();
+        let es: u32 = {
+            let i = json.find("\"erase_size\"").unwrap();
+            json[i + 12..]
+                .trim_start_matches([':', ' '])
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect::<String>()
+                .parse()
+                .unwrap()
+        };
+        let img = std::fs::read(&p).unwrap();
+        let d = detect(&img);
+        assert_eq!(d.geometry.endian, Endian::Little, "{p:?}");
+        assert_eq!(d.geometry.erase_size, es, "{p:?}: {:#?}", d.evidence);
+        assert_eq!(d.geometry.cleanmarker_size, 12, "{p:?}");
+        assert!(
+            d.confidence > 0.5,
+            "{p:?}: {} {:#?}",
+            d.confidence,
+            d.evidence
+        );
+        seen += 1;
+    }
+    eprintln!("{seen} kernel fixtures detected");
+}
+
+#[test]
+fn non_power_of_two_erase_size() {
+    if Command::new("mkfs.jffs2").arg("--help").output().is_err() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    make_tree(&root);
+    let out = tmp.path().join("x.img");
+    let st = Command::new("mkfs.jffs2")
+        .arg("-r")
+        .arg(&root)
+        .arg("-o")
+        .arg(&out)
+        .args(["-e", "0x2100", "-l"])
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    let img = std::fs::read(&out).unwrap();
+    let d = detect(&img);
+    assert_eq!(d.geometry.erase_size, 0x2100, "{:#?}", d.evidence);
+    assert_eq!(d.geometry.cleanmarker_size, 12);
+}
+
+#[test]
+fn erased_empty_and_foreign_data() {
+    let d = detect(&[0xFF; 1 << 20]);
+    assert_eq!(d.geometry.erase_size, 64 * 1024);
+    assert!((d.confidence - 0.1).abs() < 1e-6);
+    assert!(d.evidence[0].contains("0xFF"));
+
+    let d = detect(&[]);
+    assert_eq!(d.confidence, 0.0);
+    assert!(d.evidence[0].contains("empty"));
+
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let random: Vec<u8> = (0..1 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let d = detect(&random);
+    assert_eq!(d.confidence, 0.0, "{:#?}", d.evidence);
+    assert!(d.evidence.iter().any(|e| e.contains("not a JFFS2 image")));
+
+    let d = detect(&[0u8; 65536]);
+    assert_eq!(d.confidence, 0.0);
+}
+
+#[test]
+fn a_single_small_block_is_a_lower_bound() {
+    // One cleanmarker and a couple of nodes: any erase size of at least 8 KiB fits.
+    let e = Endian::Little;
+    let mut v = cleanmarker(e);
+    v.extend(dirent(e, 1, 2, 1, b"f"));
+    v.extend(inode(e, 2, 1, b"data"));
+    let d = detect(&v);
+    assert_eq!(d.geometry.erase_size, 64 * 1024);
+    assert!(d.confidence <= 0.3);
+    assert_eq!(d.geometry.cleanmarker_size, 12);
+}
