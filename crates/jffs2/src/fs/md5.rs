@@ -107,28 +107,51 @@ impl Md5 {
 
     fn block(&mut self, block: &[u8; 64]) {
         let mut m = [0u32; 16];
-        for (i, w) in m.iter_mut().enumerate() {
-            *w = u32::from_le_bytes([
-                block[i * 4],
-                block[i * 4 + 1],
-                block[i * 4 + 2],
-                block[i * 4 + 3],
-            ]);
+        for (w, c) in m.iter_mut().zip(block.chunks_exact(4)) {
+            *w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         }
         let [mut a, mut b, mut c, mut d] = self.state;
-        for i in 0..64 {
-            let (f, g) = match i / 16 {
-                0 => ((b & c) | (!b & d), i),
-                1 => ((d & b) | (!d & c), (5 * i + 1) % 16),
-                2 => (b ^ c ^ d, (3 * i + 5) % 16),
-                _ => (c ^ (b | !d), (7 * i) % 16),
+        macro_rules! step {
+            ($f:expr, $a:ident, $b:ident, $c:ident, $d:ident, $g:expr, $i:expr) => {
+                $a = $b.wrapping_add(
+                    $a.wrapping_add($f)
+                        .wrapping_add(K[$i])
+                        .wrapping_add(m[$g])
+                        .rotate_left(S[$i]),
+                );
             };
-            let f = f.wrapping_add(a).wrapping_add(K[i]).wrapping_add(m[g]);
-            a = d;
-            d = c;
-            c = b;
-            b = b.wrapping_add(f.rotate_left(S[i]));
         }
+        macro_rules! round {
+            ($fun:ident, $g:expr, $base:expr) => {
+                for k in 0..4 {
+                    let i = $base + 4 * k;
+                    step!($fun(b, c, d), a, b, c, d, $g(i), i);
+                    step!($fun(a, b, c), d, a, b, c, $g(i + 1), i + 1);
+                    step!($fun(d, a, b), c, d, a, b, $g(i + 2), i + 2);
+                    step!($fun(c, d, a), b, c, d, a, $g(i + 3), i + 3);
+                }
+            };
+        }
+        #[inline(always)]
+        fn f(x: u32, y: u32, z: u32) -> u32 {
+            (x & y) | (!x & z)
+        }
+        #[inline(always)]
+        fn g(x: u32, y: u32, z: u32) -> u32 {
+            (x & z) | (y & !z)
+        }
+        #[inline(always)]
+        fn h(x: u32, y: u32, z: u32) -> u32 {
+            x ^ y ^ z
+        }
+        #[inline(always)]
+        fn ii(x: u32, y: u32, z: u32) -> u32 {
+            y ^ (x | !z)
+        }
+        round!(f, |i: usize| i, 0);
+        round!(g, |i: usize| (5 * i + 1) % 16, 16);
+        round!(h, |i: usize| (3 * i + 5) % 16, 32);
+        round!(ii, |i: usize| (7 * i) % 16, 48);
         self.state[0] = self.state[0].wrapping_add(a);
         self.state[1] = self.state[1].wrapping_add(b);
         self.state[2] = self.state[2].wrapping_add(c);
