@@ -1,9 +1,8 @@
 //! Tests of the filesystem model: crafted images (`crafted.rs`), hostile images
 //! (`hostile.rs`), and whole images against what Linux showed (`images.rs`).
 //!
-//! Support here: an image builder on the format encoders and `layout::BlockWriter`; a small
-//! full scan for clean images (the real `scan::scan` is developed separately; `scan_image`
-//! is the one switch point); a JSON reader for the kernel listings; the comparison helper.
+//! Support here: an image builder on the format encoders and `layout::BlockWriter`; the scan
+//! of an image (`scan_image`); a JSON reader for the kernel listings; the comparison helper.
 
 mod crafted;
 mod hostile;
@@ -14,13 +13,10 @@ use std::collections::BTreeMap;
 use super::tree::ListingEntry;
 use crate::crc::crc32;
 use crate::format::{
-    dt, pad4, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode, MAGIC,
-    NODETYPE_DIRENT, NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF, XATTR_SIZE, XREF_SIZE,
+    dt, pad4, DirentNode, Endian, InodeNode, NodeKind, XattrNode, XrefNode, MAGIC,
 };
 use crate::layout::{BlockWriter, EndPad, LayoutConfig};
-use crate::scan::{
-    Geometry, InodeCache, NodeRef, RefState, Scan, ScanDirent, XattrDatum, XattrRef,
-};
+use crate::scan::{Geometry, NodeRef, RefState, Scan, ScanDirent, XattrDatum, XattrRef};
 
 pub(super) const LE: Endian = Endian::Little;
 pub(super) const ES: u32 = 16384;
@@ -189,162 +185,11 @@ impl Img {
     }
 }
 
-/// The one place that turns an image into a [`Scan`] for these tests. When `scan::scan`
-/// lands, the body becomes
-/// `crate::scan::scan(&crate::scan::as_flashed(image, g.erase_size), &g, &ScanOptions::default())`
-/// (every test here passes with it; checked against the scan under development). Until then, a small full scan of
-/// clean images (§3.2 step D without the summary path and with simplified accounting):
-/// header, node and name CRCs, ACCURATE bit, block-crossing nodes, phantom inodes for
-/// `ino = 0` / `pino = 0`, scan-time dirent de-duplication.
+/// The one place that turns an image into a [`Scan`] for these tests: the mount scan
+/// (`scan::scan`), over the image padded with 0xFF to whole erase blocks.
 pub(super) fn scan_image(image: &[u8], g: Geometry) -> Scan {
-    let e = g.endian;
-    let es = g.erase_size as usize;
-    let mut scan = Scan {
-        geometry: g,
-        refs: Vec::new(),
-        inodes: BTreeMap::new(),
-        xattr_datums: Vec::new(),
-        xattr_refs: Vec::new(),
-        blocks: Vec::new(),
-        log: Vec::new(),
-        failure: None,
-        highest_ino: 1,
-    };
-    fn cache(scan: &mut Scan, ino: u32) -> u32 {
-        let ino = if ino == 0 {
-            scan.highest_ino += 1;
-            scan.highest_ino
-        } else {
-            scan.highest_ino = scan.highest_ino.max(ino);
-            ino
-        };
-        scan.inodes.entry(ino).or_insert_with(|| InodeCache {
-            ino,
-            pino_nlink: u32::from(ino == 1),
-            ..Default::default()
-        });
-        ino
-    }
-    let mut blk = 0;
-    while blk < image.len() {
-        let end = (blk + es).min(image.len());
-        let mut ofs = blk;
-        while ofs + 12 <= end {
-            let b = &image[ofs..];
-            if e.get_u32(b, 0) == Some(0xFFFF_FFFF) {
-                ofs += 4;
-                continue;
-            }
-            let Ok(h) = NodeHeader::decode(b, e, ofs as u64) else {
-                break;
-            };
-            let tl = h.totlen as usize;
-            if h.magic != MAGIC || !h.crc_ok(e) || tl == 0 || ofs + tl > end {
-                ofs += 4;
-                continue;
-            }
-            let next = ofs + pad4(h.totlen) as usize;
-            if !h.is_accurate() {
-                ofs = next;
-                continue;
-            }
-            let len = pad4(h.totlen);
-            let link = |scan: &mut Scan, kind, state, ino| {
-                scan.refs.push(NodeRef {
-                    offset: ofs as u32,
-                    len,
-                    state,
-                    kind,
-                    from_summary: false,
-                    ino,
-                });
-                scan.refs.len() - 1
-            };
-            match h.nodetype {
-                NODETYPE_INODE => {
-                    if let Ok(ri) = InodeNode::decode(b, e, 0) {
-                        if ri.node_crc_ok(b, e) {
-                            let ino = cache(&mut scan, ri.ino);
-                            let i =
-                                link(&mut scan, NodeKind::Inode, RefState::Unchecked, Some(ino));
-                            scan.inodes.get_mut(&ino).unwrap().nodes.push(i);
-                        }
-                    }
-                }
-                NODETYPE_DIRENT => {
-                    if let Ok(rd) = DirentNode::decode(b, e, 0) {
-                        let name = rd.name(b).unwrap_or(&[]);
-                        let name = super::dirent::c_name(name).to_vec();
-                        if rd.node_crc_ok(b, e) && crc32(&name) == rd.name_crc {
-                            let pino = cache(&mut scan, rd.pino);
-                            let st = if rd.ino != 0 {
-                                RefState::Pristine
-                            } else {
-                                RefState::Normal
-                            };
-                            let i = link(&mut scan, NodeKind::Dirent, st, Some(pino));
-                            let ic = scan.inodes.get_mut(&pino).unwrap();
-                            ic.nodes.push(i);
-                            let fd = ScanDirent {
-                                pino,
-                                version: rd.version,
-                                ino: rd.ino,
-                                dtype: rd.dtype,
-                                name,
-                                node: i,
-                            };
-                            let lost = match ic.scan_dents.iter().position(|d| d.name == fd.name) {
-                                Some(j) if ic.scan_dents[j].version > fd.version => Some(i),
-                                Some(j) => Some(std::mem::replace(&mut ic.scan_dents[j], fd).node),
-                                None => {
-                                    ic.scan_dents.push(fd);
-                                    None
-                                }
-                            };
-                            if let Some(l) = lost {
-                                scan.refs[l].state = RefState::Obsolete;
-                            }
-                        }
-                    }
-                }
-                NODETYPE_XATTR => {
-                    if let Ok(rx) = XattrNode::decode(b, e, 0) {
-                        let want = pad4(
-                            XATTR_SIZE as u32
-                                + u32::from(rx.name_len)
-                                + 1
-                                + u32::from(rx.value_len),
-                        );
-                        if rx.node_crc_ok(b, e) && h.totlen == want {
-                            let i = link(&mut scan, NodeKind::Xattr, RefState::Pristine, None);
-                            scan.xattr_datums.push(XattrDatum {
-                                xid: rx.xid,
-                                version: rx.version,
-                                node: i,
-                            });
-                        }
-                    }
-                }
-                NODETYPE_XREF => {
-                    if let Ok(rr) = XrefNode::decode(b, e, 0) {
-                        if rr.node_crc_ok(b, e) && h.totlen == XREF_SIZE as u32 {
-                            let i = link(&mut scan, NodeKind::Xref, RefState::Pristine, None);
-                            scan.xattr_refs.push(XattrRef {
-                                ino: Some(rr.ino),
-                                xid: Some(rr.xid),
-                                xseqno: Some(rr.xseqno),
-                                node: i,
-                            });
-                        }
-                    }
-                }
-                _ => {}
-            }
-            ofs = next;
-        }
-        blk += es;
-    }
-    scan
+    let img = crate::scan::as_flashed(image, g.erase_size);
+    crate::scan::scan(&img, &g, &crate::scan::ScanOptions::default())
 }
 
 /// A JSON value; strings are bytes (`\udcXX` lone surrogates, Python's surrogateescape, are
