@@ -2,6 +2,7 @@
 //! atomic output, progress bars, and the argv[0] dispatch that lets `mkfs.jffs2` (and
 //! later `sumtool`, `jffs2dump`, `jffs2reader`, `fsck.jffs2`) symlinks act as drop-ins.
 
+pub mod dump;
 pub mod getopt;
 pub mod mkfs;
 pub mod num;
@@ -71,6 +72,18 @@ pub fn mkfs_main() -> i32 {
     };
     let tool = Tool { name: name.into() };
     mkfs::main(&tool, args.get(1..).unwrap_or(&[]))
+}
+
+/// Entry point of `jffs2-dump`: `jffs2dump` when invoked under that name.
+pub fn dump_main() -> i32 {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let name = if invoked_as(args.first()) == "jffs2dump" {
+        "jffs2dump"
+    } else {
+        "jffs2-dump"
+    };
+    let tool = Tool { name: name.into() };
+    dump::main(&tool, args.get(1..).unwrap_or(&[]))
 }
 
 /// A progress bar on stderr, only when stderr is a terminal.

@@ -8,6 +8,7 @@
 
 pub mod compress;
 pub mod crc;
+pub mod dump;
 pub mod format;
 pub mod fs;
 pub mod layout;

@@ -7,6 +7,7 @@
 
 mod endian;
 mod node;
+mod stored;
 
 pub use endian::Endian;
 pub use node::*;

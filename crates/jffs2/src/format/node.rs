@@ -171,8 +171,9 @@ impl DirentNode {
 }
 
 /// CRC of `b[0..n]` computed as if the ACCURATE bit of the type field were set (the kernel
-/// clears it to obsolete a node but leaves the CRCs as they were, §2.1).
-fn accurate_crc(b: &[u8], n: usize, e: Endian) -> Option<u32> {
+/// clears it to obsolete a node but leaves the CRCs as they were, §2.1); `None` when `b` is
+/// shorter than `n`.
+pub fn accurate_crc(b: &[u8], n: usize, e: Endian) -> Option<u32> {
     let s = b.get(..n)?;
     if n < 4 {
         return Some(crc32(s));

@@ -1,0 +1,644 @@
+//! `jffs2-dump -e FILE [-r]`: the image in the other byte order, node for node, at the same
+//! offsets (`mtd-utils-spec.md` §6.3 describes what jffs2dump does instead, §8 B-15).
+//!
+//! # Rules
+//!
+//! The walk is the kernel scan's resynchronising walk (`kernel-jffs2-spec.md` §3.2) without
+//! erase blocks: at every 4-byte step, erased words (0xFFFFFFFF) are copied; a word without
+//! the node magic, or with the magic but a wrong header CRC, is copied **unchanged** and the
+//! walk moves 4 bytes on (the kernel counts it as dirt either way; mtd-utils swaps its two
+//! halves). A header whose CRC is right (with the ACCURATE bit put back) starts a node, which
+//! is converted as a whole and skipped by `max(PAD(totlen), 12)` bytes:
+//!
+//! * the header always, the ACCURATE bit as it was (obsolete nodes stay obsolete);
+//! * the fixed part of every known type — inode, dirent, xattr, xref, summary — when it lies
+//!   inside both `totlen` and the image (otherwise only the header: a truncated node);
+//!   cleanmarkers, padding and unknown types have only the header converted and their body
+//!   copied, since nothing in it is known to be a number;
+//! * payloads that hold numbers: the 2- or 4-byte device number of a character or block
+//!   device inode (stored uncompressed, `csize == dsize`), POSIX ACL xattr values
+//!   (`system.posix_acl_*`: version, then tag / perm / id entries), the records and the
+//!   marker of a summary node. Everything else (file data, names, symlink targets, other
+//!   xattr values, padding bytes) is copied as it is.
+//!
+//! CRCs: a CRC that was right in the input is recomputed over the converted bytes, so it is
+//! right in the output; a CRC that was wrong keeps its value (so it stays wrong, and a
+//! converted-back image is the original byte for byte). With `recalc_crc` (`-r`), as in
+//! mtd-utils, the data CRC of inodes and xattrs and the name CRC of dirents are recomputed
+//! whatever they were; header, node and summary CRCs are never "repaired" (a summary with a
+//! bad CRC makes the kernel scan the block, which is the safe outcome).
+//!
+//! The output therefore has the input's length, and converting twice gives the input back,
+//! unless the image holds, outside any valid node, bytes that form a valid node header in the
+//! other byte order (a 2^-32 coincidence for noise).
+
+use std::io::{self, Write};
+
+use crate::compress::COMPR_NONE;
+use crate::crc::crc32;
+use crate::format::{
+    accurate_crc, xprefix, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, SumRecord,
+    SummaryNode, XattrNode, XrefNode, HEADER_SIZE, INODE_SIZE, MAGIC, SUMMARY_MARKER_SIZE,
+    SUMMARY_SIZE, XATTR_SIZE,
+};
+
+/// Options of the conversion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvertOptions {
+    /// Byte order of the input (`-b` / `-l`); the output has the other one.
+    pub from: Endian,
+    /// `-r`: recompute data and name CRCs even where they were wrong.
+    pub recalc_crc: bool,
+}
+
+/// What the conversion met.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConvertReport {
+    /// Nodes converted (valid headers), obsolete ones included.
+    pub nodes: u64,
+    /// Of these, obsolete nodes (kept, and kept obsolete; jffs2dump drops them).
+    pub obsolete: u64,
+    /// Of these, xref nodes (jffs2dump drops them).
+    pub xrefs: u64,
+    /// Of these, nodes of unknown type: header converted, body copied (jffs2dump drops them).
+    pub unknown: u64,
+    /// Of these, nodes of a known type whose fixed part does not fit in their totlen or in
+    /// the image: header converted, rest copied.
+    pub truncated: u64,
+    /// Device numbers converted (jffs2dump copies them, corrupting them).
+    pub device_numbers: u64,
+    /// POSIX ACL values converted (jffs2dump copies them, corrupting them).
+    pub acl_values: u64,
+    /// CRCs (node, data, name or summary) that were wrong in the input and were kept wrong.
+    pub bad_crcs_kept: u64,
+    /// Words outside any node copied unchanged (no magic, or a wrong header CRC).
+    pub junk_words: u64,
+}
+
+/// Writes `image` converted to the other byte order to `out` (same length; see the module
+/// documentation for the rules) and, to `log`, the lines jffs2dump prints for the same
+/// conditions during its conversion: `Wrong bitmask …` for every non-empty word without the
+/// magic, `Wrong hdr_crc …` for a magic with a bad header CRC. Errors are those of the
+/// writers.
+pub fn convert_endian(
+    image: &[u8],
+    opts: &ConvertOptions,
+    out: &mut dyn Write,
+    log: &mut dyn Write,
+) -> io::Result<ConvertReport> {
+    let from = opts.from;
+    let to = match from {
+        Endian::Little => Endian::Big,
+        Endian::Big => Endian::Little,
+    };
+    let mut c = Converter {
+        from,
+        to,
+        recalc: opts.recalc_crc,
+        report: ConvertReport::default(),
+    };
+    let len = image.len();
+    let mut p = 0usize;
+    let mut buf = Vec::new();
+    while p < len {
+        let Some(word) = image.get(p..p + 4) else {
+            out.write_all(&image[p..])?;
+            break;
+        };
+        if word == [0xFF; 4] {
+            let mut q = p + 4;
+            while image.get(q..q + 4).is_some_and(|w| w == [0xFF; 4]) {
+                q += 4;
+            }
+            out.write_all(&image[p..q])?;
+            p = q;
+            continue;
+        }
+        let magic = from.get_u16(image, p).unwrap_or(0);
+        if magic != MAGIC {
+            writeln!(log, "Wrong bitmask  at  0x{p:08x}, 0x{magic:04x}")?;
+            c.report.junk_words += 1;
+            out.write_all(word)?;
+            p += 4;
+            continue;
+        }
+        let h = match NodeHeader::decode(&image[p..], from, p as u64) {
+            Ok(h) if h.crc_ok(from) => h,
+            Ok(h) => {
+                writeln!(
+                    log,
+                    "Wrong hdr_crc  at  0x{p:08x}, 0x{:08x} instead of 0x{:08x}",
+                    h.hdr_crc,
+                    h.computed_crc(from)
+                )?;
+                c.report.junk_words += 1;
+                out.write_all(word)?;
+                p += 4;
+                continue;
+            }
+            // Fewer than 12 bytes left: not a node.
+            Err(_) => {
+                c.report.junk_words += 1;
+                out.write_all(word)?;
+                p += 4;
+                continue;
+            }
+        };
+        let node_len = (h.totlen as usize).max(HEADER_SIZE);
+        let step = (u64::from(h.totlen) + 3) & !3;
+        let step = usize::try_from(step).unwrap_or(usize::MAX).max(HEADER_SIZE);
+        let node_end = p.saturating_add(node_len).min(len);
+        let region_end = p.saturating_add(step).min(len);
+        let src = &image[p..node_end];
+        buf.clear();
+        buf.extend_from_slice(src);
+        c.node(&h, src, &mut buf, p as u64);
+        out.write_all(&buf)?;
+        out.write_all(&image[node_end..region_end])?;
+        p = region_end;
+    }
+    Ok(c.report)
+}
+
+/// `S_IFMT` and the two device types of a Linux mode.
+const S_IFMT: u32 = 0o170000;
+const S_IFCHR: u32 = 0o020000;
+const S_IFBLK: u32 = 0o060000;
+
+/// POSIX ACL on-flash format (`fs/jffs2/acl.h`): a 32-bit version, then entries of a 16-bit
+/// tag and 16-bit permissions, followed by a 32-bit id for the named user and group tags.
+const ACL_VERSION: u32 = 1;
+const ACL_USER_OBJ: u16 = 0x01;
+const ACL_USER: u16 = 0x02;
+const ACL_GROUP_OBJ: u16 = 0x04;
+const ACL_GROUP: u16 = 0x08;
+const ACL_MASK: u16 = 0x10;
+const ACL_OTHER: u16 = 0x20;
+
+struct Converter {
+    from: Endian,
+    to: Endian,
+    recalc: bool,
+    report: ConvertReport,
+}
+
+impl Converter {
+    /// Converts the node `src` (its bytes within totlen and the image) into `b`, which
+    /// holds a copy of `src`.
+    fn node(&mut self, h: &NodeHeader, src: &[u8], b: &mut [u8], off: u64) {
+        self.report.nodes += 1;
+        if !h.is_accurate() {
+            self.report.obsolete += 1;
+        }
+        let th = NodeHeader {
+            hdr_crc: h.computed_crc(self.to),
+            ..*h
+        };
+        if th.store(self.to, b).is_none() {
+            return;
+        }
+        let done = match NodeKind::of(h.nodetype) {
+            NodeKind::Inode => self.inode(src, b, off),
+            NodeKind::Dirent => self.dirent(src, b, off),
+            NodeKind::Xattr => self.xattr(src, b, off),
+            NodeKind::Xref => {
+                self.report.xrefs += 1;
+                self.xref(src, b, off)
+            }
+            NodeKind::Summary => self.summary(h, src, b, off),
+            NodeKind::Cleanmarker | NodeKind::Padding => Some(()),
+            NodeKind::Other => {
+                self.report.unknown += 1;
+                Some(())
+            }
+        };
+        if done.is_none() {
+            self.report.truncated += 1;
+        }
+    }
+
+    /// The node CRC of `b[..n]` in the output, if it was right in the input; else `stored`.
+    fn node_crc(&mut self, ok: bool, b: &[u8], n: usize, stored: u32) -> u32 {
+        if ok {
+            if let Some(c) = accurate_crc(b, n, self.to) {
+                return c;
+            }
+        }
+        self.report.bad_crcs_kept += 1;
+        stored
+    }
+
+    fn inode(&mut self, src: &[u8], b: &mut [u8], off: u64) -> Option<()> {
+        let (from, to) = (self.from, self.to);
+        let n = InodeNode::decode(src, from, off).ok()?;
+        let node_ok = n.node_crc_ok(src, from);
+        let data_ok = n.data_crc_ok(src);
+        let data = INODE_SIZE..INODE_SIZE.saturating_add(n.csize as usize);
+        let mut t = n.clone();
+        let is_dev = matches!(n.mode & S_IFMT, S_IFCHR | S_IFBLK)
+            && n.compr == COMPR_NONE
+            && n.csize == n.dsize
+            && matches!(n.csize, 2 | 4);
+        let mut data_changed = false;
+        if is_dev {
+            // The payload is whole in `src` exactly when it is in `b` (a copy of it).
+            let swapped = match (b.get_mut(data.clone()), n.csize) {
+                (Some(d), 2) => from
+                    .get_u16(src, INODE_SIZE)
+                    .map(|v| d.copy_from_slice(&to.u16_bytes(v))),
+                (Some(d), _) => from
+                    .get_u32(src, INODE_SIZE)
+                    .map(|v| d.copy_from_slice(&to.u32_bytes(v))),
+                (None, _) => None,
+            };
+            if swapped.is_some() {
+                data_changed = true;
+                self.report.device_numbers += 1;
+            }
+        }
+        let new_data_crc = b.get(data).map(crc32);
+        match new_data_crc {
+            Some(c) if self.recalc || (data_ok && data_changed) => t.data_crc = c,
+            _ if !data_ok => self.report.bad_crcs_kept += 1,
+            _ => {}
+        }
+        t.store(to, b)?;
+        t.node_crc = self.node_crc(node_ok, b, INODE_SIZE - 8, n.node_crc);
+        t.store(to, b)
+    }
+
+    fn dirent(&mut self, src: &[u8], b: &mut [u8], off: u64) -> Option<()> {
+        let (from, to) = (self.from, self.to);
+        let d = DirentNode::decode(src, from, off).ok()?;
+        let node_ok = d.node_crc_ok(src, from);
+        let mut t = d.clone();
+        match d.name(src) {
+            Some(name) if self.recalc => t.name_crc = crc32(name),
+            _ if !d.name_crc_ok(src) => self.report.bad_crcs_kept += 1,
+            _ => {}
+        }
+        t.store(to, b)?;
+        t.node_crc = self.node_crc(node_ok, b, 32, d.node_crc);
+        t.store(to, b)
+    }
+
+    fn xattr(&mut self, src: &[u8], b: &mut [u8], off: u64) -> Option<()> {
+        let (from, to) = (self.from, self.to);
+        let x = XattrNode::decode(src, from, off).ok()?;
+        let node_ok = x.node_crc_ok(src, from);
+        let data_ok = x.data_crc_ok(src);
+        let name_len = usize::from(x.name_len);
+        let data = XATTR_SIZE..XATTR_SIZE + name_len + 1 + usize::from(x.value_len);
+        let mut t = x.clone();
+        let mut data_changed = false;
+        if matches!(x.xprefix, xprefix::ACL_ACCESS | xprefix::ACL_DEFAULT) {
+            let v = XATTR_SIZE + name_len + 1..data.end;
+            if let (Some(sv), Some(dv)) = (src.get(v.clone()), b.get_mut(v)) {
+                convert_acl(sv, dv, from, to);
+                data_changed = true;
+                self.report.acl_values += 1;
+            }
+        }
+        match b.get(data).map(crc32) {
+            Some(c) if self.recalc || (data_ok && data_changed) => t.data_crc = c,
+            _ if !data_ok => self.report.bad_crcs_kept += 1,
+            _ => {}
+        }
+        t.store(to, b)?;
+        t.node_crc = self.node_crc(node_ok, b, XATTR_SIZE - 4, x.node_crc);
+        t.store(to, b)
+    }
+
+    fn xref(&mut self, src: &[u8], b: &mut [u8], off: u64) -> Option<()> {
+        let r = XrefNode::decode(src, self.from, off).ok()?;
+        let node_ok = r.node_crc_ok(src, self.from);
+        let mut t = r.clone();
+        t.store(self.to, b)?;
+        t.node_crc = self.node_crc(node_ok, b, 24, r.node_crc);
+        t.store(self.to, b)
+    }
+
+    fn summary(&mut self, h: &NodeHeader, src: &[u8], b: &mut [u8], off: u64) -> Option<()> {
+        let (from, to) = (self.from, self.to);
+        let s = SummaryNode::decode(src, from, off).ok()?;
+        let node_ok = s.node_crc_ok(src, from);
+        let sum_ok = s.sum_crc_ok(src, h.totlen);
+        let totlen = h.totlen as usize;
+        // A whole node has its marker in its last 8 bytes; records end there.
+        let marker = (totlen == src.len() && totlen >= SUMMARY_SIZE + SUMMARY_MARKER_SIZE)
+            .then(|| totlen - SUMMARY_MARKER_SIZE);
+        let rec_end = marker.unwrap_or(src.len());
+        let mut at = SUMMARY_SIZE;
+        let mut rec = Vec::new();
+        for _ in 0..s.sum_num {
+            let Some(r) = src.get(at..rec_end) else { break };
+            if r.is_empty() {
+                break;
+            }
+            match SumRecord::decode(r, from, off + at as u64) {
+                Ok((record, n)) => {
+                    rec.clear();
+                    record.encode(to, &mut rec);
+                    match b.get_mut(at..at + n) {
+                        Some(d) if rec.len() == n => d.copy_from_slice(&rec),
+                        _ => break,
+                    }
+                    at += n;
+                }
+                Err(_) => {
+                    // Unknown or cut short: its type is converted all the same, so that
+                    // the output stops at the same record when read back.
+                    if let (Some(t), Some(d)) = (from.get_u16(r, 0), b.get_mut(at..at + 2)) {
+                        d.copy_from_slice(&to.u16_bytes(t));
+                    }
+                    break;
+                }
+            }
+        }
+        if let Some(m) = marker {
+            for at in [m, m + 4] {
+                if let (Some(v), Some(d)) = (from.get_u32(src, at), b.get_mut(at..at + 4)) {
+                    d.copy_from_slice(&to.u32_bytes(v));
+                }
+            }
+        }
+        let mut t = s.clone();
+        match b.get(SUMMARY_SIZE..totlen) {
+            Some(rest) if sum_ok => t.sum_crc = crc32(rest),
+            _ => self.report.bad_crcs_kept += 1,
+        }
+        t.store(to, b)?;
+        t.node_crc = self.node_crc(node_ok, b, 24, s.node_crc);
+        t.store(to, b)
+    }
+}
+
+/// Converts a JFFS2 POSIX ACL value. Stops at a version other than 1, an unknown tag or an
+/// entry cut short — after converting that version or tag, so that reading the output
+/// back stops at the same place.
+fn convert_acl(src: &[u8], dst: &mut [u8], from: Endian, to: Endian) {
+    let Some(version) = from.get_u32(src, 0) else {
+        return;
+    };
+    dst[0..4].copy_from_slice(&to.u32_bytes(version));
+    if version != ACL_VERSION {
+        return;
+    }
+    let mut at = 4;
+    while let Some(tag) = from.get_u16(src, at) {
+        dst[at..at + 2].copy_from_slice(&to.u16_bytes(tag));
+        let size = match tag {
+            ACL_USER_OBJ | ACL_GROUP_OBJ | ACL_MASK | ACL_OTHER => 4,
+            ACL_USER | ACL_GROUP => 8,
+            _ => return,
+        };
+        if at + size > src.len() {
+            return;
+        }
+        if let Some(perm) = from.get_u16(src, at + 2) {
+            dst[at + 2..at + 4].copy_from_slice(&to.u16_bytes(perm));
+        }
+        if size == 8 {
+            if let Some(id) = from.get_u32(src, at + 4) {
+                dst[at + 4..at + 8].copy_from_slice(&to.u32_bytes(id));
+            }
+        }
+        at += size;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{encode_cleanmarker, encode_padding, pad4, NODETYPE_INODE, NODE_ACCURATE};
+
+    fn convert(img: &[u8], from: Endian, recalc: bool) -> (Vec<u8>, ConvertReport, String) {
+        let mut out = Vec::new();
+        let mut log = Vec::new();
+        let r = convert_endian(
+            img,
+            &ConvertOptions {
+                from,
+                recalc_crc: recalc,
+            },
+            &mut out,
+            &mut log,
+        )
+        .unwrap();
+        assert_eq!(out.len(), img.len());
+        (out, r, String::from_utf8(log).unwrap())
+    }
+
+    fn pad(v: &mut Vec<u8>) {
+        v.resize(pad4(v.len() as u32) as usize, 0xFF);
+    }
+
+    /// Every node type, built in both byte orders: the conversion of one is the other.
+    fn image(e: Endian) -> Vec<u8> {
+        let mut v = Vec::new();
+        encode_cleanmarker(e, 12, &mut v);
+        DirentNode {
+            pino: 1,
+            version: 3,
+            ino: 2,
+            mctime: 99,
+            dtype: 2,
+            ..Default::default()
+        }
+        .encode(e, b"tty", &mut v);
+        pad(&mut v);
+        InodeNode {
+            ino: 2,
+            version: 1,
+            mode: 0o020620,
+            dsize: 2,
+            ..Default::default()
+        }
+        .encode(e, &e.u16_bytes(0x0440), &mut v);
+        pad(&mut v);
+        InodeNode {
+            ino: 3,
+            version: 1,
+            mode: 0o060660,
+            dsize: 4,
+            ..Default::default()
+        }
+        .encode(e, &e.u32_bytes(0x0010_0345), &mut v);
+        pad(&mut v);
+        InodeNode {
+            ino: 4,
+            version: 1,
+            mode: 0o100644,
+            isize: 5,
+            dsize: 5,
+            ..Default::default()
+        }
+        .encode(e, b"\x01\x02\x03\x04\x05", &mut v);
+        pad(&mut v);
+        let mut acl = e.u32_bytes(1).to_vec();
+        for (tag, perm, id) in [
+            (1u16, 6u16, None),
+            (2, 6, Some(1000u32)),
+            (4, 4, None),
+            (0x10, 6, None),
+            (0x20, 4, None),
+        ] {
+            acl.extend_from_slice(&e.u16_bytes(tag));
+            acl.extend_from_slice(&e.u16_bytes(perm));
+            if let Some(id) = id {
+                acl.extend_from_slice(&e.u32_bytes(id));
+            }
+        }
+        XattrNode {
+            xid: 1,
+            version: 1,
+            xprefix: xprefix::ACL_ACCESS,
+            ..Default::default()
+        }
+        .encode(e, b"", &acl, &mut v);
+        pad(&mut v);
+        XattrNode {
+            xid: 2,
+            version: 1,
+            xprefix: xprefix::USER,
+            ..Default::default()
+        }
+        .encode(e, b"k", b"\x00\x01value", &mut v);
+        pad(&mut v);
+        XrefNode {
+            ino: 4,
+            xid: 1,
+            xseqno: 2,
+            ..Default::default()
+        }
+        .encode(e, &mut v);
+        encode_padding(e, 20, &mut v);
+        // An unknown RWCOMPAT_COPY node: header and opaque body.
+        let at = v.len();
+        encode_padding(e, 16, &mut v);
+        v[at + 2..at + 4].copy_from_slice(&e.u16_bytes(0x6007));
+        let crc = crc32(&v[at..at + 8]);
+        v[at + 8..at + 12].copy_from_slice(&e.u32_bytes(crc));
+        // A summary to the end of a 2 KiB "block".
+        let recs = vec![
+            SumRecord::Dirent {
+                nodetype: crate::format::NODETYPE_DIRENT,
+                totlen: 43,
+                offset: 12,
+                pino: 1,
+                version: 3,
+                ino: 2,
+                dtype: 2,
+                name: b"tty".to_vec(),
+            },
+            SumRecord::Inode {
+                nodetype: NODETYPE_INODE,
+                inode: 2,
+                version: 1,
+                offset: 56,
+                totlen: 70,
+            },
+            SumRecord::Xattr {
+                nodetype: crate::format::NODETYPE_XATTR,
+                xid: 1,
+                version: 1,
+                offset: 300,
+                totlen: 76,
+            },
+            SumRecord::Xref {
+                nodetype: crate::format::NODETYPE_XREF,
+                offset: 400,
+            },
+        ];
+        let off = v.len() as u32;
+        SummaryNode {
+            cln_mkr: 12,
+            padded: 20,
+            ..Default::default()
+        }
+        .encode(e, &recs, off, 2048, &mut v)
+        .unwrap();
+        v
+    }
+
+    #[test]
+    fn every_node_type_converts_to_its_other_endian_twin() {
+        let le = image(Endian::Little);
+        let be = image(Endian::Big);
+        let (out, r, log) = convert(&le, Endian::Little, false);
+        assert_eq!(out, be);
+        assert_eq!(log, "");
+        assert_eq!(
+            (r.xrefs, r.unknown, r.device_numbers, r.acl_values),
+            (1, 1, 2, 1)
+        );
+        assert_eq!(r.bad_crcs_kept, 0);
+        let (back, _, _) = convert(&be, Endian::Big, false);
+        assert_eq!(back, le);
+    }
+
+    #[test]
+    fn obsolete_and_corrupt_nodes_round_trip() {
+        let mut le = image(Endian::Little);
+        let e = Endian::Little;
+        // Obsolete the first dirent, corrupt the regular file's data, truncate the end.
+        let t = e.get_u16(&le, 14).unwrap() & !NODE_ACCURATE;
+        le[14..16].copy_from_slice(&e.u16_bytes(t));
+        let file_inode = le
+            .windows(4)
+            .position(|w| w == b"\x01\x02\x03\x04")
+            .unwrap();
+        le[file_inode] ^= 0x40;
+        le.extend_from_slice(&[0x12, 0x34, 0x56, 0x78, 0x85, 0x19]);
+        let (be, r, log) = convert(&le, Endian::Little, false);
+        assert_eq!(r.obsolete, 1);
+        assert_eq!(r.bad_crcs_kept, 1);
+        assert!(log.contains("Wrong bitmask  at  0x"), "{log}");
+        let (back, _, _) = convert(&be, Endian::Big, false);
+        assert_eq!(back, le);
+        // -r makes the data CRC right in the output.
+        let (be_r, _, _) = convert(&le, Endian::Little, true);
+        let (_, r2, _) = convert(&be_r, Endian::Big, false);
+        assert_eq!(r2.bad_crcs_kept, 0);
+    }
+
+    #[test]
+    fn hostile_headers_always_advance() {
+        let e = Endian::Little;
+        for totlen in [0u32, 1, 4, 11, 12, 13, 0xFFFF_FFFC, 0xFFFF_FFFF] {
+            for ty in [
+                NODETYPE_INODE,
+                crate::format::NODETYPE_SUMMARY,
+                0x2003,
+                0xE008,
+            ] {
+                let mut v = Vec::new();
+                encode_padding(e, 12, &mut v);
+                v[2..4].copy_from_slice(&e.u16_bytes(ty));
+                v[4..8].copy_from_slice(&e.u32_bytes(totlen));
+                let crc = crc32(&v[..8]);
+                v[8..12].copy_from_slice(&e.u32_bytes(crc));
+                v.extend_from_slice(&[0u8; 40]);
+                let (out, _, _) = convert(&v, e, false);
+                let (back, _, _) = convert(&out, Endian::Big, false);
+                assert_eq!(back, v, "totlen {totlen:#x} type {ty:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn acl_stops_consistently() {
+        for v in [
+            vec![1u8, 0, 0, 0, 2, 0, 6, 0, 0xe8, 0x03], // USER entry cut short
+            vec![1, 0, 0, 0, 0x40, 0, 6, 0, 1, 0, 6, 0], // unknown tag first
+            vec![2, 0, 0, 0, 1, 0, 6, 0],               // version 2
+            vec![1, 0, 0],
+        ] {
+            let mut be = v.clone();
+            convert_acl(&v, &mut be, Endian::Little, Endian::Big);
+            let mut back = be.clone();
+            convert_acl(&be, &mut back, Endian::Big, Endian::Little);
+            assert_eq!(back, v);
+        }
+    }
+}

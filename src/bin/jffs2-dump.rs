@@ -1,0 +1,7 @@
+//! `jffs2-dump`: mtd-utils' `jffs2dump` with the same `-c` text, a correct `-e` endianness
+//! conversion and no endless loops. Installed (or symlinked) as `jffs2dump` it behaves as
+//! that tool.
+
+fn main() {
+    std::process::exit(jffs2_tools::cli::dump_main());
+}

@@ -1,0 +1,377 @@
+//! `jffs2-dump` / `jffs2dump`: the command line of mtd-utils' jffs2dump
+//! (`mtd-utils-spec.md` §6.1): `[-b|-l] [-c] [-v] [-e FILE [-r]] [-d LEN -o LEN] [-h] [-V]
+//! IMAGE`, with GNU getopt_long's grammar and jffs2dump's messages and exit codes.
+//!
+//! The text on stdout is jffs2dump's (the core's [`jffs2::dump`]). Where we differ, it is on
+//! purpose, and never on stdout:
+//!
+//! * `-e FILE` converts every node in place (jffs2dump drops xrefs, obsolete and unknown
+//!   nodes and corrupts device numbers and ACLs); FILE is replaced atomically (jffs2dump
+//!   opens it without `O_TRUNC`, leaving a stale tail); a FILE that cannot be created is an
+//!   error with exit status 1 (jffs2dump says so and exits 0); the name is not cut at 255
+//!   bytes.
+//! * `-d/-o` on an image that is not a whole number of pages: an error (jffs2dump loops
+//!   forever). Negative sizes are refused (jffs2dump declares a negative-size array).
+//! * A node that would make jffs2dump loop forever is shown once, and a warning on stderr
+//!   says what happened (the other deviations of [`jffs2::dump::Deviation`] too).
+//! * Errors name the file.
+//! * Invoked as `jffs2-dump`: a wrong number of operands exits 1 with a message (jffs2dump
+//!   prints its help and exits **0**, kept under the `jffs2dump` name for scripts);
+//!   `--recalccrc` takes no argument (jffs2dump declares it `required_argument`, so
+//!   `--recalccrc -e out img` eats the `-e`; under the `jffs2dump` name it still does);
+//!   `--big-endian` / `--little-endian` are accepted as well.
+
+use std::ffi::OsString;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use jffs2::dump::{self, ContentOptions, ConvertOptions, ConvertReport};
+use jffs2::format::Endian;
+
+use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::output::Output;
+use super::Tool;
+
+const SHORT: &str = "blce:rd:o:vVh";
+
+const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
+    LongOpt { name, has_arg, id }
+}
+
+/// jffs2dump's long options, `--recalccrc` with its `required_argument` quirk.
+const LONG_DROP_IN: &[LongOpt] = &[
+    lo("help", HasArg::No, b'h' as u32),
+    lo("version", HasArg::No, b'V' as u32),
+    lo("bigendian", HasArg::No, b'b' as u32),
+    lo("littleendian", HasArg::No, b'l' as u32),
+    lo("content", HasArg::No, b'c' as u32),
+    lo("endianconvert", HasArg::Required, b'e' as u32),
+    lo("datsize", HasArg::Required, b'd' as u32),
+    lo("oobsize", HasArg::Required, b'o' as u32),
+    lo("recalccrc", HasArg::Required, b'r' as u32),
+    lo("verbose", HasArg::No, b'v' as u32),
+];
+
+/// `jffs2-dump`'s: `--recalccrc` takes an optional (ignored) argument, and mkfs.jffs2's
+/// spelling of the endian options works too.
+const LONG_OURS: &[LongOpt] = &[
+    lo("help", HasArg::No, b'h' as u32),
+    lo("version", HasArg::No, b'V' as u32),
+    lo("bigendian", HasArg::No, b'b' as u32),
+    lo("littleendian", HasArg::No, b'l' as u32),
+    lo("big-endian", HasArg::No, b'b' as u32),
+    lo("little-endian", HasArg::No, b'l' as u32),
+    lo("content", HasArg::No, b'c' as u32),
+    lo("endianconvert", HasArg::Required, b'e' as u32),
+    lo("datsize", HasArg::Required, b'd' as u32),
+    lo("oobsize", HasArg::Required, b'o' as u32),
+    lo("recalccrc", HasArg::Optional, b'r' as u32),
+    lo("verbose", HasArg::No, b'v' as u32),
+];
+
+const OPTIONS_HELP: &str = "Dump the contents of a binary JFFS2 image.
+
+ -h, --help                   display this help and exit
+ -V, --version                display version information and exit
+ -b, --bigendian              image is big endian
+ -l, --littleendian           image is little endian
+ -c, --content                dump image contents
+ -e, --endianconvert=FNAME    convert image endianness, output to file fname
+ -r, --recalccrc              recalc name and data crc on endian conversion
+ -d, --datsize=LEN            size of data chunks, when oob data in binary image (NAND only)
+ -o, --oobsize=LEN            size of oob data chunk in binary image (NAND only)
+ -v, --verbose                verbose output
+";
+
+const OURS_HELP: &str = "
+jffs2-tools differences (the -c text is jffs2dump's, byte for byte):
+  -e converts every node in place -- xrefs, obsolete and unknown nodes, summaries,
+     device numbers and POSIX ACLs included (jffs2dump drops or corrupts them) --
+     keeps wrong CRCs wrong, and replaces FNAME only when it is complete
+  a node with totlen 0 is shown once (jffs2dump loops forever); -d/-o refuse an
+  image that is not a whole number of data+oob pages
+  --big-endian, --little-endian  same as -b, -l
+Exit status: 0 on success, corrupt images included; 1 on errors and usage errors.
+Invoked as jffs2dump, a wrong number of operands exits 0, as jffs2dump does.
+";
+
+/// The help text under `name`: jffs2dump's exactly under its own name, with our additions
+/// otherwise.
+pub fn help(name: &str) -> String {
+    let mut s = format!("Usage: {name} [OPTION]... INPUTFILE\n{OPTIONS_HELP}");
+    if name != "jffs2dump" {
+        s.push_str(OURS_HELP);
+    }
+    s
+}
+
+/// C `atoi`: leading white space, a sign, decimal digits; 0 without digits; the `long`
+/// result truncated to `int`.
+fn atoi(s: &str) -> i32 {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i128 = 0;
+    for c in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = (v * 10 + i128::from(c - b'0')).min(i128::from(i64::MAX) + 1);
+    }
+    let v = if neg { -v } else { v };
+    v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64 as i32
+}
+
+/// The text of an I/O error without Rust's " (os error N)".
+fn io_text(e: &io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}
+
+/// Runs the tool with `args` (without the program name); returns the exit status.
+pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
+    match run(tool, args) {
+        Ok(code) | Err(Exit(code)) => code,
+    }
+}
+
+/// Exit with this status; any message has been printed.
+struct Exit(i32);
+
+/// How a write to stdout failed.
+fn stdout_failed(tool: &Tool, e: &io::Error) -> Exit {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        // A reader such as `head` went away: jffs2dump dies of SIGPIPE (status 141 in the
+        // shell); end the same way, quietly.
+        Exit(141)
+    } else {
+        tool.error(&format!("write to standard output: {}", io_text(e)));
+        Exit(1)
+    }
+}
+
+/// A log writer that remembers whether it failed (to tell its errors from the image
+/// output's).
+struct Log<'a> {
+    out: &'a mut dyn Write,
+    failed: bool,
+}
+
+impl Write for Log<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf).inspect_err(|_| self.failed = true)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush().inspect_err(|_| self.failed = true)
+    }
+}
+
+fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
+    let drop_in = tool.name == "jffs2dump";
+    let long = if drop_in { LONG_DROP_IN } else { LONG_OURS };
+    let mut endian = Endian::host();
+    let mut content = false;
+    let mut verbose = false;
+    let mut convert: Option<OsString> = None;
+    let mut recalc = false;
+    let mut datsize = 0i32;
+    let mut oobsize = 0i32;
+    let mut error = false;
+    let mut operands = Vec::new();
+    for p in getopt_long(args, SHORT, long) {
+        let (id, arg) = match p {
+            Parsed::Opt { id, arg } => (id, arg),
+            Parsed::Operand(w) => {
+                operands.push(w);
+                continue;
+            }
+            Parsed::Error(msg) => {
+                eprintln!("{}: {msg}", tool.name);
+                error = true;
+                continue;
+            }
+        };
+        let a = arg.as_deref().map(text).unwrap_or_default();
+        match u8::try_from(id).unwrap_or(0) {
+            b'h' => {
+                print!("{}", help(&tool.name));
+                return Ok(0);
+            }
+            b'V' => {
+                println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
+                return Ok(0);
+            }
+            b'v' => verbose = true,
+            b'b' => endian = Endian::Big,
+            b'l' => endian = Endian::Little,
+            b'c' => content = true,
+            b'd' => datsize = atoi(&a),
+            b'o' => oobsize = atoi(&a),
+            b'e' => convert = arg,
+            b'r' => recalc = true,
+            _ => {}
+        }
+    }
+    if error {
+        print!("{}", help(&tool.name));
+        return Err(Exit(1));
+    }
+    let image = match operands.as_slice() {
+        [one] => PathBuf::from(one),
+        _ if drop_in => {
+            print!("{}", help(&tool.name));
+            return Ok(0);
+        }
+        _ => {
+            tool.error(&format!(
+                "exactly one INPUTFILE is needed, {} given",
+                operands.len()
+            ));
+            print!("{}", help(&tool.name));
+            return Err(Exit(1));
+        }
+    };
+    let shown = image.display();
+
+    let mut data = match std::fs::read(&image) {
+        Ok(d) => d,
+        Err(e) => {
+            tool.error(&format!("open input file {shown}: {}", io_text(&e)));
+            return Err(Exit(1));
+        }
+    };
+
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+
+    if datsize != 0 && oobsize != 0 {
+        writeln!(out, "Peeling data out of combined data/oob image")
+            .map_err(|e| stdout_failed(tool, &e))?;
+        let peeled = match (usize::try_from(datsize), usize::try_from(oobsize)) {
+            (Ok(d), Ok(o)) => dump::peel_oob(&mut data, d, o).map_err(|e| e.to_string()),
+            _ => Err(format!(
+                "the data and OOB sizes must be positive (got {datsize} and {oobsize})"
+            )),
+        };
+        if let Err(msg) = peeled {
+            out.flush().map_err(|e| stdout_failed(tool, &e))?;
+            tool.error(&format!("{shown}: {msg}"));
+            return Err(Exit(1));
+        }
+    }
+
+    if content {
+        let opts = ContentOptions { endian, verbose };
+        let report =
+            dump::dump_content(&data, &opts, &mut out).map_err(|e| stdout_failed(tool, &e))?;
+        out.flush().map_err(|e| stdout_failed(tool, &e))?;
+        for d in &report.deviations {
+            tool.warning(&format!("{shown}: {d}"));
+        }
+        if report.deviations_omitted > 0 {
+            tool.warning(&format!(
+                "{shown}: {} more such places not listed",
+                report.deviations_omitted
+            ));
+        }
+    }
+
+    if let Some(dest) = convert {
+        let dest = PathBuf::from(dest);
+        let mut output = match Output::file(dest.clone()) {
+            Ok(o) => o,
+            Err(e) => {
+                out.flush().map_err(|e| stdout_failed(tool, &e))?;
+                tool.error(&format!(
+                    "Cannot open / create file: {}: {}",
+                    dest.display(),
+                    io_text(&e)
+                ));
+                return Err(Exit(1));
+            }
+        };
+        let opts = ConvertOptions {
+            from: endian,
+            recalc_crc: recalc,
+        };
+        let mut log = Log {
+            out: &mut out,
+            failed: false,
+        };
+        let result = dump::convert_endian(&data, &opts, output.writer(), &mut log);
+        let log_failed = log.failed;
+        let report = match result {
+            Ok(r) => r,
+            Err(e) => {
+                output.abandon();
+                if log_failed {
+                    return Err(stdout_failed(tool, &e));
+                }
+                tool.error(&format!("write {}: {}", dest.display(), io_text(&e)));
+                return Err(Exit(1));
+            }
+        };
+        out.flush().map_err(|e| {
+            // The image is complete; only the log was lost.
+            stdout_failed(tool, &e)
+        })?;
+        if let Err(e) = output.commit() {
+            tool.error(&format!("write {}: {}", dest.display(), io_text(&e)));
+            return Err(Exit(1));
+        }
+        if verbose {
+            eprintln!("{}", convert_summary(&report, &dest.display().to_string()));
+        }
+    }
+    out.flush().map_err(|e| stdout_failed(tool, &e))?;
+    Ok(0)
+}
+
+/// One stderr line about a conversion (`-v`), naming what jffs2dump would have got wrong.
+fn convert_summary(r: &ConvertReport, dest: &str) -> String {
+    let mut s = format!("converted {} nodes into {dest}", r.nodes);
+    let parts: Vec<String> = [
+        (r.xrefs, "xref"),
+        (r.obsolete, "obsolete"),
+        (r.unknown, "of unknown type (header only)"),
+        (r.truncated, "truncated (header only)"),
+        (r.device_numbers, "device numbers"),
+        (r.acl_values, "POSIX ACLs"),
+        (r.bad_crcs_kept, "wrong CRCs kept wrong"),
+        (r.junk_words, "words outside nodes copied"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    if !parts.is_empty() {
+        s.push_str(": ");
+        s.push_str(&parts.join(", "));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atoi_like_c() {
+        assert_eq!(atoi("512"), 512);
+        assert_eq!(atoi("  16x"), 16);
+        assert_eq!(atoi("0x10"), 0);
+        assert_eq!(atoi("-4"), -4);
+        assert_eq!(atoi("+7"), 7);
+        assert_eq!(atoi("abc"), 0);
+        assert_eq!(atoi(""), 0);
+        assert_eq!(atoi("99999999999999999999"), -1);
+    }
+
+    #[test]
+    fn help_is_jffs2dumps_under_its_name() {
+        let h = help("jffs2dump");
+        assert!(h.starts_with("Usage: jffs2dump [OPTION]... INPUTFILE\nDump the contents"));
+        assert!(h.ends_with(" -v, --verbose                verbose output\n"));
+        assert!(help("jffs2-dump").contains("jffs2-tools differences"));
+    }
+}

@@ -1,0 +1,512 @@
+//! The command line of `jffs2-dump` / `jffs2dump`: jffs2dump's options, grammar, messages
+//! and exit codes, compared with Debian's jffs2dump where we behave the same, and our
+//! documented differences where we do not (`src/cli/dump.rs`); `-e` output written
+//! atomically; `-d/-o` OOB peeling; hostile images that must neither hang nor panic.
+
+mod common;
+#[path = "common/dump.rs"]
+mod dump_common;
+
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{scratch, Rng};
+use dump_common::*;
+
+fn args(v: &[&str]) -> Vec<OsString> {
+    v.iter().map(OsString::from).collect()
+}
+
+/// glibc prefixes its getopt messages with argv[0] as given.
+fn normalize_prog(s: &str) -> String {
+    s.replace(&reference().display().to_string(), "jffs2dump")
+        .replace(&ours_as_jffs2dump().display().to_string(), "jffs2dump")
+}
+
+/// A small clean image.
+fn image(dir: &Path) -> std::path::PathBuf {
+    put(dir, "img", &mkfs(&rootfs(), &["-e", "16KiB", "-l"]))
+}
+
+#[test]
+fn usage_and_help_like_jffs2dump_under_its_name() {
+    let dir = scratch();
+    let img = image(dir.path());
+    let img = img.to_str().unwrap();
+    for case in [
+        vec!["-h"],
+        vec!["--help"],
+        vec!["--he"],
+        vec![],
+        vec![img, img],
+        vec!["-k", img],
+        vec!["--nope", img],
+        vec!["-c", "--recalccrc"],
+        // --recalccrc "requires an argument" and eats -e: two operands, help, exit 0.
+        vec!["--recalccrc", "-e", "/nonexistent/x", img],
+        vec!["-e"],
+        vec!["-h", "-k"],
+        vec!["-k", "-h"],
+        vec!["-d"],
+    ] {
+        let a = args(&case);
+        let r = dump(Dump::Ref, &a);
+        let o = dump(Dump::OursAsRef, &a);
+        assert_eq!(o.status, r.status, "{case:?}: exit status");
+        assert_eq!(o.stdout_text(), r.stdout_text(), "{case:?}: stdout");
+        assert_eq!(
+            normalize_prog(&o.stderr_text()),
+            normalize_prog(&r.stderr_text()),
+            "{case:?}: stderr"
+        );
+    }
+}
+
+#[test]
+fn our_own_name_exits_1_on_operand_errors() {
+    for case in [vec![], vec!["a", "b"]] {
+        let o = dump(Dump::Ours, &args(&case));
+        assert_eq!(o.status, Some(1), "{case:?}");
+        assert!(o
+            .stderr_text()
+            .contains("jffs2-dump: error!: exactly one INPUTFILE is needed"));
+        assert!(o
+            .stdout_text()
+            .starts_with("Usage: jffs2-dump [OPTION]... INPUTFILE\n"));
+    }
+    let o = dump(Dump::Ours, &args(&["-h"]));
+    assert_eq!(o.status, Some(0));
+    assert!(o.stdout_text().contains("jffs2-tools differences"));
+    let o = dump(Dump::Ours, &args(&["-k", "x"]));
+    assert_eq!(o.status, Some(1));
+    assert!(o
+        .stderr_text()
+        .starts_with("jffs2-dump: invalid option -- 'k'\n"));
+}
+
+#[test]
+fn version() {
+    for (which, name) in [(Dump::Ours, "jffs2-dump"), (Dump::OursAsRef, "jffs2dump")] {
+        let o = dump(which, &args(&["-V", "whatever"]));
+        assert_eq!(o.status, Some(0));
+        assert!(o
+            .stdout_text()
+            .starts_with(&format!("{name} (jffs2-tools) ")));
+    }
+    assert_eq!(dump(Dump::Ref, &args(&["--version"])).status, Some(0));
+}
+
+#[test]
+fn options_in_any_order_and_abbreviated() {
+    let dir = scratch();
+    let img = image(dir.path());
+    let want = dump(
+        Dump::Ref,
+        &[OsStr::new("-c"), OsStr::new("-v"), img.as_os_str()],
+    );
+    for case in [
+        vec![img.as_os_str(), OsStr::new("-cv")],
+        vec![OsStr::new("--cont"), img.as_os_str(), OsStr::new("--verb")],
+        vec![
+            OsStr::new("--content"),
+            OsStr::new("--verbose"),
+            OsStr::new("--littleendian"),
+            img.as_os_str(),
+        ],
+        vec![
+            OsStr::new("-b"),
+            OsStr::new("-l"),
+            OsStr::new("-c"),
+            OsStr::new("-v"),
+            img.as_os_str(),
+        ],
+    ] {
+        for which in [Dump::Ref, Dump::Ours, Dump::OursAsRef] {
+            let o = dump(which, &case);
+            assert_eq!(o.stdout_text(), want.stdout_text(), "{which:?} {case:?}");
+            assert_eq!(o.status, Some(0));
+        }
+    }
+    // Ours also spells the endian options as mkfs.jffs2 does.
+    let o = dump(
+        Dump::Ours,
+        &[
+            OsStr::new("--little-endian"),
+            OsStr::new("-cv"),
+            img.as_os_str(),
+        ],
+    );
+    assert_eq!(o.stdout_text(), want.stdout_text());
+    // --recalccrc needs no argument under our name.
+    let out = dir.path().join("conv");
+    let o = dump(
+        Dump::Ours,
+        &[
+            OsStr::new("--recalccrc"),
+            OsStr::new("-e"),
+            out.as_os_str(),
+            img.as_os_str(),
+        ],
+    );
+    assert_eq!(o.status, Some(0), "{}", o.stderr_text());
+    assert!(out.exists());
+}
+
+#[test]
+fn input_errors_name_the_file() {
+    let dir = scratch();
+    let missing = dir.path().join("missing.img");
+    let r = dump(Dump::Ref, &[OsStr::new("-c"), missing.as_os_str()]);
+    assert_eq!(r.status, Some(1));
+    for which in [Dump::Ours, Dump::OursAsRef] {
+        let o = dump(which, &[OsStr::new("-c"), missing.as_os_str()]);
+        assert_eq!(o.status, Some(1));
+        let e = o.stderr_text();
+        assert!(
+            e.contains("open input file") && e.contains("missing.img"),
+            "{e}"
+        );
+        assert!(e.contains("No such file or directory"), "{e}");
+        assert!(o.stdout.is_empty());
+        let o = dump(which, &[OsStr::new("-c"), dir.path().as_os_str()]);
+        assert_eq!(o.status, Some(1));
+        assert!(
+            o.stderr_text().contains("Is a directory"),
+            "{}",
+            o.stderr_text()
+        );
+    }
+}
+
+#[test]
+fn empty_image() {
+    let dir = scratch();
+    let p = put(dir.path(), "empty", b"");
+    for opts in [&["-c"][..], &["-c", "-v"][..]] {
+        let mut a: Vec<&OsStr> = opts.iter().map(OsStr::new).collect();
+        a.push(p.as_os_str());
+        let r = dump(Dump::Ref, &a);
+        let o = dump(Dump::Ours, &a);
+        assert_eq!((o.status, o.stdout), (r.status, r.stdout));
+    }
+}
+
+#[test]
+fn conversion_output_is_atomic_and_complete() {
+    let dir = scratch();
+    let img = image(dir.path());
+    let size = std::fs::metadata(&img).unwrap().len();
+    // An existing, longer destination: mtd-utils (no O_TRUNC) leaves its tail; we replace it.
+    for which in [Dump::Ref, Dump::Ours] {
+        let dest = put(dir.path(), "dest", &vec![0xABu8; size as usize + 5000]);
+        let o = dump(
+            which,
+            &[OsStr::new("-e"), dest.as_os_str(), img.as_os_str()],
+        );
+        assert_eq!(o.status, Some(0));
+        let got = std::fs::metadata(&dest).unwrap().len();
+        match which {
+            Dump::Ref => assert_eq!(got, size + 5000, "mtd-utils truncates now?"),
+            _ => assert_eq!(got, size),
+        }
+    }
+    // A destination that cannot be created: an error naming it, exit 1 (jffs2dump: 0).
+    let bad = dir.path().join("no/such/dir/out");
+    let r = dump(
+        Dump::Ref,
+        &[OsStr::new("-e"), bad.as_os_str(), img.as_os_str()],
+    );
+    assert_eq!(r.status, Some(0));
+    assert!(r.stderr_text().contains("Cannot open / create file"));
+    for which in [Dump::Ours, Dump::OursAsRef] {
+        let o = dump(which, &[OsStr::new("-e"), bad.as_os_str(), img.as_os_str()]);
+        assert_eq!(o.status, Some(1));
+        let e = o.stderr_text();
+        assert!(
+            e.contains("Cannot open / create file") && e.contains("no/such/dir/out"),
+            "{e}"
+        );
+    }
+    // A write error (device full): exit 1, nothing half-written left behind.
+    let o = dump(
+        Dump::Ours,
+        &[OsStr::new("-e"), OsStr::new("/dev/full"), img.as_os_str()],
+    );
+    assert_eq!(o.status, Some(1));
+    assert!(o.stderr_text().contains("/dev/full"), "{}", o.stderr_text());
+    // No temporary files remain next to the destinations.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn content_and_conversion_together() {
+    let dir = scratch();
+    let img = image(dir.path());
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let r = dump(
+        Dump::Ref,
+        &[
+            OsStr::new("-c"),
+            OsStr::new("-v"),
+            OsStr::new("-e"),
+            a.as_os_str(),
+            img.as_os_str(),
+        ],
+    );
+    let o = dump(
+        Dump::OursAsRef,
+        &[
+            OsStr::new("-c"),
+            OsStr::new("-v"),
+            OsStr::new("-e"),
+            b.as_os_str(),
+            img.as_os_str(),
+        ],
+    );
+    assert_eq!(o.stdout_text(), r.stdout_text());
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}
+
+/// jffs2dump prints "Wrong bitmask" for every word without the magic while converting (not
+/// once per run, as in the dump) and copies junk; ours prints the same lines.
+#[test]
+fn conversion_messages_like_jffs2dump() {
+    let dir = scratch();
+    let mut junk = Vec::new();
+    for i in 0..64u32 {
+        junk.extend_from_slice(&(i.wrapping_mul(0x0101_0101) | 0x0002_0000).to_le_bytes());
+    }
+    junk.extend_from_slice(&[0xFF; 64]);
+    let p = put(dir.path(), "junk", &junk);
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let r = dump(Dump::Ref, &[OsStr::new("-e"), a.as_os_str(), p.as_os_str()]);
+    let o = dump(
+        Dump::OursAsRef,
+        &[OsStr::new("-e"), b.as_os_str(), p.as_os_str()],
+    );
+    assert_eq!(o.stdout_text(), r.stdout_text());
+    assert_eq!(r.stdout_text().lines().count(), 64);
+    // The bytes: jffs2dump swaps the halves of junk words, we keep them.
+    assert_eq!(std::fs::read(&b).unwrap(), junk);
+}
+
+/// A raw NAND dump: every 512 data bytes followed by 16 OOB bytes.
+fn with_oob(data: &[u8], page: usize, oob: usize) -> Vec<u8> {
+    let mut v = Vec::new();
+    for (i, chunk) in data.chunks(page).enumerate() {
+        v.extend_from_slice(chunk);
+        v.extend(std::iter::repeat_n(
+            if i % 2 == 0 { 0xFF } else { 0x5A },
+            oob,
+        ));
+    }
+    v
+}
+
+#[test]
+fn oob_peeling() {
+    let dir = scratch();
+    let clean = mkfs(&rootfs(), &["-e", "16KiB", "-l", "-p"]);
+    assert_eq!(clean.len() % 512, 0);
+    let raw = put(dir.path(), "raw", &with_oob(&clean, 512, 16));
+    let clean_p = put(dir.path(), "clean", &clean);
+    for opts in [
+        &["-d", "512", "-o", "16", "-c"][..],
+        &["--datsize=512", "--oobsize", "16", "-c", "-v"][..],
+        &["-d", "512", "-o", "16"][..],
+        &["-d", "512", "-c"][..], // -o missing: no peeling
+    ] {
+        let mut a: Vec<&OsStr> = opts.iter().map(OsStr::new).collect();
+        a.push(raw.as_os_str());
+        let r = dump(Dump::Ref, &a);
+        for which in [Dump::Ours, Dump::OursAsRef] {
+            let o = dump(which, &a);
+            assert_eq!(o.status, r.status, "{opts:?}");
+            assert_eq!(o.stdout_text(), r.stdout_text(), "{opts:?}");
+        }
+    }
+    // Peeled and converted = the clean image converted.
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    dump(
+        Dump::Ours,
+        &[
+            OsStr::new("-d512"),
+            OsStr::new("-o16"),
+            OsStr::new("-e"),
+            a.as_os_str(),
+            raw.as_os_str(),
+        ],
+    );
+    dump(
+        Dump::Ours,
+        &[OsStr::new("-e"), b.as_os_str(), clean_p.as_os_str()],
+    );
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+
+    // Not a whole number of pages: jffs2dump loops forever; we stop with an error.
+    let odd = put(dir.path(), "odd", &with_oob(&clean, 512, 16)[..5000]);
+    let o = dump(
+        Dump::Ours,
+        &[
+            OsStr::new("-d"),
+            OsStr::new("512"),
+            OsStr::new("-o"),
+            OsStr::new("16"),
+            OsStr::new("-c"),
+            odd.as_os_str(),
+        ],
+    );
+    assert_eq!(o.status, Some(1));
+    assert_eq!(
+        o.stdout_text(),
+        "Peeling data out of combined data/oob image\n"
+    );
+    let e = o.stderr_text();
+    assert!(
+        e.contains("odd") && e.contains("5000 bytes") && e.contains("528"),
+        "{e}"
+    );
+    assert!(o.elapsed < Duration::from_secs(10));
+    // Negative sizes.
+    let o = dump(
+        Dump::Ours,
+        &[
+            OsStr::new("-d"),
+            OsStr::new("-512"),
+            OsStr::new("-o"),
+            OsStr::new("16"),
+            raw.as_os_str(),
+        ],
+    );
+    assert_eq!(o.status, Some(1));
+    assert!(o.stderr_text().contains("must be positive"));
+}
+
+/// `jffs2-dump -c big | head -1`: ends when the reader goes away, like jffs2dump (SIGPIPE).
+#[test]
+fn closed_stdout_ends_the_dump() {
+    let img = kernel_images()
+        .into_iter()
+        .find(|p| p.ends_with("dirty-summary-64k.img"))
+        .unwrap();
+    let mut child = Command::new(OURS)
+        .args(["-c", "-v"])
+        .arg(&img)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 100];
+    out.read_exact(&mut first).unwrap();
+    drop(out);
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(141));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(err.is_empty(), "{err}");
+}
+
+/// Hostile images: every run ends quickly, with exit 0, no panic, and output bounded by the
+/// image size.
+#[test]
+fn hostile_images_neither_hang_nor_panic() {
+    let dir = scratch();
+    let mut rng = Rng::new(11);
+    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+    // Noise, and noise full of valid headers with random types and lengths.
+    for k in 0..30 {
+        let len = 4 + rng.below(40_000) as usize;
+        let mut d = common::random(1000 + k, len);
+        if k % 2 == 1 {
+            let mut at = 0;
+            while at + 12 <= d.len() {
+                let ty = [
+                    0xE001u16, 0xE002, 0x2003, 0x2004, 0x2006, 0xE008, 0xE009, 0xC002, 0x0006,
+                ][rng.below(9) as usize];
+                let totlen = match rng.below(5) {
+                    0 => 0,
+                    1 => 0xFFFF_FFFF,
+                    2 => rng.below(64) as u32,
+                    3 => rng.next_u64() as u32,
+                    _ => 12 + 4 * rng.below(300) as u32,
+                };
+                put_header(&mut d, at, false, ty, totlen);
+                at += 4 * (1 + rng.below(40) as usize);
+            }
+        }
+        cases.push((format!("noise{k}"), d));
+    }
+    // A summary claiming 4 billion records, with valid CRCs (jffs2dump -v prints
+    // "Unknown summary node!" ~4 billion times).
+    let mut s = vec![0xFFu8; 4096];
+    put_header(&mut s, 0, false, 0x2006, 4096);
+    s[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+    s[32..34].copy_from_slice(&0x1234u16.to_le_bytes());
+    let sum_crc = crc(&s[32..4096]);
+    s[24..28].copy_from_slice(&sum_crc.to_le_bytes());
+    let node_crc = crc(&s[..24]);
+    s[28..32].copy_from_slice(&node_crc.to_le_bytes());
+    cases.push(("sum_num".into(), s));
+    // An inode claiming 4 GiB of data at the end of the image.
+    let mut i = vec![0u8; 68];
+    put_header(&mut i, 0, false, 0xE002, 0xFFFF_FFF0);
+    i[48..52].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+    let node_crc = crc(&i[..60]);
+    i[64..68].copy_from_slice(&node_crc.to_le_bytes());
+    cases.push(("csize".into(), i));
+    for (name, d) in &cases {
+        let p = put(dir.path(), name, d);
+        for opts in [&["-c"][..], &["-c", "-v"][..], &["-b", "-c", "-v"][..]] {
+            let e = dir.path().join("conv");
+            let mut a: Vec<&OsStr> = opts.iter().map(OsStr::new).collect();
+            a.extend([OsStr::new("-e"), e.as_os_str(), p.as_os_str()]);
+            let mut c = Command::new(OURS);
+            c.args(&a);
+            let o = run_limited(c, Duration::from_secs(20), 64 << 20);
+            assert!(
+                o.finished(),
+                "{name} {opts:?}: did not finish ({:?})",
+                o.elapsed
+            );
+            assert_eq!(o.status, Some(0), "{name} {opts:?}: {}", o.stderr_text());
+            assert!(
+                !o.stderr_text().contains("panicked"),
+                "{name}: {}",
+                o.stderr_text()
+            );
+            assert!(
+                o.stdout.len() <= 64 * d.len() + 4096,
+                "{name} {opts:?}: {} bytes of output for {} bytes",
+                o.stdout.len(),
+                d.len()
+            );
+            assert_eq!(std::fs::read(&e).unwrap().len(), d.len());
+        }
+    }
+    // And the record cap says so.
+    let p = dir.path().join("sum_num");
+    let o = dump(Dump::Ours, &[OsStr::new("-cv"), p.as_os_str()]);
+    assert!(
+        o.stderr_text().contains("claims 4294967295 records"),
+        "{}",
+        o.stderr_text()
+    );
+    assert_eq!(
+        o.stdout_text().matches("Unknown summary node!").count(),
+        4096 / 6
+    );
+}
