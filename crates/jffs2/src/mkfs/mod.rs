@@ -385,19 +385,7 @@ impl<'a, W: Write> Builder<'a, W> {
                     self.write_dirent(e, ino, pino)?;
                     let wrote = self.write_file_data(e, ino)?;
                     self.write_xattrs(e, ino)?;
-                    if self.cfg.verbose {
-                        let en = self.e(e);
-                        let line = format!(
-                            "\tf {:04o} {:9} ({:9}) {:5}:{:<3} {}",
-                            perm(en.mode),
-                            en.size,
-                            wrote,
-                            en.uid as i32,
-                            en.gid as i32,
-                            String::from_utf8_lossy(&en.name)
-                        );
-                        self.sink.listing(&line);
-                    }
+                    self.list_file(e, wrote);
                 }
                 Step::TooLarge { e } => {
                     // mkfs.jffs2 names the *directory* here (`e->path`, §3.5.3).
@@ -417,19 +405,8 @@ impl<'a, W: Write> Builder<'a, W> {
                         en.size
                     );
                     self.sink.message(MsgKind::Warning, &msg);
-                    if self.cfg.verbose {
-                        let en = self.e(e);
-                        let line = format!(
-                            "\tf {:04o} {:9} ({:9}) {:5}:{:<3} {}",
-                            perm(en.mode),
-                            en.size,
-                            u32::MAX,
-                            en.uid as i32,
-                            en.gid as i32,
-                            String::from_utf8_lossy(&en.name)
-                        );
-                        self.sink.listing(&line);
-                    }
+                    // write_regular_file() returned -1, printed as %u.
+                    self.list_file(e, u64::from(u32::MAX));
                 }
                 Step::Unknown { e } => {
                     let en = self.e(e);
@@ -443,6 +420,25 @@ impl<'a, W: Write> Builder<'a, W> {
             }
         }
         Ok(())
+    }
+
+    /// The listing line of a regular file, printed after it is written with the bytes
+    /// written (`-v`, §3.8).
+    fn list_file(&mut self, id: usize, wrote: u64) {
+        if !self.cfg.verbose {
+            return;
+        }
+        let en = self.e(id);
+        let line = format!(
+            "\tf {:04o} {:9} ({:9}) {:5}:{:<3} {}",
+            perm(en.mode),
+            en.size,
+            wrote,
+            en.uid as i32,
+            en.gid as i32,
+            String::from_utf8_lossy(&en.name)
+        );
+        self.sink.listing(&line);
     }
 
     /// The listing line of a dir, socket, fifo, device or symlink (printed before it is
