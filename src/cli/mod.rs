@@ -1,5 +1,5 @@
 //! What the binaries share: the mtd-utils option and number grammars, message formats,
-//! atomic output, progress bars, and the argv[0] dispatch that lets `mkfs.jffs2` (and
+//! atomic output, progress bars, and the `argv[0]` dispatch that lets `mkfs.jffs2` (and
 //! later `sumtool`, `jffs2dump`, `jffs2reader`, `fsck.jffs2`) symlinks act as drop-ins.
 
 pub mod dump;
@@ -54,7 +54,7 @@ impl Tool {
     }
 }
 
-/// The base name of argv[0].
+/// The base name of `argv[0]`.
 pub fn invoked_as(argv0: Option<&OsString>) -> String {
     argv0
         .and_then(|a| Path::new(a).file_name())

@@ -1,6 +1,6 @@
 //! Core JFFS2 library of jffs2-tools.
 //!
-//! Everything that knows about JFFS2 lives here, once: the on-flash format ([`format`]),
+//! Everything that knows about JFFS2 lives here, once: the on-flash format ([`mod@format`]),
 //! the compressors ([`compress`]), the host-tree source for mkfs ([`source`]), the
 //! erase-block writer ([`layout`]) and the image builder that ties them together ([`mkfs`]).
 //! The crate never prints and never panics on input; fallible functions return typed errors
