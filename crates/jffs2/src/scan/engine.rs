@@ -186,9 +186,12 @@ pub fn scan(image: &[u8], geom: &Geometry, opts: &ScanOptions) -> Scan {
     let blocks = len / u64::from(sector);
     let flash = (blocks * u64::from(sector)) as u32;
     eng.img = image.get(..flash as usize).unwrap_or(&[]);
+    // Both messages go through the fs_context log (`infof`/`errorf`): printed without the
+    // `jffs2: ` prefix, `infof` at KERN_NOTICE (checked against Linux 6.1; §2 of the spec
+    // describes the older pr_info/pr_err calls).
     if u64::from(flash) != image.len() as u64 && (image.len() as u64) <= cap {
         eng.msg(
-            Level::Info,
+            Level::Notice,
             None,
             format!(
                 "Flash size not aligned to erasesize, reducing to {}KiB",

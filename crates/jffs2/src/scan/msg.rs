@@ -3,8 +3,10 @@
 //! [`KernelMsg::text`](super::KernelMsg::text) is what `dmesg` shows after the `jffs2: `
 //! prefix. Messages printed with `JFFS2_WARNING` / `JFFS2_NOTICE` / `JFFS2_ERROR` carry the
 //! pid of the mounting process, which an offline tool cannot know: it is written as
-//! [`PID`]. The one `printk(KERN_CRIT …)` of the scan (`Dirty space … larger then
-//! free_size`) has no `jffs2: ` prefix in a real log; its text is stored the same way.
+//! [`PID`]. Three messages have no `jffs2: ` prefix in a real log, and are stored the same
+//! way: `Too few erase blocks (%d)` and `Flash size not aligned to erasesize, reducing to
+//! %dKiB` (the fs_context `errorf`/`infof` of `jffs2_do_fill_super`) and the
+//! `printk(KERN_CRIT …)` `Dirty space … larger then free_size …`.
 
 /// Placeholder for the pid in `warning: (<pid>) function: …` messages.
 pub const PID: &str = "<pid>";
@@ -27,16 +29,27 @@ pub(crate) fn hash08x(v: u32) -> String {
     format!("{v:#08x}")
 }
 
+/// Messages jffs2 prints without its `jffs2: ` prefix.
+const UNPREFIXED: &[&str] = &[
+    "Too few erase blocks (",
+    "Flash size not aligned to erasesize, reducing to ",
+    "Dirty space 0x",
+];
+
 /// Turns one `dmesg` line into the form of [`KernelMsg::text`](super::KernelMsg::text):
-/// strips a leading `[ timestamp ]`, requires the `jffs2: ` prefix (returns `None` for other
-/// subsystems' lines), and replaces the pid of `warning: (N)`, `notice: (N)` and
-/// `error: (N)` by [`PID`] and a hashed pointer after `Adding new ref ` by [`PTR`].
+/// strips a leading `[ timestamp ]`, requires the `jffs2: ` prefix (or one of the few
+/// unprefixed jffs2 messages; returns `None` for other subsystems' lines), and replaces the
+/// pid of `warning: (N)`, `notice: (N)` and `error: (N)` by [`PID`] and a hashed pointer
+/// after `Adding new ref ` by [`PTR`].
 pub fn normalize_dmesg(line: &str) -> Option<String> {
     let mut l = line.trim();
     if l.starts_with('[') {
         if let Some(i) = l.find(']') {
             l = l[i + 1..].trim_start();
         }
+    }
+    if UNPREFIXED.iter().any(|p| l.starts_with(p)) {
+        return Some(l.to_string());
     }
     let rest = l.strip_prefix("jffs2: ")?;
     let mut out = rest.to_string();

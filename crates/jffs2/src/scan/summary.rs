@@ -351,6 +351,17 @@ impl Engine<'_> {
                             "record {i}: unsupported INCOMPAT record type 0x{t:04x} (the mount fails)"
                         ))));
                     }
+                    if i > 0 {
+                        // The kernel frees the refs the earlier records linked
+                        // (`jffs2_free_jeb_node_refs`) but leaves them on the inode caches'
+                        // node lists and on `scan_dents`: the full scan that follows re-adds
+                        // the same dirents and marks the freed refs obsolete. Linux 6.1 under
+                        // qemu crashes here (tests/conformance.rs); only a record of an
+                        // unsupported compatible type that comes first falls back cleanly.
+                        self.fail(MountFailure::Other(format!(
+                            "kernel use-after-free: the summary of the block at 0x{jofs:08x} is abandoned at record {i} (unsupported type 0x{t:04x}) after {i} records were linked; the kernel frees their refs but keeps them on its inode and directory lists (the mount crashes)"
+                        )));
+                    }
                     return Ok(Some(Outcome::FullScan(format!(
                         "record {i}: unsupported record type 0x{t:04x}"
                     ))));

@@ -4,6 +4,7 @@
 //! `images`: kernel-written fixtures and mkfs.jffs2/sumtool images; `detect`: geometry
 //! detection; `robust`: random and mutated images.
 
+mod conformance;
 mod detect;
 mod images;
 mod robust;

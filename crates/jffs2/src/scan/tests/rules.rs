@@ -764,7 +764,8 @@ fn too_few_blocks_and_unaligned_size() {
         texts(&s),
         vec!["Flash size not aligned to erasesize, reducing to 20KiB".to_string()]
     );
-    assert_eq!(s.log[0].level, Level::Info);
+    // infof() of the fs_context: KERN_NOTICE.
+    assert_eq!(s.log[0].level, Level::Notice);
     assert_eq!(s.failure, None);
     assert_eq!(s.flash_size, 5 * ES);
 

@@ -250,9 +250,10 @@ fn dirent_record_with_zeroes_is_truncated() {
 
 #[test]
 fn unsupported_compatible_record_falls_back() {
+    // First record: nothing was linked, the kernel falls back to a full scan cleanly.
     let mut f = base();
-    let mut r = inode_rec(56, 168);
-    r.extend_from_slice(&0x2005u16.to_le_bytes());
+    let mut r = 0x2005u16.to_le_bytes().to_vec();
+    r.extend(inode_rec(56, 168));
     put_summary(&mut f, 0, 224, 2, 12, &r);
     let s = f.scan();
     assert_eq!(
@@ -268,6 +269,17 @@ fn unsupported_compatible_record_falls_back() {
     assert!(s.refs.iter().all(|r| !r.from_summary));
     assert_eq!(s.inodes[&2].nodes.len(), 1);
     assert_eq!(s.inodes[&1].scan_dents.len(), 1);
+
+    // After other records: the kernel keeps freed refs on its lists and crashes.
+    let mut f = base();
+    let mut r = inode_rec(56, 168);
+    r.extend_from_slice(&0x2005u16.to_le_bytes());
+    put_summary(&mut f, 0, 224, 2, 12, &r);
+    let s = f.scan();
+    assert_eq!(s.log.len(), 1);
+    assert!(matches!(&s.failure, Some(MountFailure::Other(m)) if m.contains("use-after-free")));
+    // The tools still get the block fully scanned, each node once.
+    assert_eq!(s.inodes[&2].nodes.len(), 1);
 }
 
 #[test]
