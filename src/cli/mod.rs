@@ -3,6 +3,7 @@
 //! later `sumtool`, `jffs2dump`, `jffs2reader`, `fsck.jffs2`) symlinks act as drop-ins.
 
 pub mod dump;
+pub mod fsck;
 pub mod getopt;
 pub mod mkfs;
 pub mod num;
@@ -84,6 +85,16 @@ pub fn dump_main() -> i32 {
     };
     let tool = Tool { name: name.into() };
     dump::main(&tool, args.get(1..).unwrap_or(&[]))
+}
+
+/// Entry point of `jffs2-fsck`: `fsck.jffs2` (accepting fsck(8)'s generic options) when
+/// invoked under that name.
+pub fn fsck_main() -> i32 {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let as_fsck = invoked_as(args.first()) == "fsck.jffs2";
+    let name = if as_fsck { "fsck.jffs2" } else { "jffs2-fsck" };
+    let tool = Tool { name: name.into() };
+    fsck::main(&tool, args.get(1..).unwrap_or(&[]), as_fsck)
 }
 
 /// A progress bar on stderr, only when stderr is a terminal.

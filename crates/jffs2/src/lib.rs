@@ -11,6 +11,7 @@ pub mod crc;
 pub mod dump;
 pub mod format;
 pub mod fs;
+pub mod fsck;
 pub mod layout;
 pub mod mkfs;
 pub mod scan;

@@ -1,0 +1,1320 @@
+//! The checks: mount scan, build, flash walk and model, combined into findings.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use rayon::prelude::*;
+
+use super::walk::{self, BlockWalk, Body, Fault, Junk, JunkKind, WNode};
+use super::{
+    compare, BlockCounts, BlockDetail, Finding, FsckError, GeometryInfo, MountCost, NodeCounts,
+    Options, ProgressFn, Report, Severity, TreeCounts,
+};
+use crate::compress::compr_name;
+use crate::format::{
+    pad4, SumRecord, SummaryNode, COMPAT_MASK, FEATURE_INCOMPAT, FEATURE_ROCOMPAT,
+    FEATURE_RWCOMPAT_COPY, NODETYPE_DIRENT, NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF,
+    NODE_ACCURATE, SUMMARY_MARKER_SIZE, SUM_MAGIC,
+};
+use crate::fs::{self, Fs, FsError, Inode, InodeKind, Problem, TreeOptions};
+use crate::scan::{
+    self, BlockClass, BlockList, KernelMsg, Level, MountFailure, RefState, ScanOptions, SummaryUse,
+};
+
+/// The kernel's `EMPTY_SCAN_SIZE`: a block whose first 256 bytes are erased is taken as empty.
+const EMPTY_SCAN_SIZE: u32 = 256;
+
+fn kib(v: u32) -> String {
+    if v % 1024 == 0 {
+        format!("{} KiB", v / 1024)
+    } else {
+        format!("{v:#x} bytes")
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// How the model treats a node (by offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    /// Shown by a live inode (data, metadata, a dirent).
+    Used(u32),
+    /// Read but superseded by newer nodes of a live inode.
+    Superseded(u32),
+}
+
+/// Everything the combination step needs.
+struct Ctx<'f, 'a> {
+    img: &'a [u8],
+    image_len: u64,
+    fs: &'f Fs<'a>,
+    es: u32,
+    walks: &'f [BlockWalk],
+    inodes: &'f BTreeMap<u32, Result<Inode, FsError>>,
+    paths: HashMap<u32, String>,
+    status: HashMap<u32, Status>,
+    /// Offsets the model reported on (its findings win over the walk's).
+    model_offsets: HashSet<u32>,
+    findings: Vec<Finding>,
+}
+
+pub(crate) fn run(
+    img: &[u8],
+    image_len: u64,
+    info: GeometryInfo,
+    all_ff: bool,
+    opts: &Options,
+    progress: Option<ProgressFn<'_>>,
+) -> Result<Report, FsckError> {
+    let geom = info.geometry;
+    let mut scan = scan::scan(img, &geom, &ScanOptions::default());
+    let scan_log = scan.log.clone();
+    let failure = scan.failure.clone();
+    let forced_ro = scan.forced_read_only;
+    let totals = scan.totals();
+    let any_summary = scan.blocks.iter().any(|b| b.summary == SummaryUse::Used);
+    let sblocks = scan.blocks.clone();
+    let es = geom.erase_size;
+
+    let fs = fs::build(img, &mut scan);
+    let ((walks, full_scan), (inodes, tree)) = rayon::join(
+        || {
+            rayon::join(
+                || walk::walk(img, &fs, es, progress),
+                || {
+                    if any_summary {
+                        let o = ScanOptions {
+                            summary: false,
+                            ..ScanOptions::default()
+                        };
+                        scan::scan(img, &geom, &o).totals().bytes_read
+                    } else {
+                        totals.bytes_read
+                    }
+                },
+            )
+        },
+        || {
+            let mut inos: Vec<u32> = fs.live_inodes().collect();
+            if !inos.contains(&1) {
+                inos.push(1);
+            }
+            let inodes: BTreeMap<u32, Result<Inode, FsError>> = inos
+                .par_iter()
+                .map(|&i| (i, fs.read_inode(i)))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .collect();
+            let tree = fs.tree(&TreeOptions {
+                content: false,
+                xattrs: true,
+                unreachable: true,
+            });
+            (inodes, tree)
+        },
+    );
+
+    // Paths (the first one, in path order) and node status.
+    let mut paths: HashMap<u32, String> = HashMap::new();
+    for e in &tree.entries {
+        paths.entry(e.ino).or_insert_with(|| lossy(&e.path));
+    }
+    let refs = &fs.scan().refs;
+    let mut status: HashMap<u32, Status> = HashMap::new();
+    for (&ino, r) in &inodes {
+        let Ok(inode) = r else { continue };
+        let sup: HashSet<u32> = inode
+            .obsoleted
+            .iter()
+            .filter_map(|&i| refs.get(i).map(|r| r.offset))
+            .collect();
+        for o in &sup {
+            status.insert(*o, Status::Superseded(ino));
+        }
+        for dn in &inode.nodes {
+            if !sup.contains(&dn.offset) {
+                status.insert(dn.offset, Status::Used(ino));
+            }
+        }
+        if let Some(l) = inode.latest.and_then(|i| refs.get(i)) {
+            status.insert(l.offset, Status::Used(ino));
+        }
+        for d in &inode.dents {
+            status.insert(d.offset, Status::Used(ino));
+        }
+    }
+
+    let mut cx = Ctx {
+        img,
+        image_len,
+        fs: &fs,
+        es,
+        walks: &walks,
+        inodes: &inodes,
+        paths,
+        status,
+        model_offsets: HashSet::new(),
+        findings: Vec::new(),
+    };
+
+    // Image-level facts.
+    image_findings(&mut cx, &info, all_ff, img.len() as u64);
+
+    // The model's problems.
+    let mut problems: Vec<Problem> = fs.build_problems().to_vec();
+    problems.extend(tree.problems.iter().cloned());
+    for p in &problems {
+        cx.model_problem(p);
+    }
+
+    // The mount's fatal conditions.
+    if let Some(f) = &failure {
+        cx.failure(f);
+    }
+    if let Err(e) = inodes.get(&1).unwrap_or(&Err(FsError::NoSuchInode(1))) {
+        if !problems
+            .iter()
+            .any(|p| matches!(p, Problem::InodeUnreadable { ino: 1, .. }))
+        {
+            cx.findings.push(Finding::new(
+                Severity::Error,
+                "mount-failure",
+                format!("the root directory cannot be read ({e}): the mount fails"),
+            ));
+        }
+    }
+
+    // The flash walk.
+    for (b, w) in walks.iter().enumerate() {
+        let info = sblocks.get(b);
+        cx.block(w, info);
+    }
+    cx.lost_nodes();
+
+    // Kernel log: scan, build and root read, then reading every inode as a listing does.
+    let mut kernel_log: Vec<KernelMsg> = scan_log;
+    kernel_log.extend(fs.mount_log());
+    let mut seen: HashSet<u32> = HashSet::from([1]);
+    for e in &tree.entries {
+        if seen.insert(e.ino) {
+            if let Some(Ok(i)) = inodes.get(&e.ino) {
+                kernel_log.extend(i.log.iter().cloned());
+            }
+        }
+    }
+    cx.kernel_messages(&kernel_log);
+
+    // Order and de-duplicate.
+    let mut findings = std::mem::take(&mut cx.findings);
+    sort_findings(&mut findings);
+
+    // Summary numbers.
+    let mut blocks = BlockCounts {
+        total: sblocks.len() as u32,
+        ..BlockCounts::default()
+    };
+    for b in &sblocks {
+        match b.class {
+            BlockClass::Empty => blocks.empty += 1,
+            BlockClass::Cleanmarker => blocks.cleanmarker += 1,
+            BlockClass::Clean => blocks.clean += 1,
+            BlockClass::PartDirty => blocks.partly_dirty += 1,
+            BlockClass::AllDirty => blocks.all_dirty += 1,
+        }
+    }
+    let has_nodes = |w: &BlockWalk| {
+        w.nodes
+            .iter()
+            .any(|n| !matches!(n.body, Body::Cleanmarker | Body::Padding))
+    };
+    let summary_blocks = sblocks
+        .iter()
+        .filter(|b| b.summary == SummaryUse::Used)
+        .count() as u32;
+    let node_blocks = walks.iter().filter(|w| has_nodes(w)).count() as u32;
+    let block_details = sblocks
+        .iter()
+        .zip(walks.iter())
+        .map(|(b, w)| BlockDetail {
+            index: b.index,
+            offset: b.offset,
+            class: b.class,
+            list: b.list,
+            used: b.used,
+            unchecked: b.unchecked,
+            dirty: b.dirty,
+            wasted: b.wasted,
+            free: b.free,
+            summary: match &b.summary {
+                SummaryUse::None => "none".to_string(),
+                SummaryUse::Used => "used".to_string(),
+                SummaryUse::Rejected(why) => format!("rejected: {why}"),
+            },
+            bytes_read: b.bytes_read,
+            nodes: w.nodes.len() as u32,
+            obsolete: w.nodes.iter().filter(|n| !n.accurate).count() as u32,
+        })
+        .collect();
+    let mut nodes = NodeCounts::default();
+    for w in &walks {
+        nodes.nodes += w.nodes.len() as u64;
+        nodes.obsolete += w.nodes.iter().filter(|n| !n.accurate).count() as u64;
+        nodes.data_checked += w.data_checked;
+        nodes.data_bytes += w.data_bytes;
+    }
+    let mut tc = TreeCounts::default();
+    for e in &tree.entries {
+        match e.kind {
+            InodeKind::Dir => tc.dirs += 1,
+            InodeKind::File => {
+                tc.files += 1;
+                tc.bytes += e.size;
+            }
+            InodeKind::Symlink => tc.symlinks += 1,
+            _ => tc.special += 1,
+        }
+    }
+    let mount_ok = failure.is_none() && matches!(inodes.get(&1), Some(Ok(_)));
+
+    let differences = match &opts.compare {
+        Some(c) => Some(compare::compare(&fs, &tree, c)?),
+        None => None,
+    };
+
+    Ok(Report {
+        image_len,
+        flash_len: img.len() as u64,
+        geometry: info,
+        findings,
+        space: totals,
+        blocks,
+        summary_blocks,
+        node_blocks,
+        mount_cost: MountCost {
+            with_summaries: totals.bytes_read,
+            full_scan,
+        },
+        mount_ok,
+        read_only: forced_ro,
+        kernel_log,
+        block_details,
+        tree: tc,
+        nodes,
+        differences,
+    })
+}
+
+/// Sorts findings: image-level ones (no offset, no inode) first in the order made, then by
+/// offset, then the rest by inode; drops exact repeats of a code at an offset.
+fn sort_findings(f: &mut Vec<Finding>) {
+    let key = |x: &Finding| match (x.offset, x.ino) {
+        (None, None) => (0u8, 0u64, 0u32),
+        (Some(o), _) => (1, u64::from(o), x.ino.unwrap_or(0)),
+        (None, Some(i)) => (2, u64::from(i), 0),
+    };
+    f.sort_by_key(key);
+    let mut seen: HashSet<(&'static str, Option<u32>, Option<u32>, String)> = HashSet::new();
+    f.retain(|x| {
+        let k = (
+            x.code,
+            x.offset,
+            x.ino,
+            if x.offset.is_none() {
+                x.message.clone()
+            } else {
+                String::new()
+            },
+        );
+        seen.insert(k)
+    });
+}
+
+fn image_findings(cx: &mut Ctx<'_, '_>, info: &GeometryInfo, all_ff: bool, flash_len: u64) {
+    let det = &info.detection;
+    let g = info.geometry;
+    if all_ff {
+        cx.findings.push(Finding::new(
+            Severity::Info,
+            "empty-filesystem",
+            "the image is erased flash (all 0xFF): Linux mounts it as an empty filesystem"
+                .to_string(),
+        ));
+    }
+    if info.endian_given && det.confidence > 0.0 && det.geometry.endian != g.endian {
+        cx.findings.push(Finding::new(
+            Severity::Error,
+            "endian-mismatch",
+            format!(
+                "checked as {} endian as asked, but the image is {} endian: Linux on a {}-endian machine sees no valid node",
+                g.endian.name(),
+                det.geometry.endian.name(),
+                g.endian.name()
+            ),
+        ));
+    }
+    let same_endian = det.geometry.endian == g.endian;
+    if info.erase_size_given
+        && same_endian
+        && det.confidence >= 0.5
+        && det.geometry.erase_size != g.erase_size
+    {
+        cx.findings.push(Finding::new(
+            Severity::Error,
+            "erase-size-mismatch",
+            format!(
+                "the image was made for {} erase blocks, not {} (-e): on a flash with {} blocks Linux {}; rebuild it with -e {}",
+                kib(det.geometry.erase_size),
+                kib(g.erase_size),
+                kib(g.erase_size),
+                if g.erase_size > det.geometry.erase_size {
+                    "finds cleanmarkers and summaries in the wrong places, scans every block in full and mounts slowly"
+                } else {
+                    "finds nodes running over block ends and loses them"
+                },
+                kib(det.geometry.erase_size)
+            ),
+        ));
+    }
+    if !info.erase_size_given && !all_ff && det.confidence < 0.5 {
+        cx.findings.push(Finding::new(
+            Severity::Info,
+            "erase-size-uncertain",
+            format!(
+                "nothing in the image tells its erase size for sure; checked with {} (give -e to be sure)",
+                kib(g.erase_size)
+            ),
+        ));
+    }
+    if flash_len != cx.image_len {
+        cx.findings.push(Finding::new(
+            Severity::Info,
+            "image-padded",
+            format!(
+                "the image is {} bytes, not {} whole erase blocks: checked as flashed into a {}-byte partition, the rest erased (0xFF)",
+                cx.image_len,
+                if flash_len / u64::from(cx.es.max(1)) == 5 && cx.image_len <= 4 * u64::from(cx.es) {
+                    "at least 5"
+                } else {
+                    "a number of"
+                },
+                flash_len
+            ),
+        ));
+    }
+}
+
+impl Ctx<'_, '_> {
+    fn path_of(&self, ino: u32) -> Option<String> {
+        self.paths.get(&ino).cloned()
+    }
+
+    fn block_index(&self, offset: u32) -> usize {
+        (offset / self.es.max(1)) as usize
+    }
+
+    /// Whether the item at `offset` (a damaged node or a junk run) is the last thing written in
+    /// a block without a summary: an interrupted write.
+    fn torn(&self, offset: u32) -> bool {
+        self.walks
+            .get(self.block_index(offset))
+            .is_some_and(|w| !w.has_summary && w.last_item == Some(offset))
+    }
+
+    /// Whether the image file ends strictly inside `[offset, offset + len)`.
+    fn truncated(&self, offset: u32, len: u32) -> bool {
+        let end = u64::from(offset) + u64::from(len);
+        u64::from(offset) < self.image_len && self.image_len < end
+    }
+
+    /// The sentence added to a damaged item at the end of the written space.
+    fn torn_note(&self, offset: u32, len: u32) -> Option<(&'static str, String)> {
+        if self.truncated(offset, len) {
+            return Some((
+                "truncated-image",
+                format!(
+                    "; the image file ends inside it (at 0x{:08x}): the image is truncated",
+                    self.image_len
+                ),
+            ));
+        }
+        if self.torn(offset) {
+            return Some((
+                "torn-node",
+                "; it is the last thing written in its erase block and looks like an interrupted write (power cut)"
+                    .to_string(),
+            ));
+        }
+        None
+    }
+
+    fn model_problem(&mut self, p: &Problem) {
+        let code = p.code();
+        let mut sev = match p {
+            Problem::OrphanInode { .. } => Severity::Info,
+            Problem::PathTooLong { .. } => Severity::Warning,
+            Problem::DataCrc { superseded, .. } => {
+                if *superseded {
+                    Severity::Warning
+                } else {
+                    Severity::Error
+                }
+            }
+            Problem::Xattr(x) => match x.code() {
+                "orphan-xref" | "orphan-xattr" => Severity::Info,
+                "duplicate-xattr" => Severity::Warning,
+                _ => Severity::Error,
+            },
+            _ => Severity::Error,
+        };
+        let mut code = code;
+        let mut message = p.to_string();
+        let offset = p.offset();
+        if let (Some(o), Problem::DataCrc { .. } | Problem::BadNode { .. }) = (offset, p) {
+            let len = self.node_len(o);
+            if let Some((c, note)) = self.torn_note(o, len) {
+                code = c;
+                sev = Severity::Error;
+                message.push_str(&note);
+            }
+        }
+        if let Some(o) = offset {
+            if matches!(
+                p,
+                Problem::DataCrc { .. }
+                    | Problem::BadNode { .. }
+                    | Problem::Unreadable { .. }
+                    | Problem::InodeUnreadable { .. }
+            ) {
+                self.model_offsets.insert(o);
+            }
+        }
+        let ino = p.ino();
+        let path = p
+            .path()
+            .map(lossy)
+            .or_else(|| ino.and_then(|i| self.path_of(i)));
+        let mut f = Finding::new(sev, code, message).ino(ino).path(path);
+        f.offset = offset;
+        self.findings.push(f);
+    }
+
+    /// `totlen` of the node at `offset` per the walk (4 if unknown).
+    fn node_len(&self, offset: u32) -> u32 {
+        self.walks
+            .get(self.block_index(offset))
+            .and_then(|w| w.nodes.iter().find(|n| n.offset == offset))
+            .map_or(4, |n| n.totlen)
+    }
+
+    fn failure(&mut self, f: &MountFailure) {
+        let finding = match f {
+            MountFailure::Incompat { offset, nodetype } => Finding::new(
+                Severity::Error,
+                "incompat-node",
+                format!(
+                    "node type 0x{nodetype:04x} is marked INCOMPAT and Linux does not know it: the mount is refused"
+                ),
+            )
+            .at(*offset),
+            MountFailure::RoCompat { offset, nodetype } => Finding::new(
+                Severity::Error,
+                "rocompat-node",
+                format!(
+                    "node type 0x{nodetype:04x} is marked ROCOMPAT: a read-write mount is refused"
+                ),
+            )
+            .at(*offset),
+            MountFailure::TooFewBlocks(n) => Finding::new(
+                Severity::Error,
+                "mount-failure",
+                format!("only {n} erase blocks: Linux needs at least 5"),
+            ),
+            MountFailure::Other(why) => Finding::new(
+                Severity::Error,
+                "mount-failure",
+                format!("the mount fails: {why}"),
+            ),
+        };
+        self.findings.push(finding);
+    }
+
+    /// Findings of one block of the walk.
+    fn block(&mut self, w: &BlockWalk, info: Option<&scan::BlockInfo>) {
+        let start = w.offset;
+        let list = info.map(|i| i.list);
+        let class = info.map(|i| i.class);
+        let free_block = list == Some(BlockList::Free);
+        let empty_block = class == Some(BlockClass::Empty);
+
+        if free_block {
+            // Linux writes here without erasing: anything but a leading cleanmarker is in the way.
+            let first = w
+                .nodes
+                .iter()
+                .filter(|n| !(n.offset == start && n.body == Body::Cleanmarker))
+                .map(|n| n.offset)
+                .chain(w.junk.iter().map(|j| j.offset))
+                .min();
+            if let Some(o) = first {
+                self.findings.push(
+                    Finding::new(
+                        Severity::Error,
+                        "non-erased-free-space",
+                        format!(
+                            "the erase block at 0x{start:08x} looks free to Linux (it reads only its first bytes), but it is not erased from 0x{o:08x} on: Linux will write over these bytes without erasing them and corrupt what it writes"
+                        ),
+                    )
+                    .at(o),
+                );
+            }
+            return;
+        }
+        if empty_block {
+            let live = w
+                .nodes
+                .iter()
+                .find(|n| n.accurate && !matches!(n.body, Body::Padding));
+            if let Some(n) = live {
+                self.findings.push(
+                    Finding::new(
+                        Severity::Error,
+                        "data-in-erased-block",
+                        format!(
+                            "the erase block at 0x{start:08x} starts with {EMPTY_SCAN_SIZE} erased bytes, so Linux takes it for empty and erases it, but it holds nodes from 0x{:08x} on: they are lost",
+                            n.offset
+                        ),
+                    )
+                    .at(n.offset),
+                );
+            } else if let Some(o) = w
+                .nodes
+                .iter()
+                .map(|n| n.offset)
+                .chain(w.junk.iter().map(|j| j.offset))
+                .min()
+            {
+                self.findings.push(
+                    Finding::new(
+                        Severity::Info,
+                        "non-erased-free-space",
+                        format!(
+                            "the erase block at 0x{start:08x} reads as erased at its start but is not erased from 0x{o:08x} on; Linux erases it before use"
+                        ),
+                    )
+                    .at(o),
+                );
+            }
+            return;
+        }
+
+        for j in &w.junk {
+            self.junk(j);
+        }
+        for n in &w.nodes {
+            self.node(w, n);
+        }
+        self.summary(w, info);
+    }
+
+    fn junk(&mut self, j: &Junk) {
+        let (code, what) = match j.kind {
+            JunkKind::Crosses { totlen } => {
+                let end = (j.offset / self.es + 1) * self.es;
+                let f = Finding::new(
+                    Severity::Error,
+                    "node-crosses-block",
+                    format!(
+                        "node of {totlen} bytes would run over the end of the erase block at 0x{end:08x}: Linux skips it as dirty space (was the image made for another erase size?)"
+                    ),
+                )
+                .at(j.offset);
+                self.findings.push(f);
+                return;
+            }
+            JunkKind::HeaderCrc => (
+                "header-crc",
+                "node header CRC fails: Linux skips it, and the node is lost".to_string(),
+            ),
+            JunkKind::ShortTotlen => (
+                "header-crc",
+                "node header claims fewer than 12 bytes: Linux skips it".to_string(),
+            ),
+            JunkKind::OldMagic => (
+                "garbage",
+                "old JFFS1 magic 0x1984: Linux refuses such nodes".to_string(),
+            ),
+            JunkKind::Swapped => (
+                "garbage",
+                "magic in the other byte order (0x8519): is this image of the other endianness?"
+                    .to_string(),
+            ),
+            JunkKind::Zero => ("garbage", "zero words where a node should be".to_string()),
+            JunkKind::BadMagic(m) => (
+                "garbage",
+                format!("magic 0x{m:04x} instead of 0x1985: neither a node nor erased flash"),
+            ),
+        };
+        let mut msg = format!("{what} ({} bytes of dirty space)", j.len);
+        let mut code = code;
+        if let Some((c, note)) = self.torn_note(j.offset, j.len) {
+            code = c;
+            msg.push_str(&note);
+        }
+        self.findings
+            .push(Finding::new(Severity::Error, code, msg).at(j.offset));
+    }
+
+    fn node(&mut self, w: &BlockWalk, n: &WNode) {
+        let o = n.offset;
+        let start = w.offset;
+        if n.bad_padding > 0 {
+            self.findings.push(
+                Finding::new(
+                    Severity::Warning,
+                    "padding-not-erased",
+                    format!(
+                        "{} padding bytes of this node are not 0xFF: no CRC covers them and Linux ignores them, but JFFS2 writers leave them erased (altered image or failing flash?)",
+                        n.bad_padding
+                    ),
+                )
+                .at(o),
+            );
+        }
+        match n.body {
+            Body::Cleanmarker => {
+                let cm = self.fs.scan().geometry.cleanmarker_size;
+                if !n.accurate {
+                    self.findings.push(
+                        Finding::new(
+                            Severity::Error,
+                            "cleanmarker-obsolete",
+                            "cleanmarker with its ACCURATE bit cleared: Linux never obsoletes cleanmarkers (a flipped bit?)"
+                                .to_string(),
+                        )
+                        .at(o),
+                    );
+                } else if o != start {
+                    self.findings.push(
+                        Finding::new(
+                            Severity::Warning,
+                            "cleanmarker-misplaced",
+                            format!(
+                                "cleanmarker not at the start of its erase block (0x{start:08x}): Linux ignores it (wrong erase size?)"
+                            ),
+                        )
+                        .at(o),
+                    );
+                } else if n.totlen != cm {
+                    self.findings.push(
+                        Finding::new(
+                            Severity::Warning,
+                            "cleanmarker-size",
+                            format!(
+                                "cleanmarker of {} bytes where Linux expects {cm}: it is ignored and the block counts as dirty",
+                                n.totlen
+                            ),
+                        )
+                        .at(o),
+                    );
+                }
+                return;
+            }
+            Body::Summary => {
+                if o + n.totlen != start + self.es {
+                    self.findings.push(
+                        Finding::new(
+                            Severity::Error,
+                            "summary-invalid",
+                            format!(
+                                "summary node of {} bytes does not end at the end of its erase block (0x{:08x}): Linux cannot find it (made for another erase size?)",
+                                n.totlen,
+                                start + self.es
+                            ),
+                        )
+                        .at(o),
+                    );
+                }
+                return;
+            }
+            Body::Unknown if n.accurate => {
+                let t = n.nodetype | NODE_ACCURATE;
+                let (sev, code, what) = match t & COMPAT_MASK {
+                    FEATURE_INCOMPAT => (
+                        Severity::Error,
+                        "incompat-node",
+                        "INCOMPAT: Linux refuses to mount",
+                    ),
+                    FEATURE_ROCOMPAT => (
+                        Severity::Warning,
+                        "rocompat-node",
+                        "ROCOMPAT: Linux mounts the filesystem read-only only",
+                    ),
+                    FEATURE_RWCOMPAT_COPY => (
+                        Severity::Info,
+                        "unknown-node",
+                        "RWCOMPAT_COPY: Linux keeps it as it is",
+                    ),
+                    _ => (
+                        Severity::Info,
+                        "unknown-node",
+                        "RWCOMPAT_DELETE: Linux treats it as dirty space",
+                    ),
+                };
+                self.findings.push(
+                    Finding::new(
+                        sev,
+                        code,
+                        format!("node type 0x{:04x} unknown to Linux, {what}", n.nodetype),
+                    )
+                    .at(o),
+                );
+                return;
+            }
+            _ => {}
+        }
+        let Some(fault) = &n.fault else { return };
+        if n.accurate && self.model_offsets.contains(&o) {
+            // The model reported it with the inode and the kernel's verdict.
+            return;
+        }
+        let kind = match n.nodetype | NODE_ACCURATE {
+            NODETYPE_INODE => "inode node",
+            NODETYPE_DIRENT => "dirent",
+            NODETYPE_XATTR => "xattr node",
+            NODETYPE_XREF => "xattr reference",
+            _ => "node",
+        };
+        let (code, what) = match fault {
+            Fault::NodeCrc { stored, computed } => (
+                "node-crc",
+                format!("{kind}: node CRC 0x{stored:08x}, calculated 0x{computed:08x}"),
+            ),
+            Fault::NameCrc { stored, computed } => (
+                "name-crc",
+                format!("{kind}: name CRC 0x{stored:08x}, calculated 0x{computed:08x}"),
+            ),
+            Fault::NulInName { at } => (
+                "name-crc",
+                format!("{kind}: the name has a NUL byte at {at}; Linux truncates it there"),
+            ),
+            Fault::DataCrc { stored, computed } => (
+                "data-crc",
+                format!("{kind}: data CRC 0x{stored:08x}, calculated 0x{computed:08x}"),
+            ),
+            Fault::Length(why) => ("bad-length", format!("{kind}: {why}")),
+            Fault::Data(err) => {
+                let compr = match n.body {
+                    Body::Inode { compr, .. } => compr,
+                    _ => 0,
+                };
+                if walk::unavailable_compressor(err) {
+                    (
+                        "unknown-compressor",
+                        format!(
+                            "{kind}: compressor {} ({compr}) is not available in Linux{}",
+                            compr_name(compr),
+                            walk::compressor_hint(compr)
+                        ),
+                    )
+                } else {
+                    ("unreadable-data", format!("{kind}: {err}"))
+                }
+            }
+        };
+        let (ino, body_ino) = match &n.body {
+            Body::Inode { ino, .. } => (Some(*ino), Some(*ino)),
+            Body::Dirent { pino, .. } => (Some(*pino), None),
+            Body::Xref { ino, .. } => (Some(*ino), None),
+            _ => (None, None),
+        };
+        let (mut sev, why) = if !n.accurate {
+            (
+                Severity::Info,
+                "; the node is obsolete on flash and Linux never reads it again",
+            )
+        } else {
+            match self.status.get(&o) {
+                Some(Status::Used(_)) => (Severity::Error, ""),
+                Some(Status::Superseded(_)) => (
+                    Severity::Warning,
+                    "; newer nodes supersede it, Linux ignores it",
+                ),
+                None => {
+                    let deleted = body_ino.is_some_and(|i| !self.fs.exists(i));
+                    if deleted {
+                        (
+                            Severity::Info,
+                            "; it belongs to a deleted inode whose nodes are still on flash",
+                        )
+                    } else {
+                        (Severity::Error, "")
+                    }
+                }
+            }
+        };
+        let mut code = code;
+        let mut msg = format!("{what}{why}");
+        if n.accurate || self.truncated(o, n.totlen) {
+            if let Some((c, note)) = self.torn_note(o, n.totlen) {
+                code = c;
+                sev = Severity::Error;
+                msg.push_str(&note);
+            }
+        }
+        let path = ino.and_then(|i| self.path_of(i));
+        self.findings
+            .push(Finding::new(sev, code, msg).at(o).ino(ino).path(path));
+    }
+
+    /// Checks a block's summary against the nodes on flash.
+    fn summary(&mut self, w: &BlockWalk, info: Option<&scan::BlockInfo>) {
+        let start = w.offset;
+        let end = start + self.es;
+        let sum_node = w
+            .nodes
+            .iter()
+            .find(|n| n.body == Body::Summary && n.offset + n.totlen == end);
+        let use_ = info.map(|i| &i.summary);
+        match use_ {
+            Some(SummaryUse::Rejected(why)) => {
+                let at = sum_node.map_or(start, |n| n.offset);
+                self.findings.push(
+                    Finding::new(
+                        Severity::Error,
+                        "summary-invalid",
+                        format!(
+                            "Linux rejects the summary of the erase block at 0x{start:08x} ({why}) and scans the block in full"
+                        ),
+                    )
+                    .at(at),
+                );
+                return;
+            }
+            Some(SummaryUse::Used) => {}
+            _ => {
+                if let Some(n) = sum_node {
+                    self.findings.push(
+                        Finding::new(
+                            Severity::Error,
+                            "summary-invalid",
+                            "summary node without a valid marker at the end of its erase block: Linux does not find it and scans the block in full"
+                                .to_string(),
+                        )
+                        .at(n.offset),
+                    );
+                }
+                return;
+            }
+        }
+        let Some(sn) = sum_node else { return };
+        let e = self.fs.scan().geometry.endian;
+        let raw = &self.img[sn.offset as usize..end as usize];
+        let Ok(sum) = SummaryNode::decode(raw, e, u64::from(sn.offset)) else {
+            return;
+        };
+        // The marker: the summary's offset in the block, then the magic.
+        let mpos = raw.len().saturating_sub(SUMMARY_MARKER_SIZE);
+        if e.get_u32(raw, mpos + 4) != Some(SUM_MAGIC)
+            || e.get_u32(raw, mpos) != Some(sn.offset - start)
+        {
+            self.findings.push(
+                Finding::new(
+                    Severity::Error,
+                    "summary-mismatch",
+                    "the summary marker does not give the summary's own offset".to_string(),
+                )
+                .at(sn.offset),
+            );
+        }
+        let recs = match sum.records(raw, e, u64::from(sn.offset)) {
+            Ok(r) => r,
+            Err(err) => {
+                self.findings.push(
+                    Finding::new(
+                        Severity::Error,
+                        "summary-mismatch",
+                        format!("the summary's records cannot be read: {err}"),
+                    )
+                    .at(sn.offset),
+                );
+                return;
+            }
+        };
+        let by_off: HashMap<u32, &WNode> = w.nodes.iter().map(|n| (n.offset, n)).collect();
+        let mut described: HashSet<u32> = HashSet::new();
+        for (i, r) in recs.iter().enumerate() {
+            let (rofs, rtype) = match r {
+                SumRecord::Inode {
+                    offset, nodetype, ..
+                }
+                | SumRecord::Dirent {
+                    offset, nodetype, ..
+                }
+                | SumRecord::Xattr {
+                    offset, nodetype, ..
+                }
+                | SumRecord::Xref { offset, nodetype } => (*offset, *nodetype),
+            };
+            let at = start.wrapping_add(rofs & !3);
+            described.insert(at);
+            let bad = |what: String| {
+                Finding::new(
+                    Severity::Error,
+                    "summary-mismatch",
+                    format!(
+                        "summary record {i} of the erase block at 0x{start:08x} {what}: Linux believes the summary"
+                    ),
+                )
+                .at(at)
+            };
+            let Some(n) = by_off.get(&at) else {
+                self.findings.push(bad(format!(
+                    "names a node at 0x{at:08x}, but there is none"
+                )));
+                continue;
+            };
+            if (n.nodetype | NODE_ACCURATE) != (rtype | NODE_ACCURATE) {
+                self.findings.push(bad(format!(
+                    "says type 0x{rtype:04x}, the node is 0x{:04x}",
+                    n.nodetype
+                )));
+                continue;
+            }
+            let mismatch = match (r, &n.body) {
+                (
+                    SumRecord::Inode {
+                        inode,
+                        version,
+                        totlen,
+                        ..
+                    },
+                    Body::Inode {
+                        ino, version: v, ..
+                    },
+                ) => (inode != ino || version != v || *totlen != n.totlen).then(|| {
+                    format!(
+                        "says inode #{inode} version {version} of {totlen} bytes, the node is inode #{ino} version {v} of {} bytes",
+                        n.totlen
+                    )
+                }),
+                (
+                    SumRecord::Dirent {
+                        totlen,
+                        pino,
+                        version,
+                        ino,
+                        dtype,
+                        name,
+                        ..
+                    },
+                    Body::Dirent {
+                        pino: p,
+                        version: v,
+                        ino: i,
+                        dtype: d,
+                        name: nm,
+                    },
+                ) => (pino != p
+                    || version != v
+                    || ino != i
+                    || dtype != d
+                    || name != nm
+                    || *totlen != n.totlen)
+                    .then(|| {
+                        format!(
+                            "says entry \"{}\" -> #{ino} in #{pino} (version {version}), the node is \"{}\" -> #{i} in #{p} (version {v})",
+                            lossy(name),
+                            lossy(nm)
+                        )
+                    }),
+                (
+                    SumRecord::Xattr {
+                        xid,
+                        version,
+                        totlen,
+                        ..
+                    },
+                    Body::Xattr { xid: x, version: v },
+                ) => (xid != x || version != v || *totlen != n.totlen).then(|| {
+                    format!("says xattr {xid} version {version}, the node is xattr {x} version {v}")
+                }),
+                (SumRecord::Xref { .. }, Body::Xref { .. }) => None,
+                _ => Some("describes a node whose fields cannot be read".to_string()),
+            };
+            if let Some(m) = mismatch {
+                self.findings.push(bad(m));
+            }
+        }
+        for n in &w.nodes {
+            let described_kind = matches!(
+                n.body,
+                Body::Inode { .. } | Body::Dirent { .. } | Body::Xattr { .. } | Body::Xref { .. }
+            );
+            if described_kind && n.accurate && !described.contains(&n.offset) {
+                self.findings.push(
+                    Finding::new(
+                        Severity::Error,
+                        "summary-mismatch",
+                        format!(
+                            "this node is not in the summary of its erase block (0x{start:08x}): Linux, which reads only the summary, does not see it"
+                        ),
+                    )
+                    .at(n.offset),
+                );
+            }
+        }
+        let cm_on_flash = w
+            .nodes
+            .iter()
+            .find(|n| n.offset == start && n.body == Body::Cleanmarker && n.accurate)
+            .map(|n| n.totlen);
+        let claimed = (sum.cln_mkr != 0).then_some(sum.cln_mkr);
+        if claimed != cm_on_flash {
+            self.findings.push(
+                Finding::new(
+                    Severity::Warning,
+                    "summary-cleanmarker",
+                    format!(
+                        "the summary says {} but the block has {}",
+                        claimed.map_or("no cleanmarker".to_string(), |c| format!(
+                            "a {c}-byte cleanmarker"
+                        )),
+                        cm_on_flash
+                            .map_or("none".to_string(), |c| format!("a {c}-byte cleanmarker"))
+                    ),
+                )
+                .at(sn.offset),
+            );
+        }
+        // Padding of the summary node's own length (kernel summaries pad with 0xFF; covered
+        // by the summary CRC, nothing to add).
+        let _ = pad4(0);
+    }
+
+    /// Obsolete nodes with valid CRCs that nothing supersedes: a cleared ACCURATE bit (no CRC
+    /// covers it) on a node Linux still needs.
+    fn lost_nodes(&mut self) {
+        // Valid nodes by inode / directory entry name / xattr.
+        let mut inodes: HashMap<u32, Vec<(u32, u32)>> = HashMap::new(); // ino -> (version, isize)
+        let mut names: HashMap<(u32, Vec<u8>), u32> = HashMap::new(); // (pino, name) -> max version
+        let mut xattr_v: HashMap<u32, u32> = HashMap::new(); // xid -> max version
+        let mut xrefs: HashMap<(u32, u32), u32> = HashMap::new(); // (ino, xid) -> max xseqno
+        let mut live_xref_xids: HashSet<u32> = HashSet::new();
+        let mut live_xattr: HashSet<u32> = HashSet::new();
+        let mut accurate_ino: HashSet<u32> = HashSet::new();
+        for w in self.walks {
+            for n in w.nodes.iter().filter(|n| n.fault.is_none()) {
+                match &n.body {
+                    Body::Inode {
+                        ino,
+                        version,
+                        isize,
+                        ..
+                    } => {
+                        inodes.entry(*ino).or_default().push((*version, *isize));
+                        if n.accurate {
+                            accurate_ino.insert(*ino);
+                        }
+                    }
+                    Body::Dirent {
+                        pino,
+                        version,
+                        name,
+                        ..
+                    } => {
+                        let v = names.entry((*pino, name.clone())).or_insert(0);
+                        *v = (*v).max(*version);
+                    }
+                    Body::Xattr { xid, version } => {
+                        let v = xattr_v.entry(*xid).or_insert(0);
+                        *v = (*v).max(*version);
+                        if n.accurate {
+                            live_xattr.insert(*xid);
+                        }
+                    }
+                    Body::Xref { ino, xid, xseqno } => {
+                        let v = xrefs.entry((*ino, *xid)).or_insert(0);
+                        *v = (*v).max(*xseqno);
+                        if n.accurate && xseqno & 1 == 0 {
+                            live_xref_xids.insert(*xid);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let live = |fs: &Fs<'_>, ino: u32| fs.exists(ino) && !fs.removed(ino);
+        let mut out = Vec::new();
+        for w in self.walks {
+            for n in w.nodes.iter().filter(|n| !n.accurate && n.fault.is_none()) {
+                let lost: Option<(Option<u32>, String)> = match &n.body {
+                    Body::Inode {
+                        ino,
+                        version,
+                        ofs,
+                        size,
+                        ..
+                    } => {
+                        if !live(self.fs, *ino) {
+                            None
+                        } else {
+                            let newer: Vec<(u32, u32)> = inodes
+                                .get(ino)
+                                .map(|v| {
+                                    v.iter().filter(|(ver, _)| ver > version).copied().collect()
+                                })
+                                .unwrap_or_default();
+                            let covered = if newer.is_empty() {
+                                false
+                            } else if *size == 0 {
+                                true
+                            } else {
+                                let trunc = newer.iter().map(|(_, s)| *s).min().unwrap_or(0);
+                                let end =
+                                    (u64::from(*ofs) + u64::from(*size)).min(u64::from(trunc));
+                                match self.inodes.get(ino) {
+                                    Some(Ok(inode)) => {
+                                        covered_by_newer(inode, u64::from(*ofs), end, *version)
+                                    }
+                                    _ => true,
+                                }
+                            };
+                            (!covered).then(|| {
+                                (
+                                    Some(*ino),
+                                    format!(
+                                        "inode node (version {version}, {size} bytes at file offset {ofs}) is marked obsolete, but no newer node replaces it: its data is lost (a flipped ACCURATE bit?)"
+                                    ),
+                                )
+                            })
+                        }
+                    }
+                    Body::Dirent {
+                        pino,
+                        version,
+                        ino,
+                        name,
+                        ..
+                    } => {
+                        let newest = names.get(&(*pino, name.clone())).copied().unwrap_or(0);
+                        let orphan_target =
+                            *ino != 0 && !live(self.fs, *ino) && accurate_ino.contains(ino);
+                        (newest <= *version && live(self.fs, *pino) && orphan_target).then(|| {
+                            (
+                                Some(*pino),
+                                format!(
+                                    "entry \"{}\" for inode #{ino} is marked obsolete, but nothing replaces or deletes it and the inode has no other name: it is lost (a flipped ACCURATE bit?)",
+                                    lossy(name)
+                                ),
+                            )
+                        })
+                    }
+                    Body::Xattr { xid, version } => {
+                        let newest = xattr_v.get(xid).copied().unwrap_or(0);
+                        (newest <= *version && !live_xattr.contains(xid) && live_xref_xids.contains(xid))
+                            .then(|| {
+                                (
+                                    None,
+                                    format!(
+                                        "xattr {xid} (version {version}) is marked obsolete, but inodes still refer to it and nothing replaces it (a flipped ACCURATE bit?)"
+                                    ),
+                                )
+                            })
+                    }
+                    Body::Xref { ino, xid, xseqno } => {
+                        let newest = xrefs.get(&(*ino, *xid)).copied().unwrap_or(0);
+                        (newest <= *xseqno
+                            && xseqno & 1 == 0
+                            && live(self.fs, *ino)
+                            && live_xattr.contains(xid))
+                        .then(|| {
+                            (
+                                Some(*ino),
+                                format!(
+                                    "xattr reference of inode #{ino} to xattr {xid} is marked obsolete, but nothing replaces or deletes it: the attribute is lost (a flipped ACCURATE bit?)"
+                                ),
+                            )
+                        })
+                    }
+                    _ => None,
+                };
+                if let Some((ino, msg)) = lost {
+                    let path = ino.and_then(|i| self.path_of(i));
+                    out.push(
+                        Finding::new(Severity::Error, "lost-node", msg)
+                            .at(n.offset)
+                            .ino(ino)
+                            .path(path),
+                    );
+                }
+            }
+        }
+        self.findings.extend(out);
+    }
+
+    /// Kernel messages no finding explains become findings of their own.
+    fn kernel_messages(&mut self, log: &[KernelMsg]) {
+        let blocks: HashSet<usize> = self
+            .findings
+            .iter()
+            .filter_map(|f| f.offset)
+            .map(|o| self.block_index(o))
+            .collect();
+        let any_error = self.findings.iter().any(|f| f.severity == Severity::Error);
+        let any_warn = self
+            .findings
+            .iter()
+            .any(|f| f.severity >= Severity::Warning);
+        let mut add = Vec::new();
+        for m in log {
+            let sev = match m.level {
+                Level::Err => Severity::Error,
+                Level::Warning => Severity::Warning,
+                _ => continue,
+            };
+            let covered = match m.offset {
+                Some(o) => blocks.contains(&self.block_index(o)),
+                None => match sev {
+                    Severity::Error => any_error,
+                    _ => any_warn,
+                },
+            };
+            if !covered {
+                let mut f = Finding::new(sev, "kernel-message", format!("Linux logs: {}", m.text));
+                f.offset = m.offset;
+                add.push(f);
+            }
+        }
+        self.findings.extend(add);
+    }
+}
+
+/// Whether `[s, e)` of an inode shows nodes newer than `version` throughout.
+fn covered_by_newer(inode: &Inode, s: u64, e: u64, version: u32) -> bool {
+    if s >= e {
+        return true;
+    }
+    let mut pos = s;
+    let first = inode.frags.partition_point(|f| f.end <= s);
+    for f in &inode.frags[first..] {
+        if f.start > pos {
+            return false;
+        }
+        let v = inode.nodes.get(f.node).map_or(0, |d| d.version);
+        if v <= version {
+            return false;
+        }
+        pos = f.end;
+        if pos >= e {
+            return true;
+        }
+    }
+    // Beyond the last fragment: a hole (zeros) — covered only if the file ends before it.
+    pos >= e || inode.size <= pos
+}
+
+#[allow(dead_code)]
+fn is_live(state: RefState) -> bool {
+    state != RefState::Obsolete
+}

@@ -1,0 +1,477 @@
+//! fsck for JFFS2 (issue 4, parts 4–5): reads and checks everything Linux checks lazily, and
+//! reports each problem as a [`Finding`] with a stable code, then a [`Report`] with the verdict,
+//! the space accounting, summary coverage and the mount cost.
+//!
+//! # How an image is checked
+//!
+//! 1. **Geometry**: byte order and erase size from [`crate::scan::detect`], unless given
+//!    ([`Options::endian`], [`Options::erase_size`]); a given value the image contradicts is a
+//!    finding naming the likely right one. The image is checked as flashed into the smallest
+//!    partition Linux mounts ([`crate::scan::as_flashed`]): padded with 0xFF to whole erase
+//!    blocks, at least 5.
+//! 2. **The mount scan** ([`crate::scan::scan`]) and **the build** ([`crate::fs::build`]), exactly
+//!    as Linux 6.1 does them, with the kernel's messages.
+//! 3. **The flash walk** (`walk.rs`): every erase block, in parallel, node by node — every node
+//!    on flash, live, superseded or obsolete, has its header, node, name and data CRCs checked,
+//!    and every data node of a live inode is decompressed to its `dsize` through the same code
+//!    that reads files ([`crate::fs::Fs::node_data`]). Bytes that are neither nodes nor erased
+//!    flash, nodes crossing a block end, padding, cleanmarkers and summaries are recorded.
+//! 4. **The model** ([`crate::fs::Fs::tree`] and [`crate::fs::Fs::read_inode`] of every inode, in
+//!    parallel): dirents to missing inodes, orphans, directory hard links and cycles, link
+//!    counts, sizes against data, unreadable inodes, xattrs.
+//! 5. **Cross-checks**: summaries against the nodes actually in their blocks, free space that
+//!    Linux will write into without erasing, obsolete nodes that nothing supersedes (a flipped
+//!    ACCURATE bit — the one bit of a node no CRC covers), torn nodes at the end of the written
+//!    space (an interrupted write), and every message the kernel would log.
+//!
+//! Findings come out in a deterministic order (image-level first, then by offset, then those
+//! without an offset by inode) whatever the number of threads.
+//!
+//! # Severities
+//!
+//! * [`Severity::Error`]: Linux would refuse to mount, lose or misread data, or the image is not
+//!   what any JFFS2 writer produces (corruption). Any error makes the verdict "errors found"
+//!   (exit code 4).
+//! * [`Severity::Warning`]: something Linux tolerates but that deserves a look (a bad node that
+//!   newer data already replaces, a misplaced cleanmarker, a read-only-compatible node).
+//! * [`Severity::Info`]: normal on an image Linux has written to (obsolete nodes with bad CRCs,
+//!   deleted files whose nodes are still on flash), or facts about the check itself.
+//!
+//! Kernel log levels map to severities where a message has no finding of its own: `pr_err` →
+//! Error, `pr_warn` → Warning, notice and info → Info.
+//!
+//! # Finding codes
+//!
+//! | code | severity | meaning |
+//! |---|---|---|
+//! | `empty-filesystem` | Info | the image is erased flash (all 0xFF): a valid empty filesystem |
+//! | `image-padded` | Info | the image is not a whole number of erase blocks (or fewer than 5): checked as flashed, the rest erased |
+//! | `erase-size-uncertain` | Info | nothing in the image tells the erase size for sure; the one assumed is named |
+//! | `erase-size-mismatch` | Error | the erase size given does not match the image; the likely right one is named |
+//! | `endian-mismatch` | Error | the byte order given does not match the image |
+//! | `truncated-image` | Error | the image file ends inside a node: it was cut short |
+//! | `torn-node` | Error | a damaged node (or partial header) is the last thing written in its block: it looks like an interrupted write (power cut) |
+//! | `header-crc` | Error | a node header whose CRC fails: the node is lost (Linux skips it as dirty space) |
+//! | `garbage` | Error | bytes that are neither a node nor erased flash (wrong magic, old JFFS1 magic, zero words) |
+//! | `node-crosses-block` | Error | a node runs over the end of its erase block: Linux ignores it (usually a wrong erase size) |
+//! | `bad-length` | Error | `totlen` disagrees with the node's contents (`csize`, `nsize`, xattr lengths, xref size, offset beyond size) |
+//! | `node-crc` | Error / Warning / Info | node CRC fails (live / superseded / obsolete node) |
+//! | `name-crc` | Error / Warning / Info | dirent name CRC fails, or the name holds a NUL byte |
+//! | `data-crc` | Error / Warning / Info | data CRC fails (live data / superseded by newer data / obsolete node) |
+//! | `unreadable-data` | Error / Warning / Info | data cannot be decompressed to its `dsize`, or the kernel cannot allocate it |
+//! | `unknown-compressor` | Error / Warning / Info | a compressor Linux 6.1 (Debian) does not have: rubin, copy, lzma, unknown ids |
+//! | `lost-node` | Error | a node marked obsolete on flash that nothing supersedes: its data or name is lost |
+//! | `padding-not-erased` | Warning | padding inside or after a node is not 0xFF (covered by no CRC; Linux ignores it) |
+//! | `cleanmarker-misplaced` | Warning | a cleanmarker that is not at the start of its erase block |
+//! | `cleanmarker-size` | Warning | a cleanmarker whose size is not the one Linux expects |
+//! | `cleanmarker-obsolete` | Error | a cleanmarker with its ACCURATE bit cleared (Linux never does this) |
+//! | `non-erased-free-space` | Error | Linux believes this space is erased and will write into it without erasing |
+//! | `data-in-erased-block` | Error | a block whose first 256 bytes are erased but that holds nodes: Linux erases it at mount |
+//! | `summary-invalid` | Error | an erase-block summary Linux rejects (CRC, length, marker) and replaces by a full scan |
+//! | `summary-mismatch` | Error | a summary record that disagrees with the node on flash, or a node the summary omits |
+//! | `summary-cleanmarker` | Warning | the summary's cleanmarker field disagrees with the block |
+//! | `incompat-node` | Error | an INCOMPAT node: Linux refuses to mount |
+//! | `rocompat-node` | Warning | a ROCOMPAT node: Linux mounts read-only only |
+//! | `unknown-node` | Info | an unknown RWCOMPAT node (kept or deleted by Linux) |
+//! | `mount-failure` | Error | any other reason the mount fails (with the kernel's reason) |
+//! | `dirent-to-missing-inode` | Error | a directory entry names an inode that does not exist |
+//! | `orphan-inode` | Info | an inode no entry names (deleted, nodes not yet collected: normal on written images) |
+//! | `directory-hard-link` | Error | a directory with two parents |
+//! | `directory-reached-twice` | Error | a directory reached twice walking from the root (a cycle or a hard link) |
+//! | `unreachable-inode` | Error | an inode with links that cannot be reached from the root (a cycle) |
+//! | `nlink-mismatch` | Error | the link count Linux reports differs from the names found |
+//! | `size-beyond-data` | Error | a file's size is beyond its data: Linux shows it shorter |
+//! | `bad-node` | Error | a node Linux rejects when reading its inode |
+//! | `unreadable-inode` | Error | an inode that cannot be read (`stat` fails) |
+//! | `path-too-long` | Warning | a path longer than `PATH_MAX` |
+//! | `xref-crc`, `xref-inconsistent`, `bad-xattr`, `bad-acl` | Error | broken xattr references, datums, ACLs |
+//! | `duplicate-xattr` | Warning | an inode with the same attribute twice |
+//! | `orphan-xref`, `orphan-xattr` | Info | xattr references or datums nothing uses (normal after deletions) |
+//! | `kernel-message` | per level | a message Linux would log that no other finding explains |
+//!
+//! `docs/FSCK.md` has the same table with examples.
+
+mod check;
+pub mod compare;
+mod walk;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use crate::format::Endian;
+use crate::scan::{self, BlockClass, BlockList, Detection, Geometry, KernelMsg, SpaceTotals};
+
+pub use compare::{CompareOptions, Difference};
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Normal, or a fact about the check.
+    Info,
+    /// Tolerated by Linux but worth a look.
+    Warning,
+    /// Linux refuses to mount or loses/misreads data, or the image is corrupt.
+    Error,
+}
+
+impl Severity {
+    /// `ERROR`, `WARNING`, `INFO`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "ERROR",
+            Severity::Warning => "WARNING",
+            Severity::Info => "INFO",
+        }
+    }
+
+    /// `error`, `warning`, `info` (JSON).
+    pub fn lower(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One problem (or fact) found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// How bad.
+    pub severity: Severity,
+    /// Stable kebab-case code (see the module documentation).
+    pub code: &'static str,
+    /// Byte offset of the node (or range) in the image, when there is one.
+    pub offset: Option<u32>,
+    /// Inode, when known.
+    pub ino: Option<u32>,
+    /// Path relative to the root, when known.
+    pub path: Option<String>,
+    /// One sentence.
+    pub message: String,
+}
+
+impl Finding {
+    pub(crate) fn new(severity: Severity, code: &'static str, message: String) -> Finding {
+        Finding {
+            severity,
+            code,
+            offset: None,
+            ino: None,
+            path: None,
+            message,
+        }
+    }
+
+    pub(crate) fn at(mut self, offset: u32) -> Finding {
+        self.offset = Some(offset);
+        self
+    }
+
+    pub(crate) fn ino(mut self, ino: Option<u32>) -> Finding {
+        self.ino = ino;
+        self
+    }
+
+    pub(crate) fn path(mut self, path: Option<String>) -> Finding {
+        self.path = path;
+        self
+    }
+}
+
+impl fmt::Display for Finding {
+    /// `SEVERITY code 0x%08x [ino N] [path]: sentence` (`-` when there is no offset).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} ", self.severity, self.code)?;
+        match self.offset {
+            Some(o) => write!(f, "0x{o:08x}")?,
+            None => f.write_str("-")?,
+        }
+        if let Some(i) = self.ino {
+            write!(f, " ino {i}")?;
+        }
+        if let Some(p) = &self.path {
+            write!(f, " {p}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// What to check and how.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Erase size given by the user (`-e`); detected when `None`.
+    pub erase_size: Option<u32>,
+    /// Byte order given by the user (`-l`/`-b`); detected when `None`.
+    pub endian: Option<Endian>,
+    /// Compare the image's tree with a host directory (factory verification).
+    pub compare: Option<CompareOptions>,
+}
+
+/// Why an image could not be checked at all (exit code 8).
+#[derive(Debug, thiserror::Error)]
+pub enum FsckError {
+    /// The file is empty.
+    #[error("the image is empty (0 bytes)")]
+    Empty,
+    /// No JFFS2 node in either byte order and not erased flash.
+    #[error("not a JFFS2 image: {0}")]
+    NotJffs2(String),
+    /// The image is larger than JFFS2's 32-bit offsets allow.
+    #[error("the image is {0} bytes; JFFS2 offsets are 32-bit (4 GiB at most)")]
+    TooLarge(u64),
+    /// The host directory of `--compare` could not be read.
+    #[error("{0}")]
+    Compare(#[from] crate::source::SourceError),
+}
+
+/// Where the geometry came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeometryInfo {
+    /// What was used.
+    pub geometry: Geometry,
+    /// What autodetection said (always run; its evidence is what `-v` shows).
+    pub detection: Detection,
+    /// The erase size was given.
+    pub erase_size_given: bool,
+    /// The byte order was given.
+    pub endian_given: bool,
+}
+
+/// Blocks by how the kernel classifies them (§3.4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlockCounts {
+    /// All erase blocks.
+    pub total: u32,
+    /// Erased (first 256 bytes 0xFF).
+    pub empty: u32,
+    /// Only a cleanmarker (free).
+    pub cleanmarker: u32,
+    /// Full of valid nodes.
+    pub clean: u32,
+    /// Valid nodes and dirty space.
+    pub partly_dirty: u32,
+    /// No valid node.
+    pub all_dirty: u32,
+}
+
+/// The mount cost (bytes Linux reads from flash while mounting).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MountCost {
+    /// With the summaries as they are.
+    pub with_summaries: u64,
+    /// If every block were fully scanned (no summaries).
+    pub full_scan: u64,
+}
+
+/// One erase block, for `-v`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockDetail {
+    /// Index.
+    pub index: u32,
+    /// Offset.
+    pub offset: u32,
+    /// The kernel's classification.
+    pub class: BlockClass,
+    /// The list the kernel files it on.
+    pub list: BlockList,
+    /// Bytes used.
+    pub used: u32,
+    /// Bytes unchecked.
+    pub unchecked: u32,
+    /// Bytes dirty.
+    pub dirty: u32,
+    /// Bytes wasted.
+    pub wasted: u32,
+    /// Bytes free.
+    pub free: u32,
+    /// `used`, `rejected: why`, or `none`.
+    pub summary: String,
+    /// Bytes read at mount.
+    pub bytes_read: u32,
+    /// Nodes on flash (any state).
+    pub nodes: u32,
+    /// Of which obsolete on flash.
+    pub obsolete: u32,
+}
+
+/// What the tree holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeCounts {
+    /// Directories (the root included).
+    pub dirs: u32,
+    /// Regular files.
+    pub files: u32,
+    /// Symbolic links.
+    pub symlinks: u32,
+    /// Devices, FIFOs, sockets.
+    pub special: u32,
+    /// Bytes of file data (sizes as Linux shows them).
+    pub bytes: u64,
+}
+
+/// Node statistics of the flash walk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCounts {
+    /// Nodes on flash (valid headers).
+    pub nodes: u64,
+    /// Of which obsolete on flash.
+    pub obsolete: u64,
+    /// Data nodes decompressed and verified.
+    pub data_checked: u64,
+    /// Bytes they decompressed to.
+    pub data_bytes: u64,
+}
+
+/// The overall result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// No error (warnings and notes allowed): exit 0.
+    Consistent,
+    /// At least one error, or a difference from `--compare`: exit 4.
+    ErrorsFound,
+}
+
+impl Verdict {
+    /// fsck(8) exit code: 0 or 4.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Consistent => 0,
+            Verdict::ErrorsFound => 4,
+        }
+    }
+
+    /// `consistent` / `errors found`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Consistent => "consistent",
+            Verdict::ErrorsFound => "errors found",
+        }
+    }
+}
+
+/// Everything fsck found.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The image's length as given.
+    pub image_len: u64,
+    /// The length checked (as flashed).
+    pub flash_len: u64,
+    /// Geometry and detection.
+    pub geometry: GeometryInfo,
+    /// The findings, in output order.
+    pub findings: Vec<Finding>,
+    /// Space accounting after the mount scan (`used`, `unchecked`, `dirty`, `wasted`, `free`,
+    /// `bytes_read`).
+    pub space: SpaceTotals,
+    /// Blocks by class.
+    pub blocks: BlockCounts,
+    /// Blocks whose summary Linux uses.
+    pub summary_blocks: u32,
+    /// Blocks holding nodes (other than a cleanmarker).
+    pub node_blocks: u32,
+    /// Bytes read at mount with and without the summaries.
+    pub mount_cost: MountCost,
+    /// Whether Linux would mount it (`false`: the kernel's reason is among the findings).
+    pub mount_ok: bool,
+    /// Linux mounts it read-only only (a ROCOMPAT node).
+    pub read_only: bool,
+    /// What Linux prints mounting the image (scan, build, root inode), then reading every
+    /// inode as a full listing does, in `dmesg` form after the `jffs2: ` prefix.
+    pub kernel_log: Vec<KernelMsg>,
+    /// Per-block details.
+    pub block_details: Vec<BlockDetail>,
+    /// What the tree holds.
+    pub tree: TreeCounts,
+    /// Node statistics.
+    pub nodes: NodeCounts,
+    /// Differences from the host directory (`--compare`), one per line.
+    pub differences: Option<Vec<Difference>>,
+}
+
+impl Report {
+    /// Findings of one severity.
+    pub fn count(&self, s: Severity) -> usize {
+        self.findings.iter().filter(|f| f.severity == s).count()
+    }
+
+    /// Consistent unless there is an error or a `--compare` difference.
+    pub fn verdict(&self) -> Verdict {
+        let diffs = self.differences.as_ref().is_some_and(|d| !d.is_empty());
+        if diffs || self.count(Severity::Error) > 0 {
+            Verdict::ErrorsFound
+        } else {
+            Verdict::Consistent
+        }
+    }
+}
+
+/// Progress callback: `(done, total)` in bytes of flash walked; called from worker threads.
+pub type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+/// Checks an image (see the module documentation). `image` is the file as given; it is
+/// padded as flashed internally (a copy when it is not a whole number of blocks — use
+/// [`check_vec`] to avoid it).
+pub fn check(image: &[u8], opts: &Options) -> Result<Report, FsckError> {
+    check_with_progress(image.to_vec(), opts, None)
+}
+
+/// [`check`] on an owned image, padded in place (no copy of a large image).
+pub fn check_vec(image: Vec<u8>, opts: &Options) -> Result<Report, FsckError> {
+    check_with_progress(image, opts, None)
+}
+
+/// [`check_vec`] with a progress callback for the flash walk.
+pub fn check_with_progress(
+    mut image: Vec<u8>,
+    opts: &Options,
+    progress: Option<ProgressFn<'_>>,
+) -> Result<Report, FsckError> {
+    if image.is_empty() {
+        return Err(FsckError::Empty);
+    }
+    let image_len = image.len() as u64;
+    if image_len > u64::from(u32::MAX) {
+        return Err(FsckError::TooLarge(image_len));
+    }
+    let detection = scan::detect(&image);
+    let all_ff = image.iter().all(|&b| b == 0xFF);
+    if detection.confidence <= 0.0 && !all_ff {
+        let why = detection
+            .evidence
+            .last()
+            .cloned()
+            .unwrap_or_else(|| "no JFFS2 node found".to_string());
+        return Err(FsckError::NotJffs2(why));
+    }
+    let mut geometry = detection.geometry;
+    if let Some(e) = opts.endian {
+        geometry.endian = e;
+    }
+    if let Some(es) = opts.erase_size {
+        geometry.erase_size = es;
+    }
+    let info = GeometryInfo {
+        geometry,
+        detection,
+        erase_size_given: opts.erase_size.is_some(),
+        endian_given: opts.endian.is_some(),
+    };
+    // As flashed: whole erase blocks, at least 5 (the smallest partition Linux mounts).
+    let es = geometry.erase_size.max(1) as usize;
+    let want = image.len().div_ceil(es).max(5).saturating_mul(es);
+    let cap = (u32::MAX as usize / es) * es;
+    let want = want.min(cap.max(image.len()));
+    if want > image.len() {
+        image.resize(want, 0xFF);
+    }
+    Ok(check::run(&image, image_len, info, all_ff, opts, progress)?)
+}

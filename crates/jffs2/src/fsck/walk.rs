@@ -1,0 +1,505 @@
+//! The flash walk: every erase block, node by node, every node on flash checked in full.
+//!
+//! Unlike the mount scan, which stops trusting a block at its summary and never looks at
+//! obsolete nodes again, the walk reads everything: each 4-byte-aligned position is erased
+//! flash (skipped), a node header with a valid magic and header CRC (the node is checked and
+//! skipped by `PAD(totlen)`), or junk (merged into runs). Blocks are independent, so they are
+//! walked in parallel; results come back in block order.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use super::ProgressFn;
+use crate::compress::{COMPR_DYNRUBIN, COMPR_LZMA, COMPR_RUBINMIPS, COMPR_ZERO};
+use crate::crc::crc32;
+use crate::format::{
+    accurate_crc, pad4, DirentNode, Endian, InodeNode, XattrNode, XrefNode, DIRENT_SIZE,
+    HEADER_SIZE, INODE_SIZE, MAGIC, MAGIC_SWAPPED, NODETYPE_CLEANMARKER, NODETYPE_DIRENT,
+    NODETYPE_INODE, NODETYPE_PADDING, NODETYPE_SUMMARY, NODETYPE_XATTR, NODETYPE_XREF,
+    NODE_ACCURATE, OLD_MAGIC, XATTR_SIZE, XREF_SIZE,
+};
+use crate::fs::{DataNode, Fs, ReadError};
+
+/// What a node holds (fields read only when its node CRC passed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Body {
+    /// An inode node.
+    Inode {
+        ino: u32,
+        version: u32,
+        isize: u32,
+        /// File offset.
+        ofs: u32,
+        /// Range covered (`dsize`, or `csize` for the legacy swapped ZERO node).
+        size: u32,
+        compr: u8,
+    },
+    /// A directory entry.
+    Dirent {
+        pino: u32,
+        version: u32,
+        ino: u32,
+        dtype: u8,
+        name: Vec<u8>,
+    },
+    /// An xattr datum.
+    Xattr { xid: u32, version: u32 },
+    /// An xattr reference.
+    Xref { ino: u32, xid: u32, xseqno: u32 },
+    /// A cleanmarker.
+    Cleanmarker,
+    /// A padding node.
+    Padding,
+    /// An erase-block summary.
+    Summary,
+    /// A node type Linux does not know (by its compatibility class).
+    Unknown,
+    /// The node CRC failed (or the node is too short to hold its fixed part): fields unknown.
+    Unreadable,
+}
+
+/// What is wrong with a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// Node CRC.
+    NodeCrc { stored: u32, computed: u32 },
+    /// Name CRC.
+    NameCrc { stored: u32, computed: u32 },
+    /// A NUL byte in a dirent name.
+    NulInName { at: usize },
+    /// Data CRC.
+    DataCrc { stored: u32, computed: u32 },
+    /// `totlen` disagrees with the contents.
+    Length(String),
+    /// The data cannot be read (decompression, allocation, short uncompressed data).
+    Data(ReadError),
+}
+
+/// One node on flash.
+#[derive(Debug, Clone)]
+pub(crate) struct WNode {
+    pub offset: u32,
+    /// Type as stored (the ACCURATE bit may be cleared).
+    pub nodetype: u16,
+    pub totlen: u32,
+    /// ACCURATE bit set (not obsoleted on flash).
+    pub accurate: bool,
+    pub body: Body,
+    pub fault: Option<Fault>,
+    /// Padding bytes (inside an xattr's totlen, or up to `PAD(totlen)`) that are not 0xFF.
+    pub bad_padding: u32,
+}
+
+/// Why a run of bytes is not a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JunkKind {
+    /// Magic right, header CRC wrong.
+    HeaderCrc,
+    /// Header valid but `totlen` below 12.
+    ShortTotlen,
+    /// A valid header whose node would run over the end of the block.
+    Crosses { totlen: u32 },
+    /// 0x1984.
+    OldMagic,
+    /// 0x8519 (the magic in the other byte order).
+    Swapped,
+    /// 0x0000 words.
+    Zero,
+    /// Anything else.
+    BadMagic(u16),
+}
+
+/// Bytes that are neither a node nor erased flash.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Junk {
+    pub offset: u32,
+    pub len: u32,
+    /// The reason of its first word.
+    pub kind: JunkKind,
+}
+
+/// One erase block.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BlockWalk {
+    pub offset: u32,
+    pub nodes: Vec<WNode>,
+    pub junk: Vec<Junk>,
+    /// Offset of the last node or junk run (the end of the written space), if any.
+    pub last_item: Option<u32>,
+    /// Whether the block ends with a summary node.
+    pub has_summary: bool,
+    /// Data nodes decompressed, and the bytes they gave.
+    pub data_checked: u64,
+    pub data_bytes: u64,
+}
+
+fn all_ff(b: &[u8]) -> bool {
+    b.iter().all(|&c| c == 0xFF)
+}
+
+/// Walks every block of `img` (a whole number of `erase_size` blocks).
+pub(crate) fn walk(
+    img: &[u8],
+    fs: &Fs<'_>,
+    erase_size: u32,
+    progress: Option<ProgressFn<'_>>,
+) -> Vec<BlockWalk> {
+    let es = erase_size as usize;
+    let nblocks = img.len() / es.max(1);
+    let total = img.len() as u64;
+    let done = AtomicU64::new(0);
+    (0..nblocks)
+        .into_par_iter()
+        .map(|b| {
+            let start = b * es;
+            let w = walk_block(img, start as u32, es as u32, fs);
+            if let Some(p) = progress {
+                let d = done.fetch_add(es as u64, Ordering::Relaxed) + es as u64;
+                p(d, total);
+            }
+            w
+        })
+        .collect()
+}
+
+fn walk_block(img: &[u8], start: u32, es: u32, fs: &Fs<'_>) -> BlockWalk {
+    let e = fs.scan().geometry.endian;
+    let end = start + es;
+    let mut w = BlockWalk {
+        offset: start,
+        ..BlockWalk::default()
+    };
+    let mut p = start;
+    let add_junk = |w: &mut BlockWalk, at: u32, len: u32, kind: JunkKind| {
+        if let Some(last) = w.junk.last_mut() {
+            if last.offset + last.len == at && w.last_item == Some(last.offset) {
+                last.len += len;
+                return;
+            }
+        }
+        w.junk.push(Junk {
+            offset: at,
+            len,
+            kind,
+        });
+        w.last_item = Some(at);
+    };
+    while p < end {
+        let rest = &img[p as usize..end as usize];
+        if rest.len() >= 4 && all_ff(&rest[..4]) {
+            // Skip erased flash, 32 bytes at a time where possible.
+            let mut q = 4usize;
+            while q + 32 <= rest.len() && all_ff(&rest[q..q + 32]) {
+                q += 32;
+            }
+            while q + 4 <= rest.len() && all_ff(&rest[q..q + 4]) {
+                q += 4;
+            }
+            p += q as u32;
+            continue;
+        }
+        if rest.len() < HEADER_SIZE {
+            // Fewer than 12 bytes left: not 0xFF (checked above for the first word).
+            let kind = JunkKind::BadMagic(e.get_u16(rest, 0).unwrap_or(0));
+            add_junk(&mut w, p, rest.len() as u32, kind);
+            break;
+        }
+        let magic = e.get_u16(rest, 0).unwrap_or(0);
+        let nodetype = e.get_u16(rest, 2).unwrap_or(0);
+        let totlen = e.get_u32(rest, 4).unwrap_or(0);
+        let hdr_crc = e.get_u32(rest, 8).unwrap_or(0);
+        if magic != MAGIC {
+            let kind = match magic {
+                OLD_MAGIC => JunkKind::OldMagic,
+                MAGIC_SWAPPED => JunkKind::Swapped,
+                0 => JunkKind::Zero,
+                m => JunkKind::BadMagic(m),
+            };
+            add_junk(&mut w, p, 4, kind);
+            p += 4;
+            continue;
+        }
+        let mut h = [0u8; 8];
+        h[0..2].copy_from_slice(&e.u16_bytes(magic));
+        h[2..4].copy_from_slice(&e.u16_bytes(nodetype | NODE_ACCURATE));
+        h[4..8].copy_from_slice(&e.u32_bytes(totlen));
+        if crc32(&h) != hdr_crc {
+            add_junk(&mut w, p, 4, JunkKind::HeaderCrc);
+            p += 4;
+            continue;
+        }
+        if totlen < HEADER_SIZE as u32 {
+            add_junk(&mut w, p, 4, JunkKind::ShortTotlen);
+            p += 4;
+            continue;
+        }
+        if u64::from(p) + u64::from(totlen) > u64::from(end) {
+            add_junk(&mut w, p, 4, JunkKind::Crosses { totlen });
+            p += 4;
+            continue;
+        }
+        let node = &rest[..totlen as usize];
+        let padded = pad4(totlen).min(end - p);
+        let mut wn = check_node(node, p, nodetype, e, fs, &mut w);
+        let tail = &rest[totlen as usize..padded as usize];
+        wn.bad_padding += tail.iter().filter(|&&c| c != 0xFF).count() as u32;
+        if wn.body == Body::Summary && p + totlen == end {
+            w.has_summary = true;
+        }
+        w.last_item = Some(p);
+        w.nodes.push(wn);
+        p += padded;
+    }
+    w
+}
+
+/// Checks one node whose header is valid and that lies within its block.
+fn check_node(
+    b: &[u8],
+    offset: u32,
+    nodetype: u16,
+    e: Endian,
+    fs: &Fs<'_>,
+    w: &mut BlockWalk,
+) -> WNode {
+    let totlen = b.len() as u32;
+    let accurate = nodetype & NODE_ACCURATE != 0;
+    let mut n = WNode {
+        offset,
+        nodetype,
+        totlen,
+        accurate,
+        body: Body::Unknown,
+        fault: None,
+        bad_padding: 0,
+    };
+    let short = |what: &str, need: usize| {
+        Fault::Length(format!(
+            "totlen {totlen} is shorter than the {need} bytes of {what}"
+        ))
+    };
+    match nodetype | NODE_ACCURATE {
+        NODETYPE_INODE => {
+            n.body = Body::Unreadable;
+            let Ok(ri) = InodeNode::decode(b, e, u64::from(offset)) else {
+                n.fault = Some(short("an inode node", INODE_SIZE));
+                return n;
+            };
+            let computed = accurate_crc(b, INODE_SIZE - 8, e).unwrap_or(0);
+            if computed != ri.node_crc {
+                n.fault = Some(Fault::NodeCrc {
+                    stored: ri.node_crc,
+                    computed,
+                });
+                return n;
+            }
+            let size = if ri.compr == COMPR_ZERO && ri.dsize == 0 && ri.csize != 0 {
+                ri.csize
+            } else {
+                ri.dsize
+            };
+            n.body = Body::Inode {
+                ino: ri.ino,
+                version: ri.version,
+                isize: ri.isize,
+                ofs: ri.offset,
+                size,
+                compr: ri.compr,
+            };
+            if pad4(ri.csize.wrapping_add(INODE_SIZE as u32)) != pad4(totlen)
+                || u64::from(ri.csize) + INODE_SIZE as u64 > u64::from(totlen)
+            {
+                n.fault = Some(Fault::Length(format!(
+                    "csize {} does not fit totlen {totlen} (68 + csize expected)",
+                    ri.csize
+                )));
+                return n;
+            }
+            if ri.offset > ri.isize {
+                n.fault = Some(Fault::Length(format!(
+                    "data offset {} lies beyond the inode size {}",
+                    ri.offset, ri.isize
+                )));
+                return n;
+            }
+            if !accurate {
+                // Obsolete: the kernel never reads it again; the data CRC is checked, the data
+                // is not decompressed.
+                let data = &b[INODE_SIZE..INODE_SIZE + ri.csize as usize];
+                if ri.csize > 0 && ri.compr != COMPR_ZERO {
+                    let computed = crc32(data);
+                    if computed != ri.data_crc {
+                        n.fault = Some(Fault::DataCrc {
+                            stored: ri.data_crc,
+                            computed,
+                        });
+                    }
+                }
+                return n;
+            }
+            let dn = DataNode {
+                node: usize::MAX,
+                offset,
+                version: ri.version,
+                ofs: ri.offset,
+                size,
+                csize: ri.csize,
+                compr: ri.compr,
+                usercompr: ri.usercompr,
+            };
+            if size == 0 && ri.csize == 0 {
+                return n;
+            }
+            match fs.node_data(&dn) {
+                // `node_data` returns exactly `size` bytes (zeros are not materialised).
+                Ok(_) => {
+                    w.data_checked += 1;
+                    w.data_bytes += u64::from(size);
+                }
+                Err(ReadError::NodeCrc {
+                    stored, computed, ..
+                }) => n.fault = Some(Fault::NodeCrc { stored, computed }),
+                Err(ReadError::DataCrc {
+                    stored, computed, ..
+                }) => n.fault = Some(Fault::DataCrc { stored, computed }),
+                Err(err) => n.fault = Some(Fault::Data(err)),
+            }
+        }
+        NODETYPE_DIRENT => {
+            n.body = Body::Unreadable;
+            let Ok(rd) = DirentNode::decode(b, e, u64::from(offset)) else {
+                n.fault = Some(short("a dirent node", DIRENT_SIZE));
+                return n;
+            };
+            let computed = accurate_crc(b, DIRENT_SIZE - 8, e).unwrap_or(0);
+            if computed != rd.node_crc {
+                n.fault = Some(Fault::NodeCrc {
+                    stored: rd.node_crc,
+                    computed,
+                });
+                return n;
+            }
+            let name = b
+                .get(DIRENT_SIZE..DIRENT_SIZE + usize::from(rd.nsize))
+                .unwrap_or(&[]);
+            n.body = Body::Dirent {
+                pino: rd.pino,
+                version: rd.version,
+                ino: rd.ino,
+                dtype: rd.dtype,
+                name: name.to_vec(),
+            };
+            if pad4(u32::from(rd.nsize) + DIRENT_SIZE as u32) != pad4(totlen)
+                || DIRENT_SIZE + usize::from(rd.nsize) > b.len()
+            {
+                n.fault = Some(Fault::Length(format!(
+                    "name length {} does not fit totlen {totlen} (40 + nsize expected)",
+                    rd.nsize
+                )));
+                return n;
+            }
+            let computed = crc32(name);
+            if computed != rd.name_crc {
+                n.fault = Some(Fault::NameCrc {
+                    stored: rd.name_crc,
+                    computed,
+                });
+                return n;
+            }
+            if let Some(at) = name.iter().position(|&c| c == 0) {
+                n.fault = Some(Fault::NulInName { at });
+            }
+        }
+        NODETYPE_XATTR => {
+            n.body = Body::Unreadable;
+            let Ok(rx) = XattrNode::decode(b, e, u64::from(offset)) else {
+                n.fault = Some(short("an xattr node", XATTR_SIZE));
+                return n;
+            };
+            let computed = accurate_crc(b, XATTR_SIZE - 4, e).unwrap_or(0);
+            if computed != rx.node_crc {
+                n.fault = Some(Fault::NodeCrc {
+                    stored: rx.node_crc,
+                    computed,
+                });
+                return n;
+            }
+            n.body = Body::Xattr {
+                xid: rx.xid,
+                version: rx.version,
+            };
+            let raw = XATTR_SIZE as u32 + u32::from(rx.name_len) + 1 + u32::from(rx.value_len);
+            if pad4(raw) != totlen {
+                n.fault = Some(Fault::Length(format!(
+                    "name and value lengths ({} + {}) do not fit totlen {totlen}",
+                    rx.name_len, rx.value_len
+                )));
+                return n;
+            }
+            let data = &b[XATTR_SIZE..raw as usize];
+            let computed = crc32(data);
+            if computed != rx.data_crc {
+                n.fault = Some(Fault::DataCrc {
+                    stored: rx.data_crc,
+                    computed,
+                });
+                return n;
+            }
+            n.bad_padding += b[raw as usize..].iter().filter(|&&c| c != 0xFF).count() as u32;
+        }
+        NODETYPE_XREF => {
+            n.body = Body::Unreadable;
+            let Ok(rr) = XrefNode::decode(b, e, u64::from(offset)) else {
+                n.fault = Some(short("an xref node", XREF_SIZE));
+                return n;
+            };
+            let computed = accurate_crc(b, XREF_SIZE - 4, e).unwrap_or(0);
+            if computed != rr.node_crc {
+                n.fault = Some(Fault::NodeCrc {
+                    stored: rr.node_crc,
+                    computed,
+                });
+                return n;
+            }
+            n.body = Body::Xref {
+                ino: rr.ino,
+                xid: rr.xid,
+                xseqno: rr.xseqno,
+            };
+            if totlen != XREF_SIZE as u32 {
+                n.fault = Some(Fault::Length(format!(
+                    "an xref node is {XREF_SIZE} bytes, totlen is {totlen}"
+                )));
+            }
+        }
+        NODETYPE_CLEANMARKER => n.body = Body::Cleanmarker,
+        NODETYPE_PADDING => n.body = Body::Padding,
+        NODETYPE_SUMMARY => n.body = Body::Summary,
+        _ => n.body = Body::Unknown,
+    }
+    n
+}
+
+/// Whether a compressor id is one Linux 6.1 (Debian) cannot read at all.
+pub(crate) fn unavailable_compressor(err: &ReadError) -> bool {
+    use crate::compress::ComprError;
+    matches!(
+        err,
+        ReadError::Decompress {
+            error: ComprError::UnsupportedCompressor(_),
+            ..
+        }
+    )
+}
+
+/// Names the compressors of [`unavailable_compressor`] errors.
+pub(crate) fn compressor_hint(compr: u8) -> &'static str {
+    match compr {
+        COMPR_RUBINMIPS | COMPR_DYNRUBIN => {
+            " (rubin: Debian's kernel is built without CONFIG_JFFS2_RUBIN)"
+        }
+        COMPR_LZMA => " (lzma exists only in OpenWrt-patched kernels)",
+        _ => "",
+    }
+}

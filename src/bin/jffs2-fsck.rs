@@ -1,0 +1,6 @@
+//! `jffs2-fsck`: checks a JFFS2 image. Installed (or symlinked) as `fsck.jffs2`, fsck(8) runs
+//! it and it accepts fsck's generic options.
+
+fn main() {
+    std::process::exit(jffs2_tools::cli::fsck_main());
+}

@@ -1,0 +1,677 @@
+//! `jffs2-fsck` / `fsck.jffs2`: checks a JFFS2 image (the checks are in `jffs2::fsck`; this
+//! front end parses the command line and prints text or JSON).
+//!
+//! Exit codes as fsck(8): 0 consistent, 4 errors found (or `--compare` differences), 8
+//! operational error (unreadable, empty, not JFFS2), 16 usage error.
+//!
+//! Invoked as `fsck.jffs2` (by fsck(8)), the generic fsck options are accepted: `-a`, `-p`,
+//! `-y` (repair automatically / answer yes) and `-n` (no changes) are accepted and have no
+//! effect, since the check never writes; `-f` (force) has none either, the check is always
+//! complete; `-V` (fsck's own verbose flag) is ignored; `-C[fd]` (progress) shows the
+//! progress bar when stderr is a terminal.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use jffs2::format::Endian;
+use jffs2::fsck::{self, CompareOptions, Finding, FsckError, Options, Report, Severity};
+use jffs2::scan::{BlockClass, BlockList, Level};
+use jffs2::source::XattrSelect;
+use serde_json::{json, Value};
+
+use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::num::{erase_size, EraseSizeError};
+use super::{Progress, Tool};
+
+/// Exit code: no errors.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: errors found (left uncorrected).
+pub const EXIT_ERRORS: i32 = 4;
+/// Exit code: operational error.
+pub const EXIT_OPERATIONAL: i32 = 8;
+/// Exit code: usage error.
+pub const EXIT_USAGE: i32 = 16;
+
+const OPT_JSON: u32 = 1000;
+const OPT_COMPARE: u32 = 1001;
+const OPT_KERNEL_LOG: u32 = 1002;
+const OPT_SQUASH: u32 = 1003;
+const OPT_SQUASH_UIDS: u32 = 1004;
+const OPT_SQUASH_PERMS: u32 = 1005;
+const OPT_FAKETIME: u32 = 1006;
+const OPT_WITH_XATTR: u32 = 1007;
+const OPT_WITH_SELINUX: u32 = 1008;
+const OPT_WITH_POSIX_ACL: u32 = 1009;
+const OPT_IGNORE_MTIME: u32 = 1010;
+const OPT_VERSION: u32 = 1011;
+const OPT_NO_PROGRESS: u32 = 1012;
+
+const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
+    LongOpt { name, has_arg, id }
+}
+
+const LONG: &[LongOpt] = &[
+    lo("eraseblock", HasArg::Required, b'e' as u32),
+    lo("little-endian", HasArg::No, b'l' as u32),
+    lo("big-endian", HasArg::No, b'b' as u32),
+    lo("verbose", HasArg::No, b'v' as u32),
+    lo("help", HasArg::No, b'h' as u32),
+    lo("json", HasArg::No, OPT_JSON),
+    lo("compare", HasArg::Required, OPT_COMPARE),
+    lo("kernel-log", HasArg::No, OPT_KERNEL_LOG),
+    lo("squash", HasArg::No, OPT_SQUASH),
+    lo("squash-uids", HasArg::No, OPT_SQUASH_UIDS),
+    lo("squash-perms", HasArg::No, OPT_SQUASH_PERMS),
+    lo("faketime", HasArg::No, OPT_FAKETIME),
+    lo("with-xattr", HasArg::No, OPT_WITH_XATTR),
+    lo("with-selinux", HasArg::No, OPT_WITH_SELINUX),
+    lo("with-posix-acl", HasArg::No, OPT_WITH_POSIX_ACL),
+    lo("ignore-mtime", HasArg::No, OPT_IGNORE_MTIME),
+    lo("version", HasArg::No, OPT_VERSION),
+    lo("no-progress", HasArg::No, OPT_NO_PROGRESS),
+];
+
+/// The help text.
+pub const HELP: &str = "Usage: jffs2-fsck [OPTIONS] IMAGE
+Check a JFFS2 image: every node, every CRC, all data, the tree, the summaries
+
+Options:
+  -e, --eraseblock=SIZE   Erase block size (mkfs.jffs2 grammar: 0x20000, 128KiB,
+                          128 = 128 KiB); detected from the image when not given
+  -l, --little-endian     The image is little-endian (detected when not given)
+  -b, --big-endian        The image is big-endian (detected when not given)
+  -v, --verbose           Show the detection evidence and every erase block
+      --json              Print one JSON document (findings and summary)
+      --kernel-log        Print what Linux 6.1 logs mounting the image and reading
+                          every file (dmesg style), instead of the findings
+      --compare=DIR       Factory verification: the image's tree must equal DIR
+                          (names, types, modes, owners, sizes, contents, link
+                          targets, device numbers, times, xattrs)
+      --squash            With --compare: the image was made with -q (-U -P)
+      --squash-uids       With --compare: made with -U (owners 0:0)
+      --squash-perms      With --compare: made with -P (no g/o write, setuid, setgid)
+      --faketime          With --compare: made with -f (all times 0)
+      --with-xattr        With --compare: made with --with-xattr
+      --with-selinux      With --compare: made with --with-selinux
+      --with-posix-acl    With --compare: made with --with-posix-acl
+      --ignore-mtime      With --compare: do not compare modification times
+      --no-progress       No progress bar
+  -h, --help              Display this help text
+      --version           Display version information
+
+As fsck.jffs2, fsck(8)'s -a -p -y -n -f -V -C[fd] are accepted (the check never
+writes; -C shows the progress bar).
+
+Exit status: 0 consistent, 4 errors found (or differences from --compare),
+8 operational error (unreadable, empty, not JFFS2), 16 usage error.
+";
+
+struct Args {
+    erase: Option<u32>,
+    endian: Option<Endian>,
+    verbose: bool,
+    json: bool,
+    kernel_log: bool,
+    compare: Option<PathBuf>,
+    squash_uids: bool,
+    squash_perms: bool,
+    faketime: bool,
+    xattr: Option<XattrSelect>,
+    ignore_mtime: bool,
+    progress: bool,
+    image: Option<OsString>,
+}
+
+enum Parse {
+    Run(Box<Args>),
+    Exit(i32),
+}
+
+fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
+    let short = if as_fsck { "e:lbvhapnyfVC::" } else { "e:lbvh" };
+    let mut a = Args {
+        erase: None,
+        endian: None,
+        verbose: false,
+        json: false,
+        kernel_log: false,
+        compare: None,
+        squash_uids: false,
+        squash_perms: false,
+        faketime: false,
+        xattr: None,
+        ignore_mtime: false,
+        progress: true,
+        image: None,
+    };
+    let usage_error = |msg: &str| {
+        tool.error(msg);
+        eprintln!("Try '{} --help' for more information.", tool.name);
+        Parse::Exit(EXIT_USAGE)
+    };
+    let mut xattr = XattrSelect::NONE;
+    let mut xattr_given = false;
+    for p in getopt_long(argv, short, LONG) {
+        match p {
+            Parsed::Error(m) => return usage_error(&m),
+            Parsed::Operand(o) => {
+                if a.image.is_some() {
+                    return usage_error("more than one image given");
+                }
+                a.image = Some(o);
+            }
+            Parsed::Opt { id, arg } => {
+                let arg = arg.map(|s| text(&s)).unwrap_or_default();
+                match id {
+                    x if x == u32::from(b'e') => match erase_size(&arg) {
+                        Ok((size, raised)) => {
+                            if let Some(orig) = raised {
+                                tool.warning(&format!(
+                                    "Erase size 0x{orig:x} too small. Increasing to 8KiB minimum"
+                                ));
+                            }
+                            a.erase = Some(size);
+                        }
+                        Err(EraseSizeError::Unrecognisable) => {
+                            return usage_error(&format!("unrecognisable erase size '{arg}'"))
+                        }
+                        Err(EraseSizeError::UnknownUnits) => {
+                            return usage_error(&format!(
+                                "unknown units in erasesize '{arg}' (KiB or MiB)"
+                            ))
+                        }
+                    },
+                    x if x == u32::from(b'l') => a.endian = Some(Endian::Little),
+                    x if x == u32::from(b'b') => a.endian = Some(Endian::Big),
+                    x if x == u32::from(b'v') => a.verbose = true,
+                    x if x == u32::from(b'h') => {
+                        print!("{HELP}");
+                        return Parse::Exit(EXIT_OK);
+                    }
+                    // fsck(8) generic options: accepted, no effect (the check never writes).
+                    x if [b'a', b'p', b'n', b'y', b'f', b'V']
+                        .iter()
+                        .any(|&c| x == u32::from(c)) => {}
+                    x if x == u32::from(b'C') => a.progress = true,
+                    OPT_JSON => a.json = true,
+                    OPT_COMPARE => a.compare = Some(PathBuf::from(arg)),
+                    OPT_KERNEL_LOG => a.kernel_log = true,
+                    OPT_SQUASH => {
+                        a.squash_uids = true;
+                        a.squash_perms = true;
+                    }
+                    OPT_SQUASH_UIDS => a.squash_uids = true,
+                    OPT_SQUASH_PERMS => a.squash_perms = true,
+                    OPT_FAKETIME => a.faketime = true,
+                    OPT_WITH_XATTR => {
+                        xattr |= XattrSelect::ALL;
+                        xattr_given = true;
+                    }
+                    OPT_WITH_SELINUX => {
+                        xattr |= XattrSelect::SECURITY;
+                        xattr_given = true;
+                    }
+                    OPT_WITH_POSIX_ACL => {
+                        xattr |= XattrSelect::POSIX_ACL;
+                        xattr_given = true;
+                    }
+                    OPT_IGNORE_MTIME => a.ignore_mtime = true,
+                    OPT_NO_PROGRESS => a.progress = false,
+                    OPT_VERSION => {
+                        println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
+                        return Parse::Exit(EXIT_OK);
+                    }
+                    _ => return usage_error("unknown option"),
+                }
+            }
+        }
+    }
+    if xattr_given {
+        a.xattr = Some(xattr);
+    }
+    if a.image.is_none() {
+        return usage_error("no image given");
+    }
+    if a.compare.is_none()
+        && (a.squash_uids || a.squash_perms || a.faketime || xattr_given || a.ignore_mtime)
+    {
+        return usage_error("--squash, --faketime, --with-* and --ignore-mtime need --compare");
+    }
+    Parse::Run(Box::new(a))
+}
+
+/// Runs the tool with `argv` (without the program name); returns the exit code.
+pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
+    let a = match parse(tool, argv, as_fsck) {
+        Parse::Run(a) => a,
+        Parse::Exit(c) => return c,
+    };
+    let Some(image_path) = a.image.clone() else {
+        return EXIT_USAGE;
+    };
+    let shown = image_path.to_string_lossy().into_owned();
+    let image = match read_image(&PathBuf::from(&image_path)) {
+        Ok(v) => v,
+        Err(err) => {
+            tool.sys_error(&format!("cannot read {shown}"), &err);
+            return EXIT_OPERATIONAL;
+        }
+    };
+    let opts = Options {
+        erase_size: a.erase,
+        endian: a.endian,
+        compare: a.compare.as_ref().map(|dir| CompareOptions {
+            dir: dir.clone(),
+            squash_uids: a.squash_uids,
+            squash_perms: a.squash_perms,
+            faketime: a.faketime,
+            xattr: a.xattr,
+            ignore_mtime: a.ignore_mtime,
+        }),
+    };
+    let bar = if a.progress && image.len() >= 32 << 20 {
+        Progress::new("checking")
+    } else {
+        None
+    };
+    let cb = |done: u64, total: u64| {
+        if let Some(b) = &bar {
+            b.set(done, total);
+        }
+    };
+    let result = fsck::check_with_progress(image, &opts, Some(&cb));
+    if let Some(b) = bar {
+        b.finish();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(err) => {
+            let msg = match &err {
+                FsckError::Compare(e) => format!("--compare: {e}"),
+                e => format!("{shown}: {e}"),
+            };
+            if a.json {
+                let doc = json!({ "image": shown, "error": msg, "exit_code": EXIT_OPERATIONAL });
+                println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            }
+            tool.error(&msg);
+            return EXIT_OPERATIONAL;
+        }
+    };
+    let code = report.verdict().exit_code();
+    let out = if a.json {
+        let mut s =
+            serde_json::to_string_pretty(&to_json(&shown, &report, a.verbose)).unwrap_or_default();
+        s.push('\n');
+        s
+    } else if a.kernel_log {
+        kernel_log_text(&report)
+    } else {
+        text_report(tool, &shown, &report, a.verbose)
+    };
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_all(out.as_bytes())
+        .and_then(|_| stdout.flush())
+        .is_err()
+    {
+        return EXIT_OPERATIONAL;
+    }
+    code
+}
+
+/// Reads the whole image once (a regular file, or a block/character device read to its end).
+fn read_image(path: &PathBuf) -> std::io::Result<Vec<u8>> {
+    let mut f = File::open(path)?;
+    let hint = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut v = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
+    f.read_to_end(&mut v)?;
+    Ok(v)
+}
+
+/// The kernel log in `dmesg` form.
+pub fn kernel_log_text(r: &Report) -> String {
+    let mut s = String::new();
+    for m in &r.kernel_log {
+        // The one KERN_CRIT printk of the scan has no "jffs2: " prefix.
+        if m.text.starts_with("Dirty space 0x") {
+            s.push_str(&m.text);
+        } else {
+            s.push_str("jffs2: ");
+            s.push_str(&m.text);
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "0%".to_string()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+fn size(v: u64) -> String {
+    if v >= 10 << 20 {
+        format!("{:.1} MiB", v as f64 / f64::from(1u32 << 20))
+    } else if v >= 10 << 10 {
+        format!("{:.1} KiB", v as f64 / 1024.0)
+    } else {
+        format!("{v} bytes")
+    }
+}
+
+fn kib(v: u32) -> String {
+    if v % 1024 == 0 {
+        format!("{} KiB", v / 1024)
+    } else {
+        format!("{v:#x} bytes")
+    }
+}
+
+fn class_name(c: BlockClass) -> &'static str {
+    match c {
+        BlockClass::Empty => "empty",
+        BlockClass::Cleanmarker => "cleanmarker",
+        BlockClass::Clean => "clean",
+        BlockClass::PartDirty => "partly-dirty",
+        BlockClass::AllDirty => "all-dirty",
+    }
+}
+
+fn list_name(l: BlockList) -> &'static str {
+    match l {
+        BlockList::Free => "free",
+        BlockList::Clean => "clean",
+        BlockList::Dirty => "dirty",
+        BlockList::VeryDirty => "very-dirty",
+        BlockList::ErasePending => "erase-pending",
+        BlockList::Nextblock => "nextblock",
+    }
+}
+
+fn geometry_line(r: &Report) -> String {
+    let g = &r.geometry;
+    let how = |given: bool| if given { "given" } else { "detected" };
+    format!(
+        "{} endian ({}), erase size {} ({}{}), {}",
+        g.geometry.endian.name(),
+        how(g.endian_given),
+        kib(g.geometry.erase_size),
+        how(g.erase_size_given),
+        if g.erase_size_given {
+            String::new()
+        } else {
+            format!(", confidence {:.2}", g.detection.confidence)
+        },
+        if g.geometry.cleanmarker_size == 0 {
+            "no cleanmarkers".to_string()
+        } else {
+            format!("{}-byte cleanmarkers", g.geometry.cleanmarker_size)
+        }
+    )
+}
+
+fn text_report(tool: &Tool, image: &str, r: &Report, verbose: bool) -> String {
+    let mut s = String::new();
+    if verbose {
+        s.push_str("detection:\n");
+        for e in &r.geometry.detection.evidence {
+            s.push_str(&format!("  {e}\n"));
+        }
+        s.push_str("erase blocks:\n");
+        s.push_str("  index  offset      class         list           used    unchecked  dirty   wasted  free    read    nodes (obsolete)  summary\n");
+        for b in &r.block_details {
+            s.push_str(&format!(
+                "  {:<6} 0x{:08x}  {:<13} {:<14} {:<7} {:<10} {:<7} {:<7} {:<7} {:<7} {:>5} ({})  {}\n",
+                b.index,
+                b.offset,
+                class_name(b.class),
+                list_name(b.list),
+                b.used,
+                b.unchecked,
+                b.dirty,
+                b.wasted,
+                b.free,
+                b.bytes_read,
+                b.nodes,
+                b.obsolete,
+                b.summary
+            ));
+        }
+    }
+    for f in &r.findings {
+        s.push_str(&f.to_string());
+        s.push('\n');
+    }
+    if let Some(d) = &r.differences {
+        for x in d {
+            s.push_str(&format!("DIFF {x}\n"));
+        }
+    }
+    let (e, w, i) = (
+        r.count(Severity::Error),
+        r.count(Severity::Warning),
+        r.count(Severity::Info),
+    );
+    let v = r.verdict();
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    s.push_str(&format!(
+        "{}: {image}: {} (exit {}): {}, {}, {}{}\n",
+        tool.name,
+        v.name(),
+        v.exit_code(),
+        plural(e, "error", "errors"),
+        plural(w, "warning", "warnings"),
+        plural(i, "note", "notes"),
+        r.differences
+            .as_ref()
+            .map(|d| format!(", {}", plural(d.len(), "difference", "differences")))
+            .unwrap_or_default()
+    ));
+    let line = |k: &str, v: String| format!("  {k:<12}{v}\n");
+    s.push_str(&line("geometry:", geometry_line(r)));
+    s.push_str(&line(
+        "image:",
+        format!(
+            "{} bytes, checked as {} ({} erase blocks)",
+            r.image_len, r.flash_len, r.blocks.total
+        ),
+    ));
+    let t = &r.tree;
+    s.push_str(&line(
+        "tree:",
+        format!(
+            "{} directories, {} files ({}), {} symlinks, {} devices/fifos/sockets",
+            t.dirs,
+            t.files,
+            size(t.bytes),
+            t.symlinks,
+            t.special
+        ),
+    ));
+    let n = &r.nodes;
+    s.push_str(&line(
+        "nodes:",
+        format!(
+            "{} on flash ({} obsolete); {} data nodes decompressed and verified ({})",
+            n.nodes,
+            n.obsolete,
+            n.data_checked,
+            size(n.data_bytes)
+        ),
+    ));
+    let sp = &r.space;
+    let fl = r.flash_len;
+    s.push_str(&line(
+        "space:",
+        format!(
+            "used {} ({}), unchecked {}, dirty {} ({}), wasted {}, free {} ({})",
+            size(sp.used),
+            pct(sp.used, fl),
+            size(sp.unchecked),
+            size(sp.dirty),
+            pct(sp.dirty, fl),
+            size(sp.wasted),
+            size(sp.free),
+            pct(sp.free, fl)
+        ),
+    ));
+    let b = &r.blocks;
+    s.push_str(&line(
+        "blocks:",
+        format!(
+            "{} clean, {} partly dirty, {} all dirty, {} free (cleanmarker), {} erased",
+            b.clean, b.partly_dirty, b.all_dirty, b.cleanmarker, b.empty
+        ),
+    ));
+    s.push_str(&line(
+        "summaries:",
+        format!(
+            "{} of {} blocks with nodes ({})",
+            r.summary_blocks,
+            r.node_blocks,
+            pct(u64::from(r.summary_blocks), u64::from(r.node_blocks))
+        ),
+    ));
+    s.push_str(&line(
+        "mount cost:",
+        format!(
+            "Linux reads {} at mount; {} if every block were scanned in full",
+            size(r.mount_cost.with_summaries),
+            size(r.mount_cost.full_scan)
+        ),
+    ));
+    s.push_str(&line(
+        "mount:",
+        if !r.mount_ok {
+            "Linux refuses to mount it".to_string()
+        } else if r.read_only {
+            "Linux mounts it read-only only".to_string()
+        } else {
+            "Linux mounts it".to_string()
+        },
+    ));
+    s
+}
+
+fn finding_json(f: &Finding) -> Value {
+    json!({
+        "severity": f.severity.lower(),
+        "code": f.code,
+        "offset": f.offset,
+        "ino": f.ino,
+        "path": f.path,
+        "message": f.message,
+    })
+}
+
+fn level_name(l: Level) -> &'static str {
+    match l {
+        Level::Err => "err",
+        Level::Warning => "warning",
+        Level::Notice => "notice",
+        Level::Info => "info",
+    }
+}
+
+/// The `--json` document.
+fn to_json(image: &str, r: &Report, verbose: bool) -> Value {
+    let g = &r.geometry;
+    let mut doc = json!({
+        "image": image,
+        "verdict": r.verdict().name(),
+        "exit_code": r.verdict().exit_code(),
+        "findings": r.findings.iter().map(finding_json).collect::<Vec<_>>(),
+        "summary": {
+            "counts": {
+                "error": r.count(Severity::Error),
+                "warning": r.count(Severity::Warning),
+                "info": r.count(Severity::Info),
+            },
+            "geometry": {
+                "endian": g.geometry.endian.name(),
+                "erase_size": g.geometry.erase_size,
+                "cleanmarker_size": g.geometry.cleanmarker_size,
+                "endian_given": g.endian_given,
+                "erase_size_given": g.erase_size_given,
+                "detection_confidence": g.detection.confidence,
+            },
+            "image_size": r.image_len,
+            "checked_size": r.flash_len,
+            "space": {
+                "used": r.space.used,
+                "unchecked": r.space.unchecked,
+                "dirty": r.space.dirty,
+                "wasted": r.space.wasted,
+                "free": r.space.free,
+            },
+            "blocks": {
+                "total": r.blocks.total,
+                "clean": r.blocks.clean,
+                "partly_dirty": r.blocks.partly_dirty,
+                "all_dirty": r.blocks.all_dirty,
+                "cleanmarker": r.blocks.cleanmarker,
+                "empty": r.blocks.empty,
+            },
+            "summary_coverage": {
+                "blocks_with_summary": r.summary_blocks,
+                "blocks_with_nodes": r.node_blocks,
+            },
+            "mount_cost": {
+                "bytes_read_with_summaries": r.mount_cost.with_summaries,
+                "bytes_read_full_scan": r.mount_cost.full_scan,
+            },
+            "mount_ok": r.mount_ok,
+            "read_only": r.read_only,
+            "tree": {
+                "dirs": r.tree.dirs,
+                "files": r.tree.files,
+                "symlinks": r.tree.symlinks,
+                "special": r.tree.special,
+                "file_bytes": r.tree.bytes,
+            },
+            "nodes": {
+                "on_flash": r.nodes.nodes,
+                "obsolete": r.nodes.obsolete,
+                "data_checked": r.nodes.data_checked,
+                "data_bytes": r.nodes.data_bytes,
+            },
+        },
+        "kernel_log": r.kernel_log.iter().map(|m| json!({
+            "level": level_name(m.level),
+            "offset": m.offset,
+            "text": m.text,
+        })).collect::<Vec<_>>(),
+    });
+    if let Some(d) = &r.differences {
+        doc["differences"] = Value::Array(
+            d.iter()
+                .map(|x| json!({"path": x.path, "what": x.what, "image": x.image, "dir": x.dir}))
+                .collect(),
+        );
+    }
+    if verbose {
+        doc["detection_evidence"] = json!(g.detection.evidence);
+        doc["blocks"] = Value::Array(
+            r.block_details
+                .iter()
+                .map(|b| {
+                    json!({
+                        "index": b.index, "offset": b.offset, "class": class_name(b.class),
+                        "list": list_name(b.list), "used": b.used, "unchecked": b.unchecked,
+                        "dirty": b.dirty, "wasted": b.wasted, "free": b.free,
+                        "summary": b.summary, "bytes_read": b.bytes_read, "nodes": b.nodes,
+                        "obsolete": b.obsolete,
+                    })
+                })
+                .collect(),
+        );
+    }
+    doc
+}
