@@ -81,6 +81,33 @@ fn skip_ff(img: &[u8], mut p: usize) -> usize {
     }
 }
 
+/// The first word-aligned (relative to `p`) offset `q >= p` with `q + 4 <= end` whose word
+/// starts with the magic bytes `m` or is 0xFFFFFFFF; a value with `q + 4 > end` if none.
+/// Blocks of 16 words are tested without branches (vectorisable), then word by word.
+fn next_candidate(img: &[u8], mut p: usize, end: usize, m: [u8; 2]) -> usize {
+    let magic = u32::from(u16::from_le_bytes(m));
+    let hit = |c: &[u8]| {
+        let w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        (w & 0xFFFF) == magic || w == u32::MAX
+    };
+    while p + 64 <= end {
+        let any = img[p..p + 64]
+            .chunks_exact(4)
+            .fold(false, |acc, c| acc | hit(c));
+        if any {
+            break;
+        }
+        p += 64;
+    }
+    while p + 4 <= end {
+        if hit(&img[p..p + 4]) {
+            return p;
+        }
+        p += 4;
+    }
+    p
+}
+
 /// Walks `img` like the kernel's resync: 0xFF runs skipped, a header with a valid magic and
 /// header CRC (ACCURATE bit forced) is a node and is skipped by `PAD(totlen)`, anything else
 /// advances 4 bytes.
@@ -92,11 +119,7 @@ fn walk(img: &[u8], e: Endian) -> Walk {
     while p + 12 <= len {
         // Fast path over words that are neither a magic nor erased (most of an image read
         // in the wrong byte order): the result is the same as advancing 4 bytes at a time.
-        let skip = img[p..len - 8]
-            .chunks_exact(4)
-            .position(|c| (c[0] == m[0] && c[1] == m[1]) || c == [0xFF; 4])
-            .unwrap_or((len - 8 - p) / 4);
-        p += skip * 4;
+        p = next_candidate(img, p, len - 8, m);
         if p + 12 > len {
             break;
         }

@@ -24,8 +24,15 @@
 //!
 //! * [`InodeCache::nodes`] is in **scan order**; the kernel prepends, so its `ic->nodes` is
 //!   the reverse.
+//!   Refs that lose the scan-time dirent de-duplication (§5.2) stay on their cache's
+//!   `nodes` with [`RefState::Obsolete`], as they stay on the kernel's list while SCANNING.
 //! * Dirty-space refs (`REF_OBSOLETE` refs the kernel links for dirt) are not in
 //!   [`Scan::refs`]; dirt is in the block counters and in [`Scan::dirt`].
+//! * [`Scan::xattr_datums`] has one entry per xattr node linked, in scan order. The kernel's
+//!   datum for an xid is the entry with the highest version (the later one on a tie); the
+//!   others are its older copies (`jffs2_setup_xattr_datum`, §9.1, §9.3).
+//! * [`ScanDirent::pino`] is the number of the cache holding the dirent: the stored `pino`,
+//!   except for `pino = 0`, whose phantom cache gets `++highest_ino` (§3.3).
 //! * Bytes a node field would be read from beyond the end of the flash read as 0xFF; bytes
 //!   past the kernel's 4096-byte buffer are taken from the image (the XIP view), where the
 //!   kernel would see stale buffer contents (only crafted nodes whose fields disagree with

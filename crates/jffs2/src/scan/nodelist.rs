@@ -140,6 +140,34 @@ impl DirentList {
         self.map.retain(|_, d| keep(d));
     }
 
+    /// The entry named `name`, if any.
+    pub fn get(&self, name: &[u8]) -> Option<&ScanDirent> {
+        let h = full_name_hash(name);
+        self.map
+            .range((h, 0)..=(h, u64::MAX))
+            .map(|(_, d)| d)
+            .find(|d| d.name == name)
+    }
+
+    /// Removes the entry named `name` when `pred` holds for it; returns it.
+    pub fn remove_if(
+        &mut self,
+        name: &[u8],
+        pred: impl FnOnce(&ScanDirent) -> bool,
+    ) -> Option<ScanDirent> {
+        let h = full_name_hash(name);
+        let key = self
+            .map
+            .range((h, 0)..=(h, u64::MAX))
+            .find(|(_, d)| d.name == name)
+            .map(|(k, _)| *k)?;
+        if self.map.get(&key).is_some_and(pred) {
+            self.map.remove(&key)
+        } else {
+            None
+        }
+    }
+
     /// The entries in list order.
     pub fn into_vec(self) -> Vec<ScanDirent> {
         self.map.into_values().collect()

@@ -21,7 +21,10 @@ struct Snapshot {
     xattr_refs: usize,
     dirt: usize,
     jeb: Jeb,
+    /// Inode caches the summary linked refs to.
     touched: Vec<u32>,
+    /// Dirents the summary added: (directory, name).
+    names: Vec<(u32, Vec<u8>)>,
 }
 
 /// Why a summary was not used.
@@ -88,6 +91,7 @@ impl Engine<'_> {
             dirt: self.dirt.len(),
             jeb: self.jebs[b].clone(),
             touched: Vec::new(),
+            names: Vec::new(),
         }
     }
 
@@ -101,7 +105,11 @@ impl Engine<'_> {
                 while c.nodes.last().is_some_and(|&i| i >= n) {
                     c.nodes.pop();
                 }
-                c.dents.retain(|d| d.node < n);
+            }
+        }
+        for (dir, name) in &snap.names {
+            if let Some(c) = self.caches.get_mut(dir) {
+                c.dents.remove_if(name, |d| d.node >= n);
             }
         }
         self.refs.truncate(n);
@@ -202,7 +210,7 @@ impl Engine<'_> {
         }
 
         // The records (§4.3.2).
-        if let Some(out) = self.process_records(b, &s, &sum, &mut snap.touched)? {
+        if let Some(out) = self.process_records(b, &s, &sum, snap)? {
             return Ok(out);
         }
 
@@ -230,7 +238,7 @@ impl Engine<'_> {
         b: usize,
         s: &[u8],
         sum: &SummaryNode,
-        touched: &mut Vec<u32>,
+        snap: &mut Snapshot,
     ) -> Result<Option<Outcome>, Bug> {
         let e: Endian = self.e;
         let jofs = self.jebs[b].offset;
@@ -258,7 +266,7 @@ impl Engine<'_> {
                     let (inode, version, offset, totlen) =
                         (u32_at(2), u32_at(6), u32_at(10), u32_at(14));
                     let ino = self.make_ino_cache(inode);
-                    touched.push(ino);
+                    snap.touched.push(ino);
                     self.sum_link(b, offset, pad4(totlen), NodeKind::Inode, Some(ino))?;
                     self.pseudo_random = self.pseudo_random.wrapping_add(version);
                 }
@@ -293,7 +301,8 @@ impl Engine<'_> {
                         );
                     }
                     let dir = self.make_ino_cache(pino);
-                    touched.push(dir);
+                    snap.touched.push(dir);
+                    snap.names.push((dir, name[..checked].to_vec()));
                     let idx =
                         self.sum_link(b, offset, pad4(totlen), NodeKind::Dirent, Some(dir))?;
                     self.add_dirent(
