@@ -9,7 +9,7 @@
 //!
 //! Modules: `engine` (accounting, `jffs2_scan_medium`), `block` (`jffs2_scan_eraseblock`),
 //! `summary` (the EBS path), [`nodelist`] (`jffs2_add_fd_to_list`, shared with readinode),
-//! [`detect`] (endianness and erase-size autodetection), [`msg`] (kernel message wording).
+//! [`detect`](mod@detect) (endianness and erase-size autodetection), [`msg`] (kernel message wording).
 //!
 //! ## What is emulated
 //!
