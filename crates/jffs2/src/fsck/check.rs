@@ -120,6 +120,14 @@ pub(crate) fn run(
     for e in &tree.entries {
         paths.entry(e.ino).or_insert_with(|| lossy(&e.path));
     }
+    // Inodes listed by their directory but unreadable have a path too.
+    for p in &tree.problems {
+        if let (Some(i), Some(path)) = (p.ino(), p.path()) {
+            if matches!(p, Problem::InodeUnreadable { .. }) {
+                paths.entry(i).or_insert_with(|| lossy(path));
+            }
+        }
+    }
     let refs = &fs.scan().refs;
     let mut status: HashMap<u32, Status> = HashMap::new();
     for (&ino, r) in &inodes {
@@ -191,6 +199,7 @@ pub(crate) fn run(
         cx.block(w, info);
     }
     cx.lost_nodes();
+    erase_size_finding(&mut cx, &info);
 
     // Kernel log: scan, build and root read, then reading every inode as a listing does.
     let mut kernel_log: Vec<KernelMsg> = scan_log;
@@ -353,29 +362,6 @@ fn image_findings(cx: &mut Ctx<'_, '_>, info: &GeometryInfo, all_ff: bool, flash
             ),
         ));
     }
-    let same_endian = det.geometry.endian == g.endian;
-    if info.erase_size_given
-        && same_endian
-        && det.confidence >= 0.5
-        && det.geometry.erase_size != g.erase_size
-    {
-        cx.findings.push(Finding::new(
-            Severity::Error,
-            "erase-size-mismatch",
-            format!(
-                "the image was made for {} erase blocks, not {} (-e): on a flash with {} blocks Linux {}; rebuild it with -e {}",
-                kib(det.geometry.erase_size),
-                kib(g.erase_size),
-                kib(g.erase_size),
-                if g.erase_size > det.geometry.erase_size {
-                    "finds cleanmarkers and summaries in the wrong places, scans every block in full and mounts slowly"
-                } else {
-                    "finds nodes running over block ends and loses them"
-                },
-                kib(det.geometry.erase_size)
-            ),
-        ));
-    }
     if !info.erase_size_given && !all_ff && det.confidence < 0.5 {
         cx.findings.push(Finding::new(
             Severity::Info,
@@ -402,6 +388,49 @@ fn image_findings(cx: &mut Ctx<'_, '_>, info: &GeometryInfo, all_ff: bool, flash
             ),
         ));
     }
+}
+
+/// A given erase size that the image contradicts (nodes crossing its block ends, cleanmarkers
+/// or summaries away from them) while autodetection found one that fits: named.
+fn erase_size_finding(cx: &mut Ctx<'_, '_>, info: &GeometryInfo) {
+    let det = &info.detection;
+    let g = info.geometry;
+    if !info.erase_size_given
+        || det.geometry.endian != g.endian
+        || det.confidence < 0.5
+        || det.geometry.erase_size == g.erase_size
+    {
+        return;
+    }
+    let trouble = cx
+        .findings
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.code,
+                "node-crosses-block" | "cleanmarker-misplaced" | "summary-invalid"
+            )
+        })
+        .count();
+    if trouble == 0 {
+        return;
+    }
+    cx.findings.push(Finding::new(
+        Severity::Error,
+        "erase-size-mismatch",
+        format!(
+            "the image was made for {} erase blocks, not {} (-e): on a flash with {} blocks Linux {} ({trouble} findings below); rebuild it with -e {}",
+            kib(det.geometry.erase_size),
+            kib(g.erase_size),
+            kib(g.erase_size),
+            if g.erase_size > det.geometry.erase_size {
+                "finds cleanmarkers and summaries in the wrong places, scans every block in full and mounts slowly"
+            } else {
+                "finds nodes running over block ends and loses them"
+            },
+            kib(det.geometry.erase_size)
+        ),
+    ));
 }
 
 impl Ctx<'_, '_> {
