@@ -479,7 +479,10 @@ impl Engine<'_> {
             return self.dirty(b, pad4(totlen), Some(DirtCause::NodeCrc));
         }
         self.pseudo_random = self.pseudo_random.wrapping_add(rd.version);
-        let name = self.bytes_vec(ofs + DIRENT_SIZE as u32, usize::from(rd.nsize));
+        let name = self.bytes_vec(
+            ofs.saturating_add(DIRENT_SIZE as u32),
+            usize::from(rd.nsize),
+        );
         let checked = name.iter().position(|&c| c == 0).unwrap_or(name.len());
         if checked < name.len() {
             self.msg(
