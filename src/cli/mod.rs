@@ -8,6 +8,7 @@ pub mod getopt;
 pub mod mkfs;
 pub mod num;
 pub mod output;
+pub mod sumtool;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -85,6 +86,18 @@ pub fn dump_main() -> i32 {
     };
     let tool = Tool { name: name.into() };
     dump::main(&tool, args.get(1..).unwrap_or(&[]))
+}
+
+/// Entry point of `jffs2-sumtool`: `sumtool` when invoked under that name.
+pub fn sumtool_main() -> i32 {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let name = if invoked_as(args.first()) == "sumtool" {
+        "sumtool"
+    } else {
+        "jffs2-sumtool"
+    };
+    let tool = Tool { name: name.into() };
+    sumtool::main(&tool, args.get(1..).unwrap_or(&[]))
 }
 
 /// Entry point of `jffs2-fsck`: `fsck.jffs2` (accepting fsck(8)'s generic options) when

@@ -16,3 +16,4 @@ pub mod layout;
 pub mod mkfs;
 pub mod scan;
 pub mod source;
+pub mod sumtool;

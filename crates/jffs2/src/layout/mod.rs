@@ -9,6 +9,13 @@
 //! erase-block summary and writes one for every block that holds nodes, the way the kernel
 //! does when it writes (`kernel-jffs2-spec.md` §4.5: the reservation is
 //! `PAD(sum_size + record + 40)`). That mode is an extension: mkfs.jffs2 has no summaries.
+//!
+//! A block that cannot carry a summary — its first node would not leave room for one even in
+//! an empty block, or a node has no summary record (an unknown RWCOMPAT_COPY type, which the
+//! kernel cannot summarise either, `kernel-jffs2-spec.md` §4.5) — is written without one: it
+//! is filled with the plain rules and closed with 0xFF, and the kernel scans it fully at
+//! mount. mtd-utils' sumtool aborts ("out of memory") on the first case (`mtd-utils-spec.md`
+//! §8 B-13).
 
 use std::io::{self, Write};
 
@@ -57,6 +64,11 @@ pub struct BlockWriter<W: Write> {
     cleanmarker: Vec<u8>,
     records: Vec<SumRecord>,
     records_size: u32,
+    /// The current block gets no summary (see the module documentation).
+    nosum: bool,
+    /// Blocks closed with a summary / without one although summaries are on.
+    summarized: u64,
+    unsummarized: u64,
     scratch: Vec<u8>,
 }
 
@@ -74,6 +86,9 @@ impl<W: Write> BlockWriter<W> {
             cleanmarker,
             records: Vec::new(),
             records_size: 0,
+            nosum: false,
+            summarized: 0,
+            unsummarized: 0,
             scratch: Vec::new(),
         }
     }
@@ -86,6 +101,12 @@ impl<W: Write> BlockWriter<W> {
     /// Bytes written so far.
     pub fn offset(&self) -> u64 {
         self.ofs
+    }
+
+    /// In summary mode: blocks closed so far with a summary, and blocks that held nodes but
+    /// could not carry one (see the module documentation).
+    pub fn summary_counts(&self) -> (u64, u64) {
+        (self.summarized, self.unsummarized)
     }
 
     fn in_block(&self) -> u32 {
@@ -117,7 +138,7 @@ impl<W: Write> BlockWriter<W> {
 
     /// The summary reservation a node with a record of `rec_size` bytes needs after it.
     fn reserve(&self, rec_size: u32) -> u32 {
-        if self.cfg.summary {
+        if self.cfg.summary && !self.nosum {
             pad4(self.records_size + rec_size + SUMMARY_FRAME)
         } else {
             0
@@ -128,10 +149,11 @@ impl<W: Write> BlockWriter<W> {
     /// or 0xFF up to the block end (mkfs.jffs2's `padblock()`).
     fn pad_block(&mut self) -> io::Result<()> {
         let in_block = self.in_block();
+        let nosum = std::mem::replace(&mut self.nosum, false);
         if in_block == 0 {
             return Ok(());
         }
-        if self.cfg.summary && !self.records.is_empty() {
+        if self.cfg.summary && !self.records.is_empty() && !nosum {
             self.padword()?;
             let at = self.in_block();
             let node = SummaryNode {
@@ -153,15 +175,20 @@ impl<W: Write> BlockWriter<W> {
             self.records_size = 0;
             if fits {
                 self.write_raw(&buf)?;
+                self.summarized += 1;
             }
             self.scratch = buf;
             if !fits {
                 // Cannot happen: every node reserved room for its record. Fall back to
                 // an unsummarised block (the kernel scans such a block fully).
+                self.unsummarized += 1;
                 let rest = u64::from(self.cfg.erase_size - self.in_block());
                 self.fill(rest)?;
             }
             return Ok(());
+        }
+        if nosum {
+            self.unsummarized += 1;
         }
         self.records.clear();
         self.records_size = 0;
@@ -183,18 +210,45 @@ impl<W: Write> BlockWriter<W> {
     /// mkfs.jffs2's `pad_block_if_less_than(req)` (§3.6.2): cleanmarker at a block start;
     /// if `req` bytes do not fit in the rest of the block, close it and start the next one
     /// (with its cleanmarker). `rec_size` is the size of the summary record the node will
-    /// add (ignored unless summaries are on).
+    /// add (ignored unless summaries are on; 0 for a node no summary can list, which then
+    /// goes to a block without a summary, as does a node too large to leave room for one).
     pub fn prepare(&mut self, req: u32, rec_size: u32) -> io::Result<()> {
         self.cleanmarker_if_block_start()?;
-        let need = if self.cfg.summary {
+        if self.cfg.summary && rec_size == 0 && !self.nosum && !self.records.is_empty() {
+            // An unlisted node in a summarised block would be invisible to the kernel.
+            self.pad_block()?;
+            self.cleanmarker_if_block_start()?;
+        }
+        self.decide_nosum(req, rec_size);
+        if u64::from(self.in_block()) + self.need(req, rec_size) > u64::from(self.cfg.erase_size) {
+            self.pad_block()?;
+        }
+        self.cleanmarker_if_block_start()?;
+        self.decide_nosum(req, rec_size);
+        Ok(())
+    }
+
+    /// Summary mode, in a block that holds no node yet: it gets no summary if this node
+    /// has no record or would not leave room for one.
+    fn decide_nosum(&mut self, req: u32, rec_size: u32) {
+        if self.cfg.summary
+            && !self.nosum
+            && self.records.is_empty()
+            && (rec_size == 0
+                || u64::from(self.in_block()) + self.need(req, rec_size)
+                    > u64::from(self.cfg.erase_size))
+        {
+            self.nosum = true;
+        }
+    }
+
+    /// Bytes `prepare` wants free in the block for a node of `req` bytes.
+    fn need(&self, req: u32, rec_size: u32) -> u64 {
+        if self.cfg.summary {
             u64::from(pad4(req)) + u64::from(self.reserve(rec_size))
         } else {
             u64::from(req)
-        };
-        if u64::from(self.in_block()) + need > u64::from(self.cfg.erase_size) {
-            self.pad_block()?;
         }
-        self.cleanmarker_if_block_start()
     }
 
     /// Bytes a node (header included) may take in the current block, after the summary
@@ -207,7 +261,7 @@ impl<W: Write> BlockWriter<W> {
     /// Writes one complete node (its unpadded bytes) at the current offset, then 0xFF up to
     /// the next 4-byte boundary. In summary mode the node's record is collected.
     pub fn write_node(&mut self, node: &[u8]) -> io::Result<()> {
-        if self.cfg.summary {
+        if self.cfg.summary && !self.nosum {
             let at = self.in_block();
             if let Some(r) = record_for(node, self.cfg.endian, at) {
                 self.records_size += r.size() as u32;
@@ -218,12 +272,20 @@ impl<W: Write> BlockWriter<W> {
         self.padword()
     }
 
+    /// In summary mode, closes the current block if it holds nodes: with its summary, or
+    /// with 0xFF when it cannot carry one. Nothing otherwise (and nothing in plain mode,
+    /// where a block ends only when a node does not fit or at the end padding).
+    pub fn close_block(&mut self) -> io::Result<()> {
+        if self.cfg.summary && (!self.records.is_empty() || self.nosum) {
+            self.pad_block()?;
+        }
+        Ok(())
+    }
+
     /// Finishes the image: closes the last block in summary mode, then applies the end
     /// padding exactly as mkfs.jffs2 does (§3.6.5). Returns the output and its size.
     pub fn finish(mut self, pad: EndPad) -> io::Result<(W, u64)> {
-        if self.cfg.summary && !self.records.is_empty() {
-            self.pad_block()?;
-        }
+        self.close_block()?;
         match pad {
             EndPad::None => {}
             EndPad::Block => self.pad_block()?,

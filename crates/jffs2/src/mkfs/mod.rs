@@ -7,7 +7,8 @@
 //! 2. a reader thread reads the regular files in that order, page by page, and hands each
 //!    page to a pool of compressor threads *speculatively* — assuming the page will not
 //!    have to be split at an erase-block end;
-//! 3. the calling thread lays the nodes out in order with the one [`BlockWriter`]. When a
+//! 3. the calling thread lays the nodes out in order with the one [`BlockWriter`] (with
+//!    `--summary`, re-laid into summarised blocks as `jffs2-sumtool` does). When a
 //!    page does land on a block tail, it is compressed again, here, with the room that is
 //!    really left — exactly what mkfs.jffs2 does — so the bytes never depend on the number
 //!    of threads.
@@ -31,6 +32,7 @@ use crate::format::{
 };
 use crate::layout::{record_size, BlockWriter, EndPad, LayoutConfig};
 use crate::source::{acl_to_jffs2, Entry, Tree};
+use crate::sumtool::SummarizingWriter;
 
 use plan::{Plan, Step};
 
@@ -190,7 +192,7 @@ pub fn build<W: Write>(
         let mut b = Builder {
             tree,
             cfg,
-            w: BlockWriter::new(
+            w: Layout::new(
                 out,
                 LayoutConfig {
                     endian: cfg.endian,
@@ -285,10 +287,56 @@ fn read_file(
     tx.send(Item::End).is_ok()
 }
 
+/// Where the nodes go: the plain layout, or (`--summary`) the plain layout re-laid into
+/// summarised blocks exactly as `jffs2-sumtool` does, so that `jffs2-mkfs --summary` equals
+/// `jffs2-mkfs` followed by `jffs2-sumtool` (see [`crate::sumtool`]).
+enum Layout<W: Write> {
+    Plain(BlockWriter<W>),
+    Summarized(SummarizingWriter<W>),
+}
+
+impl<W: Write> Layout<W> {
+    fn new(out: W, cfg: LayoutConfig) -> Self {
+        if cfg.summary {
+            Layout::Summarized(SummarizingWriter::new(out, cfg))
+        } else {
+            Layout::Plain(BlockWriter::new(out, cfg))
+        }
+    }
+
+    fn prepare(&mut self, req: u32, rec_size: u32) -> io::Result<()> {
+        match self {
+            Layout::Plain(w) => w.prepare(req, rec_size),
+            Layout::Summarized(w) => w.prepare(req, rec_size),
+        }
+    }
+
+    fn room(&self, rec_size: u32) -> u32 {
+        match self {
+            Layout::Plain(w) => w.room(rec_size),
+            Layout::Summarized(w) => w.room(rec_size),
+        }
+    }
+
+    fn write_node(&mut self, node: &[u8]) -> io::Result<()> {
+        match self {
+            Layout::Plain(w) => w.write_node(node),
+            Layout::Summarized(w) => w.write_node(node),
+        }
+    }
+
+    fn finish(self, pad: EndPad) -> io::Result<(W, u64)> {
+        match self {
+            Layout::Plain(w) => w.finish(pad),
+            Layout::Summarized(w) => w.finish(pad),
+        }
+    }
+}
+
 struct Builder<'a, W: Write> {
     tree: &'a Tree,
     cfg: &'a MkfsConfig,
-    w: BlockWriter<W>,
+    w: Layout<W>,
     sink: &'a mut dyn Sink,
     rx: Receiver<Item>,
     stats: Stats,

@@ -1,0 +1,950 @@
+//! `jffs2-sumtool`: adds erase-block summaries to an image without changing its filesystem
+//! (`mtd-utils-spec.md` §5, `kernel-jffs2-spec.md` §4; issue 5).
+//!
+//! # What is carried over
+//!
+//! The input is read the way Linux reads it at mount — with the core mount scan
+//! ([`crate::scan::scan`]), in the geometry [`crate::scan::detect`] finds — and the nodes
+//! carried over are exactly those the kernel's scan links: every inode, dirent, xattr and xref
+//! node (and unknown RWCOMPAT_COPY node) that is not marked obsolete on flash and whose CRCs
+//! are valid, in the order the kernel meets them. Superseded but valid nodes are kept
+//! (dropping them is garbage collection, not summarising; the kernel will make the same
+//! choices on the output as on the input, since the order is kept). Dirt, padding, old
+//! summaries, cleanmarkers, nodes with the ACCURATE bit cleared (mtd-utils' sumtool
+//! "resurrects" those), nodes failing a CRC (the kernel discards them when it meets them) and
+//! nodes a valid summary does not list (the kernel never sees those) are not carried over.
+//! Each node is copied byte for byte: a node's bytes do not depend on where it lies.
+//!
+//! # How it is laid out
+//!
+//! With the one erase-block writer ([`crate::layout::BlockWriter`], in summary mode, through
+//! [`Summarizer`]): a cleanmarker per block as the options say, then nodes while the node and
+//! the summary grown by its record fit, then the summary, which runs to the block end. Every
+//! block that holds nodes is summarised, the last one included; a node too large to leave room
+//! for a summary (mtd-utils aborts with "out of memory" there, B-13) gets a block without one.
+//! The output is then padded to at least the input's size (whole blocks of cleanmarker + 0xFF
+//! with cleanmarkers, 0xFF without), so padded empty blocks are not lost (B-14) and the output
+//! fits the same partition. `jffs2-mkfs --summary` writes through the same [`Summarizer`]
+//! ([`SummarizingWriter`]), so it equals `jffs2-mkfs` followed by `jffs2-sumtool`.
+//!
+//! # Geometry safety
+//!
+//! mtd-utils' sumtool trusts `-e` (default 64 KiB): given the wrong size it drops nodes that
+//! straddle its read chunks and writes summaries the kernel rejects (B-14; Yocto's
+//! `sum.jffs2` calls it without `-e` on 256 KiB images). Here the erase size and byte order
+//! the image was built with are detected; when the requested ones disagree, [`analyse`]
+//! stops with [`SumtoolError::EraseSizeMismatch`] / [`SumtoolError::EndianMismatch`] naming
+//! what was detected. With [`SumtoolConfig::force_erase_size`] the input is read in its own
+//! geometry and re-blocked into the requested one (nodes are position independent), never
+//! scanned in the wrong one.
+
+mod listing;
+mod relayout;
+#[cfg(test)]
+mod tests;
+
+pub use listing::listing;
+pub use relayout::{RelayoutStats, Summarizer, SummarizingWriter};
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Write;
+
+use crate::format::{
+    pad4, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode, DIRENT_SIZE,
+    HEADER_SIZE, INODE_SIZE, MAGIC, XATTR_SIZE, XREF_SIZE,
+};
+use crate::scan::{
+    self, as_flashed, BlockClass, Detection, DirtCause, Geometry, MountFailure, Scan, ScanOptions,
+};
+
+/// Cleanmarkers in the output (`-c`, `-n`; `mtd-utils-spec.md` §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cleanmarkers {
+    /// As in the input: cleanmarkers of the input's size if it has any, none otherwise
+    /// (sumtool's default).
+    FromInput,
+    /// Cleanmarkers of this size in every block, whatever the input has (`-c SIZE`).
+    Size(u32),
+    /// No cleanmarkers (`-n`).
+    Off,
+}
+
+/// The options of a summarising run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SumtoolConfig {
+    /// Byte order of input and output (`-l` / `-b`; sumtool converts nothing).
+    pub endian: Endian,
+    /// Erase-block size of the output (`-e`, default 64 KiB).
+    pub erase_size: u32,
+    /// Cleanmarkers in the output.
+    pub cleanmarkers: Cleanmarkers,
+    /// Pad the output to a whole erase block (`-p`). The output always ends on a block
+    /// boundary when its last block holds nodes; this matters only for the end padding of
+    /// an input that does not end on one.
+    pub pad: bool,
+    /// Proceed when the requested erase size differs from the detected one: the input is
+    /// read in its detected geometry and re-blocked (`--force-eraseblock`).
+    pub force_erase_size: bool,
+}
+
+impl SumtoolConfig {
+    /// sumtool's defaults: host byte order, 64 KiB, cleanmarkers as in the input, no `-p`.
+    pub fn new() -> Self {
+        SumtoolConfig {
+            endian: Endian::host(),
+            erase_size: 65536,
+            cleanmarkers: Cleanmarkers::FromInput,
+            pad: false,
+            force_erase_size: false,
+        }
+    }
+}
+
+impl Default for SumtoolConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// "64 KiB" or "0x2100 bytes".
+pub fn size_text(v: u32) -> String {
+    if v % (1024 * 1024) == 0 && v > 0 {
+        format!("{} MiB", v / (1024 * 1024))
+    } else if v % 1024 == 0 {
+        format!("{} KiB", v / 1024)
+    } else {
+        format!("{v:#x} bytes")
+    }
+}
+
+/// "high" / "fair" / "low" for a detection confidence.
+fn confidence_word(c: f32) -> &'static str {
+    if c >= 0.9 {
+        "high"
+    } else if c >= 0.5 {
+        "fair"
+    } else {
+        "low"
+    }
+}
+
+/// A fatal error: nothing is written.
+#[derive(Debug, thiserror::Error)]
+pub enum SumtoolError {
+    /// The requested erase size is not the one the image was built with.
+    #[error(
+        "input was built with {} erase blocks (detected with {} confidence); -e {} would \
+         re-block it: pass -e {:#x}, or --force-eraseblock to proceed",
+        size_text(*.detected),
+        confidence_word(*.confidence),
+        size_text(*.requested),
+        .detected
+    )]
+    EraseSizeMismatch {
+        /// The detected erase size.
+        detected: u32,
+        /// The requested one.
+        requested: u32,
+        /// Detection confidence (0..1).
+        confidence: f32,
+    },
+    /// The detection could not tell the erase size, and nodes cross the requested blocks'
+    /// boundaries: scanning in that geometry would lose them.
+    #[error(
+        "{count} node(s) of the input cross the boundaries of {} erase blocks (the first at \
+         {first:#010x}): the input was not built with -e {}; pass the erase size it was built \
+         with, or --force-eraseblock to drop them",
+        size_text(*.erase_size),
+        size_text(*.erase_size)
+    )]
+    NodesCrossBlocks {
+        /// The requested erase size.
+        erase_size: u32,
+        /// How many nodes.
+        count: usize,
+        /// Offset of the first.
+        first: u32,
+    },
+    /// The input's byte order is not the requested one.
+    #[error(
+        "input is {}-endian ({} nodes read {}-endian, {} {}-endian) but {}-endian was asked \
+         for; sumtool does not convert byte order: pass {}",
+        .detected.name(),
+        .nodes_detected,
+        .detected.name(),
+        .nodes_requested,
+        .requested.name(),
+        .requested.name(),
+        if *.detected == Endian::Big { "-b" } else { "-l" }
+    )]
+    EndianMismatch {
+        /// The detected byte order.
+        detected: Endian,
+        /// The requested one.
+        requested: Endian,
+        /// Valid node headers in the detected order.
+        nodes_detected: usize,
+        /// Valid node headers in the requested order.
+        nodes_requested: usize,
+    },
+    /// The input holds a node the kernel refuses (INCOMPAT) or mounts only read-only
+    /// (ROCOMPAT); no summary can list it, and it cannot be dropped without changing the
+    /// filesystem.
+    #[error(
+        "input holds a node of unknown {} type {nodetype:#06x} at {offset:#010x}; \
+         summaries cannot describe it",
+        if *.incompat { "incompatible" } else { "read-only compatible" }
+    )]
+    UnknownNode {
+        /// Offset of the node.
+        offset: u32,
+        /// Its type.
+        nodetype: u16,
+        /// INCOMPAT (mount fails) rather than ROCOMPAT.
+        incompat: bool,
+    },
+    /// A node larger than an output erase block (only when re-blocking into smaller
+    /// blocks).
+    #[error(
+        "the node at {offset:#010x} is {totlen} bytes long: it does not fit into an erase \
+         block of {} (after the cleanmarker)",
+        size_text(*.erase_size)
+    )]
+    NodeTooLarge {
+        /// Offset in the input.
+        offset: u32,
+        /// Its totlen.
+        totlen: u32,
+        /// The output erase size.
+        erase_size: u32,
+    },
+    /// An erase size the layout cannot use.
+    #[error("erase size {0:#x} is not a multiple of 4")]
+    BadEraseSize(u32),
+    /// A cleanmarker size that does not fit the erase size.
+    #[error("cleanmarker size {cleanmarker} does not fit erase blocks of {}", size_text(*.erase_size))]
+    BadCleanmarker {
+        /// The cleanmarker size.
+        cleanmarker: u32,
+        /// The erase size.
+        erase_size: u32,
+    },
+    /// Writing the output failed.
+    #[error("write: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Why a node the scan linked is not carried over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RejectReason {
+    /// The header is unreadable, has a bad magic or header CRC, or runs past the image.
+    Header,
+    /// The ACCURATE bit is cleared: obsoleted on flash (listed by a stale summary).
+    Obsolete,
+    /// The node CRC is wrong.
+    NodeCrc,
+    /// The data CRC (inode, xattr) or name CRC (dirent) is wrong.
+    DataCrc,
+    /// `totlen` disagrees with the node's own lengths.
+    Length,
+    /// A summary record's type disagrees with the node at its offset.
+    WrongType,
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RejectReason::Header => "unreadable or corrupt node header",
+            RejectReason::Obsolete => "node marked obsolete on flash",
+            RejectReason::NodeCrc => "wrong node CRC",
+            RejectReason::DataCrc => "wrong data or name CRC",
+            RejectReason::Length => "node length inconsistent with its contents",
+            RejectReason::WrongType => "summary record does not match the node",
+        })
+    }
+}
+
+/// A node the kernel's scan linked that is not carried over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rejected {
+    /// Offset in the input.
+    pub offset: u32,
+    /// Index in the scan's refs.
+    pub node: usize,
+    /// Why.
+    pub reason: RejectReason,
+}
+
+/// A node carried over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kept {
+    /// Offset in the input.
+    pub offset: u32,
+    /// Its totlen (the bytes copied).
+    pub totlen: u32,
+    /// Index in the scan's refs.
+    pub node: usize,
+}
+
+/// Something the user should know; the run goes on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Warning {
+    /// The input's erase size could not be told from its contents (its data lies within
+    /// one block, or there is too little of it); the requested size is assumed.
+    GeometryUncertain {
+        /// The size used.
+        assumed: u32,
+        /// What the detection guessed, with its confidence.
+        guess: u32,
+        /// Confidence of the guess.
+        confidence: f32,
+    },
+    /// `--force-eraseblock`: the input is read with its own erase size and re-blocked.
+    Reblocking {
+        /// The input's erase size.
+        from: u32,
+        /// The output's.
+        to: u32,
+    },
+    /// Corrupt or unreadable ranges the kernel also skips, by cause.
+    Corrupt {
+        /// Why.
+        cause: DirtCause,
+        /// Number of ranges.
+        ranges: usize,
+        /// Total bytes.
+        bytes: u64,
+        /// Offset of the first.
+        first: u32,
+    },
+    /// Linked nodes failing a check the kernel makes only when reading the inode.
+    Rejected {
+        /// Number of nodes.
+        count: usize,
+        /// The first.
+        first: Rejected,
+    },
+    /// Blocks the kernel takes as free (an erased start, or a cleanmarker followed by 0xFF)
+    /// although they hold data further in: the kernel never reads it and will write over
+    /// it, so it is not carried over.
+    UnreadData {
+        /// Offsets of the blocks.
+        blocks: Vec<u32>,
+    },
+    /// The kernel would report a problem mounting the input (a malformed summary, ...);
+    /// the blocks concerned were read fully.
+    MountProblem(String),
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::GeometryUncertain {
+                assumed,
+                guess,
+                confidence,
+            } => write!(
+                f,
+                "the input's erase size cannot be told from its contents (best guess {}, \
+                 confidence {:.2}); assuming -e {} is the size it was built with",
+                size_text(*guess),
+                confidence,
+                size_text(*assumed)
+            ),
+            Warning::Reblocking { from, to } => write!(
+                f,
+                "re-blocking: the input is read with its {} erase blocks and written with {} \
+                 ones; the output is for a flash with {} blocks",
+                size_text(*from),
+                size_text(*to),
+                size_text(*to)
+            ),
+            Warning::Corrupt {
+                cause,
+                ranges,
+                bytes,
+                first,
+            } => write!(
+                f,
+                "{ranges} range(s), {bytes} bytes, of {} (the first at {first:#010x}): skipped, \
+                 as the kernel skips them",
+                cause_text(*cause)
+            ),
+            Warning::Rejected { count, first } => write!(
+                f,
+                "{count} node(s) not carried over because the kernel would discard them (the \
+                 first at {:#010x}: {})",
+                first.offset, first.reason
+            ),
+            Warning::UnreadData { blocks } => {
+                let list: Vec<String> = blocks
+                    .iter()
+                    .take(8)
+                    .map(|b| format!("{b:#010x}"))
+                    .collect();
+                write!(
+                    f,
+                    "{} block(s) look free to the kernel but hold data it never reads ({}{}); \
+                     that data is not carried over",
+                    blocks.len(),
+                    list.join(", "),
+                    if blocks.len() > 8 { ", ..." } else { "" }
+                )
+            }
+            Warning::MountProblem(m) => write!(f, "the kernel would report: {m}"),
+        }
+    }
+}
+
+/// Plain-words description of a dirt cause.
+pub fn cause_text(c: DirtCause) -> &'static str {
+    match c {
+        DirtCause::Erased => "erased flash between nodes",
+        DirtCause::ZeroWord => "zeroed words",
+        DirtCause::BadMagic => "data that is not a node header",
+        DirtCause::HeaderCrc => "node headers with a wrong CRC",
+        DirtCause::CrossesBlockEnd => "nodes running over the end of their erase block",
+        DirtCause::AlreadySeen => "zero-length nodes",
+        DirtCause::BlockTail => "block tails too short for a node",
+        DirtCause::Obsolete => "obsolete nodes",
+        DirtCause::NodeCrc => "nodes with a wrong node CRC",
+        DirtCause::NameCrc => "dirents with a wrong name CRC",
+        DirtCause::Length => "nodes with an inconsistent length",
+        DirtCause::Padding => "padding nodes",
+        DirtCause::CleanmarkerSize => "cleanmarkers of another size",
+        DirtCause::CleanmarkerNotFirst => "cleanmarkers not at a block start",
+        DirtCause::Unknown => "unknown or old summary nodes",
+        DirtCause::Incompat => "incompatible nodes",
+        DirtCause::SummaryGap => "space a summary does not describe",
+        DirtCause::SummaryCleanmarker => "summary cleanmarker mismatches",
+        DirtCause::Mixed => "mixed dirt",
+    }
+}
+
+/// Dirt that a healthy image (mkfs-made or kernel-written) never has: reported as a warning.
+fn is_corruption(c: DirtCause) -> bool {
+    matches!(
+        c,
+        DirtCause::BadMagic
+            | DirtCause::HeaderCrc
+            | DirtCause::CrossesBlockEnd
+            | DirtCause::AlreadySeen
+            | DirtCause::NodeCrc
+            | DirtCause::NameCrc
+            | DirtCause::Length
+            | DirtCause::Incompat
+            | DirtCause::CleanmarkerNotFirst
+    )
+}
+
+/// The input as read: geometry, the kernel's view of it, and what is carried over.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// The geometry detection.
+    pub detection: Detection,
+    /// The geometry the input was scanned with.
+    pub input_geometry: Geometry,
+    /// The mount scan of the input (as flashed into whole erase blocks).
+    pub scan: Scan,
+    /// Length of the input in bytes.
+    pub input_len: u64,
+    /// The nodes carried over, in order.
+    pub kept: Vec<Kept>,
+    /// Nodes the scan linked but that are not carried over.
+    pub rejected: Vec<Rejected>,
+    /// Size of the input's cleanmarkers, if it has any.
+    pub input_cleanmarker: Option<u32>,
+    /// Dirt of the input by cause: (ranges, bytes).
+    pub dirt: BTreeMap<String, (usize, u64)>,
+    /// Things to tell the user.
+    pub warnings: Vec<Warning>,
+}
+
+impl Analysis {
+    /// Bytes of the nodes carried over (unpadded).
+    pub fn kept_bytes(&self) -> u64 {
+        self.kept.iter().map(|k| u64::from(k.totlen)).sum()
+    }
+}
+
+/// What [`summarize`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// The layout statistics.
+    pub stats: RelayoutStats,
+    /// The output's cleanmarker size, if it has cleanmarkers.
+    pub cleanmarker: Option<u32>,
+    /// The output erase size.
+    pub erase_size: u32,
+}
+
+/// Reads `image` as Linux would and decides what to carry over (see the module
+/// documentation). Fails when the geometry disagrees with `cfg` or when the input holds a
+/// node that cannot be summarised or dropped. An image that does not end on an erase-block
+/// boundary is copied to be scanned; [`analyse_vec`] pads in place instead.
+pub fn analyse(image: &[u8], cfg: &SumtoolConfig) -> Result<Analysis, SumtoolError> {
+    let g = input_geometry(image, cfg)?;
+    let flashed = as_flashed(image, g.geometry.erase_size);
+    analyse_flashed(&flashed, image.len() as u64, g, cfg)
+}
+
+/// [`analyse`] of the image in `buf`, which is padded in place with 0xFF to the whole erase
+/// blocks (at least 5) the kernel would see — give it spare capacity to avoid a copy. The
+/// padding is not part of the input: [`Analysis::input_len`] is the length before it.
+pub fn analyse_vec(buf: &mut Vec<u8>, cfg: &SumtoolConfig) -> Result<Analysis, SumtoolError> {
+    let len = buf.len();
+    let g = input_geometry(buf, cfg)?;
+    let es = g.geometry.erase_size as usize;
+    let want = len.div_ceil(es).max(5).saturating_mul(es);
+    buf.resize(want, 0xFF);
+    analyse_flashed(buf, len as u64, g, cfg)
+}
+
+/// [`analyse`] of the image `buf[..len]`; the rest of `buf` is spare room that the padding
+/// to whole erase blocks (at least 5) is written into, so that the scan needs no copy (a
+/// buffer too small for it is copied). Returns the analysis and the padded length: pass
+/// `&buf[..padded]` (or just `buf`) to [`write`] and [`listing`].
+pub fn analyse_in_place(
+    buf: &mut [u8],
+    len: usize,
+    cfg: &SumtoolConfig,
+) -> Result<(Analysis, usize), SumtoolError> {
+    let len = len.min(buf.len());
+    let g = input_geometry(&buf[..len], cfg)?;
+    let es = g.geometry.erase_size as usize;
+    let want = len.div_ceil(es).max(5).saturating_mul(es);
+    if want <= buf.len() {
+        buf[len..want].fill(0xFF);
+        let a = analyse_flashed(&buf[..want], len as u64, g, cfg)?;
+        Ok((a, want))
+    } else {
+        let flashed = as_flashed(&buf[..len], g.geometry.erase_size);
+        let a = analyse_flashed(&flashed, len as u64, g, cfg)?;
+        Ok((a, len))
+    }
+}
+
+/// The geometry decision (see "Geometry safety" in the module documentation).
+struct InputGeometry {
+    detection: Detection,
+    geometry: Geometry,
+    confident: bool,
+    has_nodes: bool,
+    warnings: Vec<Warning>,
+}
+
+fn input_geometry(image: &[u8], cfg: &SumtoolConfig) -> Result<InputGeometry, SumtoolError> {
+    if cfg.erase_size % 4 != 0 || cfg.erase_size == 0 {
+        return Err(SumtoolError::BadEraseSize(cfg.erase_size));
+    }
+    if let Cleanmarkers::Size(cm) = cfg.cleanmarkers {
+        if cm < HEADER_SIZE as u32 || pad4(cm) >= cfg.erase_size {
+            return Err(SumtoolError::BadCleanmarker {
+                cleanmarker: cm,
+                erase_size: cfg.erase_size,
+            });
+        }
+    }
+    let detection = scan::detect(image);
+    let mut warnings = Vec::new();
+    let has_nodes = detection.confidence > 0.0;
+    let dg = detection.geometry;
+    if has_nodes && dg.endian != cfg.endian {
+        return Err(SumtoolError::EndianMismatch {
+            detected: dg.endian,
+            requested: cfg.endian,
+            nodes_detected: count_headers(image, dg.endian),
+            nodes_requested: count_headers(image, cfg.endian),
+        });
+    }
+    let confident = detection.confidence >= 0.5;
+    let mut read_erase = cfg.erase_size;
+    if has_nodes && dg.erase_size != cfg.erase_size {
+        if confident {
+            if !cfg.force_erase_size {
+                return Err(SumtoolError::EraseSizeMismatch {
+                    detected: dg.erase_size,
+                    requested: cfg.erase_size,
+                    confidence: detection.confidence,
+                });
+            }
+            read_erase = dg.erase_size;
+            warnings.push(Warning::Reblocking {
+                from: dg.erase_size,
+                to: cfg.erase_size,
+            });
+        } else {
+            warnings.push(Warning::GeometryUncertain {
+                assumed: cfg.erase_size,
+                guess: dg.erase_size,
+                confidence: detection.confidence,
+            });
+        }
+    }
+    let geometry = Geometry {
+        endian: cfg.endian,
+        erase_size: read_erase,
+        cleanmarker_size: if dg.cleanmarker_size != 0 && has_nodes {
+            dg.cleanmarker_size
+        } else {
+            12
+        },
+    };
+    Ok(InputGeometry {
+        detection,
+        geometry,
+        confident,
+        has_nodes,
+        warnings,
+    })
+}
+
+fn analyse_flashed(
+    flashed: &[u8],
+    input_len: u64,
+    g: InputGeometry,
+    cfg: &SumtoolConfig,
+) -> Result<Analysis, SumtoolError> {
+    let InputGeometry {
+        detection,
+        geometry,
+        confident,
+        has_nodes,
+        mut warnings,
+    } = g;
+    let read_erase = geometry.erase_size;
+    let scan = scan::scan(
+        flashed,
+        &geometry,
+        &ScanOptions {
+            read_only: true,
+            summary: true,
+            xattr: true,
+        },
+    );
+
+    match &scan.failure {
+        Some(MountFailure::Incompat { offset, nodetype }) => {
+            return Err(SumtoolError::UnknownNode {
+                offset: *offset,
+                nodetype: *nodetype,
+                incompat: true,
+            })
+        }
+        Some(MountFailure::RoCompat { offset, nodetype }) => {
+            return Err(SumtoolError::UnknownNode {
+                offset: *offset,
+                nodetype: *nodetype,
+                incompat: false,
+            })
+        }
+        Some(MountFailure::Other(m)) => warnings.push(Warning::MountProblem(m.clone())),
+        Some(MountFailure::TooFewBlocks(_)) | None => {}
+    }
+    if scan.forced_read_only {
+        let at = scan
+            .log
+            .iter()
+            .find(|m| m.text.starts_with("Read-only compatible"))
+            .and_then(|m| m.offset)
+            .unwrap_or(0);
+        let nodetype = flashed
+            .get(at as usize..)
+            .and_then(|b| NodeHeader::decode(b, cfg.endian, u64::from(at)).ok())
+            .map_or(0, |h| h.nodetype);
+        return Err(SumtoolError::UnknownNode {
+            offset: at,
+            nodetype,
+            incompat: false,
+        });
+    }
+
+    // Nodes crossing block ends: with an uncertain geometry, a sign that -e is wrong.
+    let crossing: Vec<u32> = scan
+        .dirt
+        .iter()
+        .filter(|d| d.cause == DirtCause::CrossesBlockEnd)
+        .map(|d| d.offset)
+        .collect();
+    if !crossing.is_empty() && !confident && !cfg.force_erase_size && has_nodes {
+        return Err(SumtoolError::NodesCrossBlocks {
+            erase_size: read_erase,
+            count: crossing.len(),
+            first: crossing[0],
+        });
+    }
+
+    let mut dirt: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+    let mut corrupt: BTreeMap<u8, (DirtCause, usize, u64, u32)> = BTreeMap::new();
+    for d in &scan.dirt {
+        let e = dirt.entry(cause_text(d.cause).to_string()).or_default();
+        e.0 += 1;
+        e.1 += u64::from(d.len);
+        if is_corruption(d.cause) {
+            let c = corrupt
+                .entry(d.cause as u8)
+                .or_insert((d.cause, 0, 0, d.offset));
+            c.1 += 1;
+            c.2 += u64::from(d.len);
+        }
+    }
+    for (_, (cause, ranges, bytes, first)) in corrupt {
+        warnings.push(Warning::Corrupt {
+            cause,
+            ranges,
+            bytes,
+            first,
+        });
+    }
+
+    let unread = unread_blocks(flashed, &scan);
+    if !unread.is_empty() {
+        warnings.push(Warning::UnreadData { blocks: unread });
+    }
+
+    let mut kept = Vec::new();
+    let mut rejected = Vec::new();
+    let mut input_cleanmarker = None;
+    for (i, r) in scan.refs.iter().enumerate() {
+        match r.kind {
+            NodeKind::Cleanmarker => {
+                input_cleanmarker.get_or_insert(geometry.cleanmarker_size);
+                continue;
+            }
+            NodeKind::Summary | NodeKind::Padding => continue,
+            _ => {}
+        }
+        match check_node(flashed, r.offset, cfg.endian, r.kind) {
+            Ok(totlen) => kept.push(Kept {
+                offset: r.offset,
+                totlen,
+                node: i,
+            }),
+            Err(reason) => rejected.push(Rejected {
+                offset: r.offset,
+                node: i,
+                reason,
+            }),
+        }
+    }
+    if let Some(first) = rejected.first() {
+        warnings.push(Warning::Rejected {
+            count: rejected.len(),
+            first: *first,
+        });
+    }
+
+    Ok(Analysis {
+        detection,
+        input_geometry: geometry,
+        scan,
+        input_len,
+        kept,
+        rejected,
+        input_cleanmarker,
+        dirt,
+        warnings,
+    })
+}
+
+/// The output's cleanmarker size, if any, for this input and these options.
+pub fn output_cleanmarker(a: &Analysis, cfg: &SumtoolConfig) -> Option<u32> {
+    match cfg.cleanmarkers {
+        Cleanmarkers::Off => None,
+        Cleanmarkers::Size(n) => Some(n),
+        Cleanmarkers::FromInput => a.input_cleanmarker,
+    }
+}
+
+/// Writes the summarised image of an analysed input to `out`.
+pub fn write<W: Write>(
+    image: &[u8],
+    a: &Analysis,
+    cfg: &SumtoolConfig,
+    out: W,
+) -> Result<(W, Report), SumtoolError> {
+    let cleanmarker = output_cleanmarker(a, cfg);
+    if let Some(cm) = cleanmarker {
+        if pad4(cm) >= cfg.erase_size {
+            return Err(SumtoolError::BadCleanmarker {
+                cleanmarker: cm,
+                erase_size: cfg.erase_size,
+            });
+        }
+    }
+    let mut s = Summarizer::new(out, cfg.endian, cfg.erase_size, cleanmarker);
+    for k in &a.kept {
+        if !s.fits(k.totlen) {
+            return Err(SumtoolError::NodeTooLarge {
+                offset: k.offset,
+                totlen: k.totlen,
+                erase_size: cfg.erase_size,
+            });
+        }
+        let start = k.offset as usize;
+        // check_node verified the node lies inside the image.
+        let node =
+            image
+                .get(start..start + k.totlen as usize)
+                .ok_or(SumtoolError::NodeTooLarge {
+                    offset: k.offset,
+                    totlen: k.totlen,
+                    erase_size: cfg.erase_size,
+                })?;
+        s.push(node)?;
+    }
+    let es = u64::from(cfg.erase_size);
+    let min_len = if cfg.pad {
+        a.input_len.div_ceil(es) * es
+    } else {
+        a.input_len
+    };
+    let (out, stats) = s.finish(min_len)?;
+    Ok((
+        out,
+        Report {
+            stats,
+            cleanmarker,
+            erase_size: cfg.erase_size,
+        },
+    ))
+}
+
+/// [`analyse`] then [`write`].
+pub fn summarize<W: Write>(
+    image: &[u8],
+    cfg: &SumtoolConfig,
+    out: W,
+) -> Result<(W, Analysis, Report), SumtoolError> {
+    let a = analyse(image, cfg)?;
+    let (out, r) = write(image, &a, cfg, out)?;
+    Ok((out, a, r))
+}
+
+/// Checks the node at `offset` the way the kernel does by the time it uses it (header,
+/// ACCURATE bit, node CRC, then data / name CRC and lengths as `readinode.c` and the xattr
+/// code do); returns its totlen.
+fn check_node(img: &[u8], offset: u32, e: Endian, kind: NodeKind) -> Result<u32, RejectReason> {
+    let b = img.get(offset as usize..).ok_or(RejectReason::Header)?;
+    let h = NodeHeader::decode(b, e, u64::from(offset)).map_err(|_| RejectReason::Header)?;
+    if h.magic != MAGIC || !h.crc_ok(e) {
+        return Err(RejectReason::Header);
+    }
+    let b = b.get(..h.totlen as usize).ok_or(RejectReason::Header)?;
+    if !h.is_accurate() {
+        return Err(RejectReason::Obsolete);
+    }
+    let actual = NodeKind::of(h.nodetype);
+    if actual != kind {
+        return Err(RejectReason::WrongType);
+    }
+    let o = u64::from(offset);
+    match kind {
+        NodeKind::Inode => {
+            let n = InodeNode::decode(b, e, o).map_err(|_| RejectReason::Length)?;
+            if !n.node_crc_ok(b, e) {
+                return Err(RejectReason::NodeCrc);
+            }
+            if INODE_SIZE as u64 + u64::from(n.csize) > u64::from(h.totlen) {
+                return Err(RejectReason::Length);
+            }
+            if !n.data_crc_ok(b) {
+                return Err(RejectReason::DataCrc);
+            }
+        }
+        NodeKind::Dirent => {
+            let d = DirentNode::decode(b, e, o).map_err(|_| RejectReason::Length)?;
+            if !d.node_crc_ok(b, e) {
+                return Err(RejectReason::NodeCrc);
+            }
+            let name = d.name(b).ok_or(RejectReason::Length)?;
+            if DIRENT_SIZE + name.len() > h.totlen as usize {
+                return Err(RejectReason::Length);
+            }
+            // The kernel checks the CRC of the name up to its first NUL.
+            let checked = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+            if crate::crc::crc32(&name[..checked]) != d.name_crc {
+                return Err(RejectReason::DataCrc);
+            }
+        }
+        NodeKind::Xattr => {
+            let x = XattrNode::decode(b, e, o).map_err(|_| RejectReason::Length)?;
+            if !x.node_crc_ok(b, e) {
+                return Err(RejectReason::NodeCrc);
+            }
+            let want = pad4(XATTR_SIZE as u32 + u32::from(x.name_len) + 1 + u32::from(x.value_len));
+            if want != h.totlen {
+                return Err(RejectReason::Length);
+            }
+            if !x.data_crc_ok(b) {
+                return Err(RejectReason::DataCrc);
+            }
+        }
+        NodeKind::Xref => {
+            let x = XrefNode::decode(b, e, o).map_err(|_| RejectReason::Length)?;
+            if !x.node_crc_ok(b, e) {
+                return Err(RejectReason::NodeCrc);
+            }
+            if h.totlen != XREF_SIZE as u32 {
+                return Err(RejectReason::Length);
+            }
+        }
+        // RWCOMPAT_COPY nodes: the kernel keeps them with the header CRC checked.
+        _ => {
+            if (h.totlen as usize) < HEADER_SIZE {
+                return Err(RejectReason::Length);
+            }
+        }
+    }
+    Ok(h.totlen)
+}
+
+/// Blocks the kernel files as free or erased without reading them through (§3.2 step C and
+/// the cleanmarker shortcut of D.5) although they hold non-0xFF bytes further in.
+fn unread_blocks(img: &[u8], scan: &Scan) -> Vec<u32> {
+    let es = scan.geometry.erase_size as usize;
+    let mut v = Vec::new();
+    for b in &scan.blocks {
+        if !matches!(b.class, BlockClass::Empty | BlockClass::Cleanmarker) {
+            continue;
+        }
+        let start = b.offset as usize;
+        let Some(blk) = img.get(start..start + es) else {
+            continue;
+        };
+        // Skip the cleanmarker (if any) and look for data after it.
+        let skip = if blk.iter().take(4).all(|&c| c == 0xFF) {
+            0
+        } else {
+            pad4(scan.geometry.cleanmarker_size) as usize
+        };
+        if blk
+            .get(skip..)
+            .is_some_and(|r| r.iter().any(|&c| c != 0xFF))
+        {
+            v.push(b.offset);
+        }
+    }
+    v
+}
+
+/// Node headers with a valid magic and header CRC in byte order `e` (a word-by-word walk
+/// skipping nodes; for the endianness message).
+fn count_headers(img: &[u8], e: Endian) -> usize {
+    let mut n = 0;
+    let mut p = 0usize;
+    while p + HEADER_SIZE <= img.len() {
+        let ok = NodeHeader::decode(&img[p..], e, p as u64)
+            .ok()
+            .filter(|h| h.magic == MAGIC && h.crc_ok(e) && h.totlen >= HEADER_SIZE as u32);
+        match ok {
+            Some(h) => {
+                n += 1;
+                p = p.saturating_add(pad4(h.totlen) as usize);
+            }
+            None => p += 4,
+        }
+    }
+    n
+}

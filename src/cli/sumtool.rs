@@ -1,0 +1,402 @@
+//! `jffs2-sumtool` / `sumtool`: the command line of mtd-utils' sumtool, option for option
+//! (`mtd-utils-spec.md` §5.1), over the core summariser ([`jffs2::sumtool`]), which reads the
+//! input as the kernel does, refuses a wrong erase size or byte order instead of wrecking the
+//! image, and never loses or resurrects a node.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::PathBuf;
+
+use jffs2::format::Endian;
+use jffs2::sumtool::{self, Cleanmarkers, SumtoolConfig, SumtoolError};
+
+use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::num::{erase_size, strtol_int, EraseSizeError};
+use super::output::Output;
+use super::Tool;
+
+const SHORT: &str = "o:i:e:hvVblnc:p";
+
+const OPT_FORCE_ERASEBLOCK: u32 = 2000;
+
+const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
+    LongOpt { name, has_arg, id }
+}
+
+const LONG: &[LongOpt] = &[
+    lo("output", HasArg::Required, b'o' as u32),
+    lo("input", HasArg::Required, b'i' as u32),
+    lo("eraseblock", HasArg::Required, b'e' as u32),
+    lo("help", HasArg::No, b'h' as u32),
+    lo("verbose", HasArg::No, b'v' as u32),
+    lo("version", HasArg::No, b'V' as u32),
+    lo("bigendian", HasArg::No, b'b' as u32),
+    lo("littleendian", HasArg::No, b'l' as u32),
+    lo("no-cleanmarkers", HasArg::No, b'n' as u32),
+    lo("cleanmarker", HasArg::Required, b'c' as u32),
+    lo("pad", HasArg::No, b'p' as u32),
+    // Not in sumtool:
+    lo("force-eraseblock", HasArg::No, OPT_FORCE_ERASEBLOCK),
+];
+
+/// The help text: sumtool's, with what differs added at the end.
+pub const HELP: &str = "Usage: sumtool [OPTIONS] -i inputfile -o outputfile
+
+Convert the input JFFS2 image to a summarized JFFS2 image
+Summary makes mounting faster - if summary support enabled in your kernel
+
+Options:
+  -e, --eraseblock=SIZE     Use erase block size SIZE (default: 64KiB)
+                            (usually 16KiB on NAND)
+  -c, --cleanmarker=SIZE    Size of cleanmarker (default 12).
+                            (usually 16 bytes on NAND, and will be set to
+                            this value if left at the default 12). Will be
+                            stored in OOB after each physical page composing
+                            a physical eraseblock.
+  -n, --no-cleanmarkers     Don't add a cleanmarker to every eraseblock
+  -o, --output=FILE         Output to FILE 
+  -i, --input=FILE          Input from FILE 
+  -b, --bigendian           Image is big endian
+  -l  --littleendian        Image is little endian
+  -h, --help                Display this help text
+  -v, --verbose             Verbose operation
+  -V, --version             Display version information
+  -p, --pad                 Pad the OUTPUT with 0xFF to the end of the final
+                            eraseblock
+
+jffs2-tools (what differs from mtd-utils' sumtool):
+      --force-eraseblock    Proceed when -e differs from the erase size the
+                            input was built with: the input is read with its
+                            own erase size and re-blocked into -e blocks
+  The erase size and byte order of the input are detected; when -e (default
+  64KiB) or -b/-l disagree, sumtool stops with an error instead of writing a
+  broken image. Every erase block that holds nodes gets a summary, the last
+  one included; the output is padded to at least the input's size (padded
+  empty blocks are kept); obsolete nodes are dropped, never resurrected.
+  The cleanmarker is 12 bytes unless -c or the input's cleanmarkers say
+  otherwise (nothing is stored in OOB). The output is written to a temporary
+  file and renamed into place, so a failed run leaves FILE untouched and
+  -i and -o may name the same file.
+Exit status: 0 on success, 1 for an unknown option, 255 for any other error.
+";
+
+/// An exit with this status; the message has already been printed.
+struct Fatal(i32);
+
+/// Runs sumtool with `args` (without the program name); returns the exit status.
+pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
+    match run(tool, args) {
+        Ok(code) => code,
+        Err(Fatal(code)) => code,
+    }
+}
+
+fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
+    let die = |msg: &str| -> Fatal {
+        tool.error(msg);
+        Fatal(255)
+    };
+    let mut cfg = SumtoolConfig::new();
+    let mut verbose = false;
+    let mut input: Option<(File, OsString)> = None;
+    let mut output: Option<Output> = None;
+    let mut erase_given = false;
+    let mut cleanmarker: Option<u32> = None;
+    let mut no_cleanmarkers = false;
+    let mut operands = Vec::new();
+    for p in getopt_long(args, SHORT, LONG) {
+        let (id, arg) = match p {
+            Parsed::Opt { id, arg } => (id, arg),
+            Parsed::Operand(w) => {
+                operands.push(w);
+                continue;
+            }
+            Parsed::Error(msg) => {
+                eprintln!("{}: {msg}", tool.name);
+                println!("{HELP}");
+                return Err(Fatal(1));
+            }
+        };
+        let a = arg.as_deref().map(text).unwrap_or_default();
+        match id {
+            0x6f /* o */ => {
+                if output.is_some() {
+                    return Err(die("output filename specified more than once"));
+                }
+                match Output::file(PathBuf::from(arg.unwrap_or_default())) {
+                    Ok(o) => output = Some(o),
+                    Err(e) => {
+                        tool.sys_error("open output file", &e);
+                        return Err(Fatal(255));
+                    }
+                }
+            }
+            0x69 /* i */ => {
+                if input.is_some() {
+                    return Err(die("input filename specified more than once"));
+                }
+                let path = arg.unwrap_or_default();
+                match File::open(&path) {
+                    Ok(f) => input = Some((f, path)),
+                    Err(e) => {
+                        tool.sys_error("open input file", &e);
+                        return Err(Fatal(255));
+                    }
+                }
+            }
+            0x62 /* b */ => cfg.endian = Endian::Big,
+            0x6c /* l */ => cfg.endian = Endian::Little,
+            0x68 /* h */ => {
+                println!("{HELP}");
+                return Ok(0);
+            }
+            0x76 /* v */ => verbose = true,
+            0x56 /* V */ => {
+                println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
+                return Ok(0);
+            }
+            0x65 /* e */ => match erase_size(&a) {
+                Ok((size, raised)) => {
+                    if let Some(orig) = raised {
+                        // sumtool's format ends in "\n" and warnmsg adds another.
+                        tool.warning(&format!(
+                            "Erase size 0x{:x} too small. Increasing to 8KiB minimum\n",
+                            orig as u32
+                        ));
+                    }
+                    cfg.erase_size = size;
+                    erase_given = true;
+                }
+                Err(EraseSizeError::Unrecognisable) => {
+                    return Err(die("Unrecognisable erase size\n"))
+                }
+                Err(EraseSizeError::UnknownUnits) => {
+                    return Err(die("Unknown units in erasesize\n"))
+                }
+            },
+            0x6e /* n */ => no_cleanmarkers = true,
+            0x63 /* c */ => {
+                let v = i64::from(strtol_int(&a));
+                if v < 12 {
+                    return Err(die("cleanmarker size must be >= 12"));
+                }
+                // Checked against the erase size known *now*, as sumtool does.
+                if v >= i64::from(cfg.erase_size) {
+                    return Err(die("cleanmarker size must be < eraseblock size"));
+                }
+                cleanmarker = Some(v as u32);
+            }
+            0x70 /* p */ => cfg.pad = true,
+            OPT_FORCE_ERASEBLOCK => cfg.force_erase_size = true,
+            _ => {}
+        }
+    }
+    let (Some((infile, inpath)), Some(mut output)) = (input, output) else {
+        eprint!("{HELP}");
+        return Err(die("You must specify input and output files!\n"));
+    };
+    if !operands.is_empty() {
+        let words: Vec<String> = operands.iter().map(|w| text(w)).collect();
+        tool.warning(&format!(
+            "ignoring operand(s) {} (as sumtool does)",
+            words.join(" ")
+        ));
+    }
+    cfg.cleanmarkers = if no_cleanmarkers {
+        Cleanmarkers::Off
+    } else if let Some(cm) = cleanmarker {
+        Cleanmarkers::Size(cm)
+    } else {
+        Cleanmarkers::FromInput
+    };
+
+    let mut input = match Input::load(&infile) {
+        Ok(i) => i,
+        Err(e) => {
+            tool.sys_error(&format!("read {}", text(&inpath)), &e);
+            return Err(Fatal(255));
+        }
+    };
+    drop(infile);
+    let len = input.len;
+    let (analysis, padded) = match sumtool::analyse_in_place(input.buf_mut(), len, &cfg) {
+        Ok(a) => a,
+        Err(e) => {
+            let mut msg = e.to_string();
+            if matches!(e, SumtoolError::EraseSizeMismatch { .. }) && !erase_given {
+                msg.push_str(" (-e defaults to 64KiB)");
+            }
+            return Err(die(&msg));
+        }
+    };
+    let image = &input.buf()[..padded];
+    for w in &analysis.warnings {
+        tool.warning(&w.to_string());
+    }
+    if verbose {
+        let stdout = std::io::stdout();
+        let mut out = BufWriter::new(stdout.lock());
+        sumtool::listing(image, &analysis, &mut |l| {
+            let _ = writeln!(out, "{l}");
+        });
+        let _ = out.flush();
+    }
+    let report = match sumtool::write(image, &analysis, &cfg, output.writer()) {
+        Ok((_, r)) => r,
+        Err(e) => {
+            output.abandon();
+            return Err(die(&e.to_string()));
+        }
+    };
+    if let Err(e) = output.commit() {
+        tool.sys_error("write", &e);
+        return Err(Fatal(255));
+    }
+    if verbose {
+        let s = report.stats;
+        println!(
+            "{} nodes ({} bytes) carried over into {} erase blocks of {}: {} with a summary, {} \
+             without (a node leaves no room for one); {} node(s) dropped; cleanmarkers: {}; \
+             output {} bytes (input {})",
+            s.nodes,
+            analysis.kept_bytes(),
+            s.size.div_ceil(u64::from(report.erase_size)),
+            sumtool::size_text(report.erase_size),
+            s.summarized_blocks,
+            s.unsummarized_blocks,
+            analysis.rejected.len(),
+            report
+                .cleanmarker
+                .map_or("none".to_string(), |c| format!("{c} bytes")),
+            s.size,
+            analysis.input_len
+        );
+    }
+    Ok(0)
+}
+
+/// Spare room after the input for the padding to whole erase blocks: the largest erase size
+/// the detection considers (16 MiB), and 5 such blocks for tiny images. Only address space:
+/// pages are used only where the padding is written.
+const SPARE: usize = 5 * 16 * 1024 * 1024;
+
+/// The input image with spare room after it: a private, copy-on-write mapping of the file
+/// (no copy of its bytes) over an anonymous reservation, or, for what cannot be mapped (a
+/// pipe, an empty file), a buffer it is read into.
+struct Input {
+    map: Option<(*mut u8, usize)>,
+    vec: Vec<u8>,
+    /// Length of the input.
+    len: usize,
+}
+
+impl Input {
+    fn load(file: &File) -> std::io::Result<Input> {
+        let meta = file.metadata()?;
+        let size = meta.len();
+        if meta.is_file() && size > 0 && size <= (isize::MAX as u64) / 2 {
+            if let Some(m) = Self::map(file, size as usize) {
+                return Ok(m);
+            }
+        }
+        let mut vec = Vec::with_capacity((size as usize).saturating_add(1 << 20));
+        let mut f = file;
+        f.read_to_end(&mut vec)?;
+        let len = vec.len();
+        Ok(Input {
+            map: None,
+            vec,
+            len,
+        })
+    }
+
+    fn map(file: &File, len: usize) -> Option<Input> {
+        use std::os::fd::AsRawFd;
+        let total = len.checked_add(SPARE)?;
+        // SAFETY: a fresh anonymous private mapping; the file is then mapped privately at its
+        // start with MAP_FIXED, replacing part of that reservation. Both stay valid until
+        // `drop` unmaps `total` bytes. The mapping is private, so writes (the padding) never
+        // reach the file. If the file shrank while mapped, reading its vanished pages would
+        // raise SIGBUS: the input is a file the user named, not shared with a writer.
+        unsafe {
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                total,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return None;
+            }
+            // Read-only and populated: the page-cache pages are mapped, never copied.
+            let f = libc::mmap(
+                base,
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_FIXED | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                0,
+            );
+            if f == libc::MAP_FAILED {
+                libc::munmap(base, total);
+                return None;
+            }
+            // The file's last page is made writable for the padding that starts inside it
+            // (copy-on-write: one page is copied, the file is never written).
+            let page = libc::sysconf(libc::_SC_PAGESIZE).max(4096) as usize;
+            let last = (len / page) * page;
+            if last < len
+                && libc::mprotect(
+                    (base as *mut u8).add(last) as *mut libc::c_void,
+                    page,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                ) != 0
+            {
+                libc::munmap(base, total);
+                return None;
+            }
+            Some(Input {
+                map: Some((base as *mut u8, total)),
+                vec: Vec::new(),
+                len,
+            })
+        }
+    }
+
+    /// The input and the spare room after it.
+    fn buf(&self) -> &[u8] {
+        match self.map {
+            // SAFETY: the mapping is `total` bytes long and lives as long as `self`.
+            Some((p, total)) => unsafe { std::slice::from_raw_parts(p, total) },
+            None => &self.vec,
+        }
+    }
+
+    /// Mutable view of [`Input::buf`] (for the padding).
+    fn buf_mut(&mut self) -> &mut [u8] {
+        match self.map {
+            // SAFETY: as in `buf`; `&mut self` makes the view unique.
+            Some((p, total)) => unsafe { std::slice::from_raw_parts_mut(p, total) },
+            None => {
+                // The read buffer: its spare capacity becomes 0xFF room.
+                let cap = self.vec.capacity();
+                self.vec.resize(cap, 0xFF);
+                &mut self.vec
+            }
+        }
+    }
+}
+
+impl Drop for Input {
+    fn drop(&mut self) {
+        if let Some((p, total)) = self.map.take() {
+            // SAFETY: unmaps exactly the reservation made in `map`.
+            unsafe {
+                libc::munmap(p as *mut libc::c_void, total);
+            }
+        }
+    }
+}
