@@ -224,7 +224,11 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         Ok(a) => a,
         Err(e) => {
             let mut msg = e.to_string();
-            if matches!(e, SumtoolError::EraseSizeMismatch { .. }) && !erase_given {
+            let geometry = matches!(
+                e,
+                SumtoolError::EraseSizeMismatch { .. } | SumtoolError::NodesCrossBlocks { .. }
+            );
+            if geometry && !erase_given {
                 msg.push_str(" (-e defaults to 64KiB)");
             }
             return Err(die(&msg));
@@ -254,8 +258,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         return Err(Fatal(255));
     }
     if verbose {
+        // On stderr: stdout stays sumtool's listing.
         let s = report.stats;
-        println!(
+        eprintln!(
             "{} nodes ({} bytes) carried over into {} erase blocks of {}: {} with a summary, {} \
              without (a node leaves no room for one); {} node(s) dropped; cleanmarkers: {}; \
              output {} bytes (input {})",

@@ -5,7 +5,8 @@
 //! the chunks are the input's erase blocks (which is what sumtool's chunks are when `-e` is
 //! right), the nodes are those the kernel's scan linked — carried over, or not with the
 //! reason — and every range the kernel skips gets one `Skipped` line with its cause instead
-//! of sumtool's per-node lines for dirt.
+//! of sumtool's per-node lines for dirt (erased ranges, which sumtool passes over silently,
+//! get none). For a clean image and the right `-e` the listing is sumtool's, line for line.
 
 use super::{cause_text, Analysis};
 use crate::format::{
@@ -62,7 +63,9 @@ pub fn listing(image: &[u8], a: &Analysis, line: &mut dyn FnMut(&str)) {
         let mut di = dirts.iter().peekable();
         for (ofs, i) in items {
             while let Some(d) = di.next_if(|d| d.offset < ofs) {
-                line(&skipped(d.offset, d.len, d.cause, block_start));
+                if !erased(image, d.offset, d.len) {
+                    line(&skipped(d.offset, d.len, d.cause, block_start));
+                }
             }
             buf.clear();
             node_line(image, e, ofs, block_start, status[i], &mut buf);
@@ -72,11 +75,22 @@ pub fn listing(image: &[u8], a: &Analysis, line: &mut dyn FnMut(&str)) {
             line(&buf);
         }
         for d in di {
-            line(&skipped(d.offset, d.len, d.cause, block_start));
+            if !erased(image, d.offset, d.len) {
+                line(&skipped(d.offset, d.len, d.cause, block_start));
+            }
         }
         block_start = end;
     }
     line("Load next block : 0 bytes read");
+}
+
+/// Dirt that is only 0xFF (erased gaps, short block tails): sumtool passes over it
+/// silently, and so does the listing.
+fn erased(image: &[u8], ofs: u32, len: u32) -> bool {
+    let a = ofs as usize;
+    image
+        .get(a..a.saturating_add(len as usize))
+        .is_none_or(|b| b.iter().all(|&c| c == 0xFF))
 }
 
 fn skipped(ofs: u32, len: u32, cause: crate::scan::DirtCause, base: u64) -> String {

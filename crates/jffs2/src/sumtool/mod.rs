@@ -152,9 +152,9 @@ pub enum SumtoolError {
     /// The detection could not tell the erase size, and nodes cross the requested blocks'
     /// boundaries: scanning in that geometry would lose them.
     #[error(
-        "{count} node(s) of the input cross the boundaries of {} erase blocks (the first at \
-         {first:#010x}): the input was not built with -e {}; pass the erase size it was built \
-         with, or --force-eraseblock to drop them",
+        "{count} node(s) or cleanmarker(s) of the input do not fit {} erase blocks (the first \
+         at {first:#010x}): the input was not built with -e {}; pass the erase size it was \
+         built with, or --force-eraseblock to proceed (the nodes concerned are lost)",
         size_text(*.erase_size),
         size_text(*.erase_size)
     )]
@@ -529,8 +529,6 @@ pub fn analyse_in_place(
 struct InputGeometry {
     detection: Detection,
     geometry: Geometry,
-    confident: bool,
-    has_nodes: bool,
     warnings: Vec<Warning>,
 }
 
@@ -559,16 +557,65 @@ fn input_geometry(image: &[u8], cfg: &SumtoolConfig) -> Result<InputGeometry, Su
         });
     }
     let confident = detection.confidence >= 0.5;
+    let cm_size = if dg.cleanmarker_size != 0 && has_nodes {
+        dg.cleanmarker_size
+    } else {
+        12
+    };
     let mut read_erase = cfg.erase_size;
     if has_nodes && dg.erase_size != cfg.erase_size {
-        if confident {
-            if !cfg.force_erase_size {
-                return Err(SumtoolError::EraseSizeMismatch {
+        // Is the requested size itself contradicted by the image? Scanned in that geometry,
+        // nodes would run over block ends, or cleanmarkers would not start blocks.
+        let probe = scan::scan(
+            &as_flashed(image, cfg.erase_size),
+            &Geometry {
+                endian: cfg.endian,
+                erase_size: cfg.erase_size,
+                cleanmarker_size: cm_size,
+            },
+            &ScanOptions::default(),
+        );
+        let broken: Vec<u32> = probe
+            .dirt
+            .iter()
+            .filter(|d| {
+                matches!(
+                    d.cause,
+                    DirtCause::CrossesBlockEnd | DirtCause::CleanmarkerNotFirst
+                )
+            })
+            .map(|d| d.offset)
+            .collect();
+        // Refuse when the request is contradicted, when the detection is sure, or when it
+        // is fairly sure of a size the request is a multiple of (the request's boundaries
+        // are then a subset of the detected ones: every node fits, but the output would
+        // be laid out for blocks the flash does not have). A fair guess that the request
+        // is not a multiple of, with the request consistent, is more likely a coincidence
+        // in a small image (a node happening to start where the guess puts a boundary).
+        let refuse = !broken.is_empty()
+            || detection.confidence >= 0.9
+            || (confident && cfg.erase_size % dg.erase_size == 0);
+        if !refuse {
+            warnings.push(Warning::GeometryUncertain {
+                assumed: cfg.erase_size,
+                guess: dg.erase_size,
+                confidence: detection.confidence,
+            });
+        } else if !cfg.force_erase_size {
+            return Err(if confident {
+                SumtoolError::EraseSizeMismatch {
                     detected: dg.erase_size,
                     requested: cfg.erase_size,
                     confidence: detection.confidence,
-                });
-            }
+                }
+            } else {
+                SumtoolError::NodesCrossBlocks {
+                    erase_size: cfg.erase_size,
+                    count: broken.len(),
+                    first: broken.first().copied().unwrap_or(0),
+                }
+            });
+        } else if confident {
             read_erase = dg.erase_size;
             warnings.push(Warning::Reblocking {
                 from: dg.erase_size,
@@ -585,17 +632,11 @@ fn input_geometry(image: &[u8], cfg: &SumtoolConfig) -> Result<InputGeometry, Su
     let geometry = Geometry {
         endian: cfg.endian,
         erase_size: read_erase,
-        cleanmarker_size: if dg.cleanmarker_size != 0 && has_nodes {
-            dg.cleanmarker_size
-        } else {
-            12
-        },
+        cleanmarker_size: cm_size,
     };
     Ok(InputGeometry {
         detection,
         geometry,
-        confident,
-        has_nodes,
         warnings,
     })
 }
@@ -609,11 +650,8 @@ fn analyse_flashed(
     let InputGeometry {
         detection,
         geometry,
-        confident,
-        has_nodes,
         mut warnings,
     } = g;
-    let read_erase = geometry.erase_size;
     let scan = scan::scan(
         flashed,
         &geometry,
@@ -657,21 +695,6 @@ fn analyse_flashed(
             offset: at,
             nodetype,
             incompat: false,
-        });
-    }
-
-    // Nodes crossing block ends: with an uncertain geometry, a sign that -e is wrong.
-    let crossing: Vec<u32> = scan
-        .dirt
-        .iter()
-        .filter(|d| d.cause == DirtCause::CrossesBlockEnd)
-        .map(|d| d.offset)
-        .collect();
-    if !crossing.is_empty() && !confident && !cfg.force_erase_size && has_nodes {
-        return Err(SumtoolError::NodesCrossBlocks {
-            erase_size: read_erase,
-            count: crossing.len(),
-            first: crossing[0],
         });
     }
 
