@@ -89,7 +89,7 @@ pub fn small_tree(root: &Path) {
     write(&root.join("etc/motd"), b"Welcome to the flash.\n", 0o644);
     write(&root.join("etc/conf.d/net"), &common::text(3, 5000), 0o600);
     write(&root.join("etc/empty"), b"", 0o644);
-    write(&root.join("bin/tool"), &common::random(4, 9000), 0o755);
+    write(&root.join("bin/tool"), &common::random(4, 3000), 0o755);
     std::fs::hard_link(root.join("bin/tool"), root.join("bin/tool-link")).expect("link");
     std::os::unix::fs::symlink("../etc/motd", root.join("bin/motd-link")).expect("symlink");
     let c = std::ffi::CString::new(root.join("fifo").as_os_str().as_encoded_bytes()).unwrap();

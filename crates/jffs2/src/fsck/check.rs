@@ -710,6 +710,18 @@ impl Ctx<'_, '_> {
                 .at(o),
             );
         }
+        if let Some(crc) = n.stray_data_crc {
+            self.findings.push(
+                Finding::new(
+                    Severity::Warning,
+                    "stray-data-crc",
+                    format!(
+                        "inode node without data has data CRC 0x{crc:08x}: writers store 0, no CRC covers the field and Linux ignores it (altered image or failing flash?)"
+                    ),
+                )
+                .at(o),
+            );
+        }
         match n.body {
             Body::Cleanmarker => {
                 let cm = self.fs.scan().geometry.cleanmarker_size;
@@ -1173,8 +1185,27 @@ impl Ctx<'_, '_> {
                 }
             }
         }
+        // Inodes named by the newest entry of their name.
+        let mut named: HashSet<u32> = HashSet::new();
+        for w in self.walks {
+            for n in w.nodes.iter().filter(|n| n.fault.is_none() && n.accurate) {
+                if let Body::Dirent {
+                    pino,
+                    version,
+                    ino,
+                    name,
+                    ..
+                } = &n.body
+                {
+                    if *ino != 0 && names.get(&(*pino, name.clone())) == Some(version) {
+                        named.insert(*ino);
+                    }
+                }
+            }
+        }
         let live = |fs: &Fs<'_>, ino: u32| fs.exists(ino) && !fs.removed(ino);
         let mut out = Vec::new();
+        let mut warn = Vec::new();
         for w in self.walks {
             for n in w.nodes.iter().filter(|n| !n.accurate && n.fault.is_none()) {
                 let lost: Option<(Option<u32>, String)> = match &n.body {
@@ -1186,7 +1217,15 @@ impl Ctx<'_, '_> {
                         ..
                     } => {
                         if !live(self.fs, *ino) {
-                            None
+                            // No inode left, but an entry still names it: its only node is gone.
+                            (named.contains(ino) && !accurate_ino.contains(ino)).then(|| {
+                                (
+                                    Some(*ino),
+                                    format!(
+                                        "inode node (version {version}) is marked obsolete, but nothing replaces it and directory entries still name inode #{ino}: the inode is lost (a flipped ACCURATE bit?)"
+                                    ),
+                                )
+                            })
                         } else {
                             let newer: Vec<(u32, u32)> = inodes
                                 .get(ino)
@@ -1227,17 +1266,36 @@ impl Ctx<'_, '_> {
                         ..
                     } => {
                         let newest = names.get(&(*pino, name.clone())).copied().unwrap_or(0);
-                        let orphan_target =
-                            *ino != 0 && !live(self.fs, *ino) && accurate_ino.contains(ino);
-                        (newest <= *version && live(self.fs, *pino) && orphan_target).then(|| {
-                            (
+                        if newest > *version || *ino == 0 || !live(self.fs, *pino) {
+                            None
+                        } else if !live(self.fs, *ino) && accurate_ino.contains(ino) {
+                            Some((
                                 Some(*pino),
                                 format!(
                                     "entry \"{}\" for inode #{ino} is marked obsolete, but nothing replaces or deletes it and the inode has no other name: it is lost (a flipped ACCURATE bit?)",
                                     lossy(name)
                                 ),
-                            )
-                        })
+                            ))
+                        } else if live(self.fs, *ino) {
+                            // The inode keeps another name. Normal on NOR flash after garbage
+                            // collection dropped the deletion entry; suspicious in a fresh image.
+                            warn.push(
+                                Finding::new(
+                                    Severity::Warning,
+                                    "lost-node",
+                                    format!(
+                                        "entry \"{}\" for inode #{ino} is marked obsolete and nothing replaces or deletes it; the inode keeps another name (normal after garbage collection on NOR flash, a lost name in a fresh image)",
+                                        lossy(name)
+                                    ),
+                                )
+                                .at(n.offset)
+                                .ino(Some(*pino))
+                                .path(self.path_of(*pino)),
+                            );
+                            None
+                        } else {
+                            None
+                        }
                     }
                     Body::Xattr { xid, version } => {
                         let newest = xattr_v.get(xid).copied().unwrap_or(0);
@@ -1280,6 +1338,7 @@ impl Ctx<'_, '_> {
             }
         }
         self.findings.extend(out);
+        self.findings.extend(warn);
     }
 
     /// Kernel messages no finding explains become findings of their own.

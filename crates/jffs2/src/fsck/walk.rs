@@ -89,6 +89,8 @@ pub(crate) struct WNode {
     pub fault: Option<Fault>,
     /// Padding bytes (inside an xattr's totlen, or up to `PAD(totlen)`) that are not 0xFF.
     pub bad_padding: u32,
+    /// The `data_crc` of an inode node without data, when it is not 0 (no CRC covers it).
+    pub stray_data_crc: Option<u32>,
 }
 
 /// Why a run of bytes is not a node.
@@ -273,6 +275,7 @@ fn check_node(
         body: Body::Unknown,
         fault: None,
         bad_padding: 0,
+        stray_data_crc: None,
     };
     let short = |what: &str, need: usize| {
         Fault::Length(format!(
@@ -315,6 +318,9 @@ fn check_node(
                     ri.csize
                 )));
                 return n;
+            }
+            if ri.csize == 0 && ri.data_crc != 0 {
+                n.stray_data_crc = Some(ri.data_crc);
             }
             if ri.offset > ri.isize {
                 n.fault = Some(Fault::Length(format!(

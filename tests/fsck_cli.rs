@@ -1,0 +1,245 @@
+//! The jffs2-fsck command line: `--json` against the text output, `--compare` (factory
+//! verification) passing and listing each difference, usage errors (exit 16), and the
+//! `fsck.jffs2` name with fsck(8)'s generic options.
+
+mod common;
+#[path = "common/fsck_util.rs"]
+mod fsck_util;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use fsck_util::*;
+
+/// `(severity, code, offset, ino, path)` of a text finding line.
+type Key = (String, String, Option<u64>, Option<u64>, Option<String>);
+
+fn text_findings(out: &str) -> Vec<Key> {
+    out.lines()
+        .filter(|l| l.starts_with("ERROR ") || l.starts_with("WARNING ") || l.starts_with("INFO "))
+        .map(|l| {
+            let (head, _) = l.split_once(": ").unwrap();
+            let mut w = head.split(' ');
+            let sev = w.next().unwrap().to_lowercase();
+            let code = w.next().unwrap().to_string();
+            let off = w.next().unwrap();
+            let off = off
+                .strip_prefix("0x")
+                .map(|h| u64::from_str_radix(h, 16).unwrap());
+            let rest: Vec<&str> = w.collect();
+            let (ino, path) = match rest.as_slice() {
+                ["ino", n, p @ ..] => (
+                    Some(n.parse().unwrap()),
+                    (!p.is_empty()).then(|| p.join(" ")),
+                ),
+                p => (None, (!p.is_empty()).then(|| p.join(" "))),
+            };
+            (sev, code, off, ino, path)
+        })
+        .collect()
+}
+
+fn json_findings(j: &serde_json::Value) -> Vec<Key> {
+    j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["severity"].as_str().unwrap().to_string(),
+                f["code"].as_str().unwrap().to_string(),
+                f["offset"].as_u64(),
+                f["ino"].as_u64(),
+                f["path"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn json_matches_the_text_findings() {
+    let dir = common::scratch();
+    let mut images = vec![kernel_fixtures().join("powercut-torn-node-16k.img")];
+    images.push(kernel_fixtures().join("dirty-gc-16k.img"));
+    // A damaged copy: a data CRC, a header CRC and garbage.
+    let mut b = std::fs::read(kernel_fixtures().join("dirty-workload-16k.img")).unwrap();
+    let nodes = node_list(&b, false);
+    for k in [5usize, 17, 40] {
+        let (off, len, _) = nodes[k];
+        b[off + len - 1] ^= 0x10;
+    }
+    b[nodes[60].0 + 5] ^= 1;
+    let p = dir.path().join("damaged.img");
+    std::fs::write(&p, &b).unwrap();
+    images.push(p);
+    for img in images {
+        let t = fsck(&[img.to_str().unwrap()]);
+        let j = fsck(&["--json", img.to_str().unwrap()]);
+        assert_eq!(t.status, j.status);
+        let doc = json_of(&j);
+        assert_eq!(doc["exit_code"].as_i64(), Some(i64::from(t.status)));
+        assert_eq!(
+            text_findings(&t.stdout_text()),
+            json_findings(&doc),
+            "{img:?}"
+        );
+        let counts = &doc["summary"]["counts"];
+        let errors = json_findings(&doc)
+            .iter()
+            .filter(|k| k.0 == "error")
+            .count() as u64;
+        assert_eq!(counts["error"].as_u64(), Some(errors));
+        for k in [
+            "space",
+            "blocks",
+            "summary_coverage",
+            "mount_cost",
+            "geometry",
+        ] {
+            assert!(doc["summary"][k].is_object(), "{k}");
+        }
+    }
+    // -v adds the evidence and the blocks.
+    let j = json_of(&fsck(&[
+        "--json",
+        "-v",
+        kernel_fixtures().join("dirty-gc-16k.img").to_str().unwrap(),
+    ]));
+    assert!(j["blocks"].as_array().unwrap().len() == 32);
+    assert!(!j["detection_evidence"].as_array().unwrap().is_empty());
+}
+
+fn diffs(o: &common::Output) -> Vec<String> {
+    o.stdout_text()
+        .lines()
+        .filter_map(|l| l.strip_prefix("DIFF "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn compare_passes_then_lists_each_difference() {
+    common::require_mtd_utils();
+    let dir = common::scratch();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    small_tree(&src);
+    let img = dir.path().join("img");
+    mkfs(&src, &img, &["-e", "0x4000", "--with-xattr"]);
+    let i = img.to_str().unwrap();
+    let s = src.to_str().unwrap();
+    let o = fsck(&["--compare", s, i]);
+    assert_eq!(o.status, 0, "{}", o.stdout_text());
+    assert!(diffs(&o).is_empty());
+
+    // How the image was made: -q (squash) and -f (faketime) must be said.
+    let sq = dir.path().join("sq.img");
+    mkfs(&src, &sq, &["-e", "0x4000", "-q", "-f"]);
+    let o = fsck(&["--compare", s, sq.to_str().unwrap()]);
+    assert_eq!(o.status, 4);
+    assert!(diffs(&o).iter().any(|d| d.contains(": mtime: ")));
+    let o = fsck(&[
+        "--compare",
+        s,
+        "--squash",
+        "--faketime",
+        "--ignore-mtime",
+        sq.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status, 0, "{}", o.stdout_text());
+    let o = fsck(&[
+        "--compare",
+        s,
+        "--squash",
+        "--faketime",
+        sq.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status, 0, "{}", o.stdout_text());
+
+    // Alter the tree: each change is one difference.
+    std::fs::set_permissions(src.join("etc/motd"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut net = std::fs::read(src.join("etc/conf.d/net")).unwrap();
+    net[1234] ^= 0x20;
+    std::fs::write(src.join("etc/conf.d/net"), &net).unwrap();
+    common::set_mtime(&src.join("etc/conf.d/net"), common::FIXED_MTIME);
+    std::fs::write(src.join("etc/new-file"), b"new\n").unwrap();
+    std::fs::remove_file(src.join("etc/empty")).unwrap();
+    std::fs::remove_file(src.join("bin/motd-link")).unwrap();
+    std::os::unix::fs::symlink("/elsewhere", src.join("bin/motd-link")).unwrap();
+    let o = fsck(&["--compare", s, i]);
+    assert_eq!(o.status, 4, "{}", o.stdout_text());
+    let d = diffs(&o);
+    let has = |p: &str, what: &str| d.iter().any(|l| l.starts_with(&format!("{p}: {what}: ")));
+    assert!(has("etc/motd", "mode"), "{d:#?}");
+    assert!(has("etc/conf.d/net", "content"), "{d:#?}");
+    assert!(
+        d.iter().any(|l| l.contains("differs from byte 1234")),
+        "{d:#?}"
+    );
+    assert!(has("etc/new-file", "missing"), "{d:#?}");
+    assert!(has("etc/empty", "unexpected"), "{d:#?}");
+    assert!(has("bin/motd-link", "target"), "{d:#?}");
+    // JSON lists the same.
+    let j = json_of(&fsck(&["--json", "--compare", s, i]));
+    assert_eq!(j["differences"].as_array().unwrap().len(), d.len());
+    assert_eq!(j["exit_code"], 4);
+    // A directory that cannot be read is an operational error.
+    let o = fsck(&["--compare", dir.path().join("none").to_str().unwrap(), i]);
+    assert_eq!(o.status, 8);
+}
+
+#[test]
+fn usage_errors_exit_16() {
+    let img = kernel_fixtures().join("dirty-gc-16k.img");
+    let i = img.to_str().unwrap();
+    for args in [
+        &[][..],
+        &["--frobnicate", i],
+        &["-e", "12QiB", i],
+        &["-e", "0", i],
+        &[i, i],
+        &["-a", i],
+        &["--squash", i],
+    ] {
+        let o = fsck(args);
+        assert_eq!(o.status, 16, "{args:?}: {}", o.stderr_text());
+        assert!(!o.stderr_text().is_empty());
+    }
+    let o = fsck(&["--help"]);
+    assert_eq!(o.status, 0);
+    assert!(o.stdout_text().contains("Usage: jffs2-fsck"));
+    assert_eq!(fsck(&["-e", "16KiB", "-l", i]).status, 0);
+}
+
+#[test]
+fn fsck_jffs2_accepts_fsck8_options() {
+    let dir = common::scratch();
+    let img = kernel_fixtures().join("dirty-gc-16k.img");
+    let i = img.to_str().unwrap();
+    for args in [
+        &["-a", i][..],
+        &["-p", i],
+        &["-n", i],
+        &["-y", "-f", i],
+        &["-V", "-C0", i],
+        &["-C", i],
+    ] {
+        let o = fsck_as("fsck.jffs2", dir.path(), args);
+        assert_eq!(
+            o.status,
+            0,
+            "{args:?}: {}{}",
+            o.stdout_text(),
+            o.stderr_text()
+        );
+        assert!(
+            o.stdout_text().contains("fsck.jffs2: "),
+            "{}",
+            o.stdout_text()
+        );
+    }
+    let torn = kernel_fixtures().join("powercut-torn-node-16k.img");
+    let o = fsck_as("fsck.jffs2", dir.path(), &["-p", torn.to_str().unwrap()]);
+    assert_eq!(o.status, 4);
+    let _ = Path::new("");
+}

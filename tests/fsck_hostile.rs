@@ -1,0 +1,298 @@
+//! Hostile images: directory cycles, 4 GiB sparse claims, lying `csize`/`dsize`,
+//! decompression bombs, thousands of versions of one node, unknown compressors, deep
+//! nesting. Each must be checked in seconds (20 s is only a hang guard), without a panic,
+//! with bounded memory, and reported.
+
+mod common;
+#[path = "common/fsck_util.rs"]
+mod fsck_util;
+
+use std::time::{Duration, Instant};
+
+use fsck_util::*;
+use jffs2::compress::{
+    zlib_compress, COMPR_COPY, COMPR_LZMA, COMPR_RUBINMIPS, COMPR_ZERO, COMPR_ZLIB,
+};
+use jffs2::format::{dt, pad4, DirentNode, Endian, InodeNode};
+use jffs2::fsck::{check, Options, Report, Severity};
+use jffs2::layout::{BlockWriter, EndPad, LayoutConfig};
+
+const LE: Endian = Endian::Little;
+const ES: u32 = 65536;
+const S_IFDIR: u32 = 0o040000;
+const S_IFREG: u32 = 0o100000;
+const HANG_GUARD: Duration = Duration::from_secs(20);
+
+struct Img(Vec<Vec<u8>>);
+
+impl Img {
+    fn new() -> Self {
+        Img(Vec::new())
+    }
+    fn dirent(&mut self, pino: u32, version: u32, ino: u32, dtype: u8, name: &[u8]) -> &mut Self {
+        let mut b = Vec::new();
+        DirentNode {
+            pino,
+            version,
+            ino,
+            dtype,
+            ..Default::default()
+        }
+        .encode(LE, name, &mut b);
+        self.0.push(b);
+        self
+    }
+    fn inode(&mut self, n: InodeNode, data: &[u8]) -> &mut Self {
+        let mut b = Vec::new();
+        n.encode(LE, data, &mut b);
+        self.0.push(b);
+        self
+    }
+    fn dir(&mut self, parent: u32, ino: u32, name: &[u8], version: u32) -> &mut Self {
+        self.inode(
+            InodeNode {
+                ino,
+                version: 1,
+                mode: S_IFDIR | 0o755,
+                ..Default::default()
+            },
+            &[],
+        );
+        self.dirent(parent, version, ino, dt::DIR, name)
+    }
+    fn file_node(
+        &mut self,
+        ino: u32,
+        version: u32,
+        isize: u32,
+        ofs: u32,
+        dsize: u32,
+        compr: u8,
+        data: &[u8],
+    ) -> &mut Self {
+        self.inode(
+            InodeNode {
+                ino,
+                version,
+                mode: S_IFREG | 0o644,
+                isize,
+                offset: ofs,
+                dsize,
+                compr,
+                ..Default::default()
+            },
+            data,
+        )
+    }
+    fn build(&self) -> Vec<u8> {
+        let cfg = LayoutConfig {
+            endian: LE,
+            erase_size: ES,
+            cleanmarker: Some(12),
+            summary: false,
+        };
+        let mut w = BlockWriter::new(Vec::new(), cfg);
+        for n in &self.0 {
+            w.prepare(pad4(n.len() as u32), 0).unwrap();
+            w.write_node(n).unwrap();
+        }
+        let (mut out, _) = w.finish(EndPad::Block).unwrap();
+        out.resize((5 * ES as usize).max(out.len()), 0xFF);
+        out
+    }
+}
+
+fn opts() -> Options {
+    Options {
+        erase_size: Some(ES),
+        endian: Some(LE),
+        compare: None,
+    }
+}
+
+/// Checks `img` within the hang guard; returns the report.
+fn timed(what: &str, img: &[u8]) -> Report {
+    let t = Instant::now();
+    let r = check(img, &opts()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let el = t.elapsed();
+    eprintln!("{what}: {el:?}, {} findings", r.findings.len());
+    assert!(el < HANG_GUARD, "{what}: took {el:?}");
+    r
+}
+
+fn codes(r: &Report) -> Vec<&'static str> {
+    r.findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| f.code)
+        .collect()
+}
+
+#[test]
+fn directory_cycles() {
+    let mut i = Img::new();
+    // /a/b, and b names a: a cycle reachable from the root.
+    i.dir(1, 2, b"a", 1)
+        .dir(2, 3, b"b", 1)
+        .dirent(3, 2, 2, dt::DIR, b"back-to-a");
+    // 4 and 5 name each other, unreachable from the root.
+    i.dir(5, 4, b"x", 1).dir(4, 5, b"y", 3);
+    // A directory that names itself.
+    i.dir(1, 6, b"self", 2).dirent(6, 2, 6, dt::DIR, b"me");
+    let r = timed("directory cycles", &i.build());
+    let c = codes(&r);
+    assert_eq!(r.verdict().exit_code(), 4);
+    assert!(
+        c.iter()
+            .any(|c| *c == "directory-hard-link" || *c == "directory-reached-twice"),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn sparse_4gib_claims() {
+    let mut i = Img::new();
+    // A 4 GiB - 1 file: a hole, then one page at the very end.
+    i.file_node(2, 1, u32::MAX, u32::MAX - 4096, 4096, COMPR_ZERO, &[]);
+    // A ZERO node claiming 4 GiB of zeros.
+    i.file_node(3, 1, u32::MAX, 0, u32::MAX, COMPR_ZERO, &[]);
+    // The legacy ZERO node with csize and dsize swapped.
+    let mut legacy = Vec::new();
+    InodeNode {
+        ino: 4,
+        version: 1,
+        mode: S_IFREG | 0o644,
+        isize: 0x8000_0000,
+        dsize: 0,
+        compr: COMPR_ZERO,
+        ..Default::default()
+    }
+    .encode(LE, &[], &mut legacy);
+    i.0.push(legacy);
+    i.dirent(1, 1, 2, dt::REG, b"end-page")
+        .dirent(1, 2, 3, dt::REG, b"zeros")
+        .dirent(1, 3, 4, dt::REG, b"legacy");
+    let r = timed("4 GiB sparse files", &i.build());
+    assert_eq!(r.tree.files, 3);
+    assert!(r.tree.bytes >= u64::from(u32::MAX));
+}
+
+#[test]
+fn lying_csize_and_dsize() {
+    let mut i = Img::new();
+    // dsize far beyond what the kernel can allocate, tiny zlib input.
+    let (z, _) = zlib_compress(&[7u8; 4096], 4096).unwrap();
+    i.file_node(2, 1, 64 << 20, 0, 64 << 20, COMPR_ZLIB, &z);
+    // Uncompressed node claiming more than it stores.
+    i.file_node(3, 1, 1 << 20, 0, 1 << 20, 0, b"only a few bytes");
+    // zlib data that ends before dsize.
+    i.file_node(4, 1, 8192, 0, 8192, COMPR_ZLIB, &z);
+    // csize larger than the node (node CRC valid): patch csize after encoding.
+    let mut n = Vec::new();
+    InodeNode {
+        ino: 5,
+        version: 1,
+        mode: S_IFREG | 0o644,
+        isize: 100,
+        dsize: 100,
+        ..Default::default()
+    }
+    .encode(LE, &[1u8; 100], &mut n);
+    n[48..52].copy_from_slice(&0x00ff_ffffu32.to_le_bytes());
+    let crc = jffs2::crc::crc32(&n[..60]);
+    n[64..68].copy_from_slice(&crc.to_le_bytes());
+    i.0.push(n);
+    for (k, name) in [
+        (2, b"huge" as &[u8]),
+        (3, b"short"),
+        (4, b"early-end"),
+        (5, b"csize"),
+    ] {
+        i.dirent(1, k, k, dt::REG, name);
+    }
+    let r = timed("lying sizes", &i.build());
+    let c = codes(&r);
+    assert!(c.contains(&"unreadable-data"), "{c:?}");
+    assert!(
+        c.contains(&"bad-length") || c.contains(&"bad-node"),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn decompression_bombs() {
+    // 4 MiB of zeros per node, the most Linux allocates; 48 of them; and one just over.
+    let (bomb, used) = zlib_compress(&vec![0u8; 4 << 20], 8 << 20).unwrap();
+    assert_eq!(used, 4 << 20);
+    assert!(bomb.len() < 32768, "{}", bomb.len());
+    let mut i = Img::new();
+    for v in 0..48u32 {
+        i.file_node(2, v + 1, 4 << 20, 0, 4 << 20, COMPR_ZLIB, &bomb);
+    }
+    i.file_node(3, 1, (4 << 20) + 1, 0, (4 << 20) + 1, COMPR_ZLIB, &bomb);
+    i.dirent(1, 1, 2, dt::REG, b"bomb")
+        .dirent(1, 2, 3, dt::REG, b"too-big");
+    let r = timed("decompression bombs", &i.build());
+    // The 4 MiB nodes are valid; the one over the kernel's limit is unreadable.
+    assert!(codes(&r).contains(&"unreadable-data"), "{:?}", r.findings);
+    assert!(r.nodes.data_checked >= 48);
+}
+
+#[test]
+fn thousands_of_versions_of_one_node() {
+    let mut i = Img::new();
+    for v in 0..5000u32 {
+        let data = v.to_le_bytes().repeat(16);
+        i.file_node(2, v / 2 + 1, 64, 0, 64, 0, &data);
+    }
+    i.dirent(1, 1, 2, dt::REG, b"churn");
+    let r = timed("5000 versions", &i.build());
+    assert_eq!(r.tree.files, 1);
+}
+
+#[test]
+fn unknown_compressors() {
+    let mut i = Img::new();
+    for (k, compr) in [
+        (2u32, COMPR_COPY),
+        (3, COMPR_LZMA),
+        (4, 0xFF),
+        (5, COMPR_RUBINMIPS),
+        (6, 5),
+    ] {
+        i.file_node(k, 1, 4096, 0, 4096, compr, &[0x5a; 200]);
+        i.dirent(1, k, k, dt::REG, format!("c{compr}").as_bytes());
+    }
+    let r = timed("unknown compressors", &i.build());
+    let n = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "unknown-compressor" && f.severity == Severity::Error)
+        .count();
+    assert_eq!(n, 5, "{:#?}", r.findings);
+}
+
+#[test]
+fn deep_nesting_and_the_cli() {
+    let mut i = Img::new();
+    for d in 0..1500u32 {
+        i.dir(
+            if d == 0 { 1 } else { d + 1 },
+            d + 2,
+            b"deeper-and-deeper",
+            d + 1,
+        );
+    }
+    let img = i.build();
+    let r = timed("1500 nested directories", &img);
+    assert!(r.findings.iter().any(|f| f.code == "path-too-long"));
+    // The CLI on the same image, within the guard.
+    let dir = common::scratch();
+    let p = dir.path().join("deep.img");
+    std::fs::write(&p, &img).unwrap();
+    let t = Instant::now();
+    let o = fsck(&["--json", p.to_str().unwrap()]);
+    assert!(t.elapsed() < HANG_GUARD);
+    assert!(o.status == 0 || o.status == 4, "{}", o.stderr_text());
+    json_of(&o);
+}
