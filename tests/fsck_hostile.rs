@@ -60,6 +60,7 @@ impl Img {
         );
         self.dirent(parent, version, ino, dt::DIR, name)
     }
+    #[allow(clippy::too_many_arguments)]
     fn file_node(
         &mut self,
         ino: u32,

@@ -60,8 +60,10 @@
 //! | `data-crc` | Error / Warning / Info | data CRC fails (live data / superseded by newer data / obsolete node) |
 //! | `unreadable-data` | Error / Warning / Info | data cannot be decompressed to its `dsize`, or the kernel cannot allocate it |
 //! | `unknown-compressor` | Error / Warning / Info | a compressor Linux 6.1 (Debian) does not have: rubin, copy, lzma, unknown ids |
-//! | `lost-node` | Error | a node marked obsolete on flash that nothing supersedes: its data or name is lost |
+//! | `lost-node` | Error | a node marked obsolete on flash that nothing supersedes: its data, inode or name is lost |
+//! | `lost-node` | Warning | an entry marked obsolete that nothing replaces, whose inode keeps another name (normal after GC on NOR flash) |
 //! | `padding-not-erased` | Warning | padding inside or after a node is not 0xFF (covered by no CRC; Linux ignores it) |
+//! | `stray-data-crc` | Warning | an inode node without data has a non-zero `data_crc` (covered by no CRC; Linux ignores it) |
 //! | `cleanmarker-misplaced` | Warning | a cleanmarker that is not at the start of its erase block |
 //! | `cleanmarker-size` | Warning | a cleanmarker whose size is not the one Linux expects |
 //! | `cleanmarker-obsolete` | Error | a cleanmarker with its ACCURATE bit cleared (Linux never does this) |
@@ -418,8 +420,7 @@ impl Report {
 pub type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
 
 /// Checks an image (see the module documentation). `image` is the file as given; it is
-/// padded as flashed internally (a copy when it is not a whole number of blocks — use
-/// [`check_vec`] to avoid it).
+/// copied and padded as flashed (use [`check_vec`] to avoid the copy).
 pub fn check(image: &[u8], opts: &Options) -> Result<Report, FsckError> {
     check_with_progress(image.to_vec(), opts, None)
 }
@@ -473,5 +474,5 @@ pub fn check_with_progress(
     if want > image.len() {
         image.resize(want, 0xFF);
     }
-    Ok(check::run(&image, image_len, info, all_ff, opts, progress)?)
+    check::run(&image, image_len, info, all_ff, opts, progress)
 }
