@@ -197,6 +197,7 @@ fn usage_errors_exit_16() {
         &["--frobnicate", i],
         &["-e", "12QiB", i],
         &["-e", "0", i],
+        &["-e", "32MiB", i],
         &[i, i],
         &["-a", i],
         &["--squash", i],

@@ -34,6 +34,9 @@ pub const EXIT_OPERATIONAL: i32 = 8;
 /// Exit code: usage error.
 pub const EXIT_USAGE: i32 = 16;
 
+/// The largest erase size accepted (what autodetection considers, too).
+const MAX_ERASE: u32 = 16 << 20;
+
 const OPT_JSON: u32 = 1000;
 const OPT_COMPARE: u32 = 1001;
 const OPT_KERNEL_LOG: u32 = 1002;
@@ -166,6 +169,12 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
                 let arg = arg.map(|s| text(&s)).unwrap_or_default();
                 match id {
                     x if x == u32::from(b'e') => match erase_size(&arg) {
+                        Ok((size, _)) if size > MAX_ERASE => {
+                            return usage_error(&format!(
+                                "erase size '{arg}' is larger than {} MiB",
+                                MAX_ERASE >> 20
+                            ))
+                        }
                         Ok((size, raised)) => {
                             if let Some(orig) = raised {
                                 tool.warning(&format!(

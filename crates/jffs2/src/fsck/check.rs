@@ -202,13 +202,18 @@ pub(crate) fn run(
     erase_size_finding(&mut cx, &info);
 
     // Kernel log: scan, build and root read, then reading every inode as a listing does.
+    // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
     let mut kernel_log: Vec<KernelMsg> = scan_log;
-    kernel_log.extend(fs.mount_log());
-    let mut seen: HashSet<u32> = HashSet::from([1]);
-    for e in &tree.entries {
-        if seen.insert(e.ino) {
-            if let Some(Ok(i)) = inodes.get(&e.ino) {
-                kernel_log.extend(i.log.iter().cloned());
+    if failure.is_none() {
+        kernel_log.extend(fs.mount_log());
+        if matches!(inodes.get(&1), Some(Ok(_))) {
+            let mut seen: HashSet<u32> = HashSet::from([1]);
+            for e in &tree.entries {
+                if seen.insert(e.ino) {
+                    if let Some(Ok(i)) = inodes.get(&e.ino) {
+                        kernel_log.extend(i.log.iter().cloned());
+                    }
+                }
             }
         }
     }
@@ -649,7 +654,7 @@ impl Ctx<'_, '_> {
     fn junk(&mut self, j: &Junk) {
         let (code, what) = match j.kind {
             JunkKind::Crosses { totlen } => {
-                let end = (j.offset / self.es + 1) * self.es;
+                let end = (u64::from(j.offset / self.es) + 1) * u64::from(self.es);
                 let f = Finding::new(
                     Severity::Error,
                     "node-crosses-block",

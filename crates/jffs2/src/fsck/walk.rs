@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use super::ProgressFn;
-use crate::compress::{COMPR_DYNRUBIN, COMPR_LZMA, COMPR_RUBINMIPS, COMPR_ZERO};
+use crate::compress::{COMPR_DYNRUBIN, COMPR_LZMA, COMPR_NONE, COMPR_RUBINMIPS, COMPR_ZERO};
 use crate::crc::crc32;
 use crate::format::{
     accurate_crc, pad4, DirentNode, Endian, InodeNode, XattrNode, XrefNode, DIRENT_SIZE,
@@ -242,7 +242,7 @@ fn walk_block(img: &[u8], start: u32, es: u32, fs: &Fs<'_>) -> BlockWalk {
             continue;
         }
         let node = &rest[..totlen as usize];
-        let padded = pad4(totlen).min(end - p);
+        let padded = pad4(totlen).min(end - p).max(totlen);
         let mut wn = check_node(node, p, nodetype, e, fs, &mut w);
         let tail = &rest[totlen as usize..padded as usize];
         wn.bad_padding += tail.iter().filter(|&&c| c != 0xFF).count() as u32;
@@ -355,6 +355,27 @@ fn check_node(
                 usercompr: ri.usercompr,
             };
             if size == 0 && ri.csize == 0 {
+                return n;
+            }
+            if ri.compr == COMPR_NONE {
+                // What `node_data` does for stored data, without copying it out.
+                let data = &b[INODE_SIZE..INODE_SIZE + ri.csize as usize];
+                let computed = crc32(data);
+                if computed != ri.data_crc {
+                    n.fault = Some(Fault::DataCrc {
+                        stored: ri.data_crc,
+                        computed,
+                    });
+                } else if ri.dsize > ri.csize {
+                    n.fault = Some(Fault::Data(ReadError::ShortUncompressed {
+                        offset,
+                        csize: ri.csize,
+                        dsize: ri.dsize,
+                    }));
+                } else {
+                    w.data_checked += 1;
+                    w.data_bytes += u64::from(size);
+                }
                 return n;
             }
             match fs.node_data(&dn) {
