@@ -35,6 +35,11 @@ fn expect_clean(img: &std::path::Path, extra: &[&str], what: &str) {
         o.stdout_text(),
         o.stderr_text()
     );
+    assert!(
+        !o.stdout_text().contains("WARNING "),
+        "{what}: warnings on a clean image\n{}",
+        o.stdout_text()
+    );
 }
 
 #[test]
@@ -186,6 +191,7 @@ fn kernel_fixtures() {
                 .contains("looks like an interrupted write (power cut)"));
         } else {
             assert_eq!(o.status, 0, "{name}: {j:#}");
+            assert_eq!(j["summary"]["counts"]["warning"], 0, "{name}: {j:#}");
         }
         // A CRC problem the kernel logged is a finding at the offset it names.
         for m in doc["mount"]["kernel_messages"].as_array().unwrap() {
