@@ -546,3 +546,86 @@ fn findings_print_as_documented() {
     let g = Finding::new(Severity::Info, "image-padded", "x".into());
     assert_eq!(g.to_string(), "INFO image-padded -: x");
 }
+
+#[test]
+fn misplaced_and_wrong_sized_cleanmarkers() {
+    let mut cm = Vec::new();
+    crate::format::encode_cleanmarker(LE, 12, &mut cm);
+    let mut i = base();
+    i.raw(cm);
+    let r = run(&i.build());
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| f.code == "cleanmarker-misplaced" && f.severity == Severity::Warning));
+    assert_eq!(r.verdict().exit_code(), 0, "{:#?}", r.findings);
+
+    // A 16-byte cleanmarker where 12 are expected, at a block start.
+    let mut img = base().build();
+    let mut big = Vec::new();
+    crate::format::encode_cleanmarker(LE, 16, &mut big);
+    let b1 = ES as usize;
+    img[b1..b1 + 16].copy_from_slice(&big);
+    let r = run(&img);
+    assert!(has(&r, "cleanmarker-size", Some(ES)), "{:#?}", r.findings);
+}
+
+#[test]
+fn uncovered_bytes_are_warnings() {
+    let mut img = base().build();
+    // The data CRC of the /etc directory's inode node (no data).
+    let off = node_offsets(&img, NODETYPE_INODE)[0] as usize;
+    img[off + 60] = 0x55;
+    let r = run(&img);
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| f.code == "stray-data-crc" && f.severity == Severity::Warning));
+    assert_eq!(r.verdict().exit_code(), 0);
+
+    // Padding after a node of odd length (the "motd" dirent: 40 + 4 bytes, then data node of
+    // 68 + 13 = 81 bytes, padded to 84).
+    let mut img = base().build();
+    let off = node_offsets(&img, NODETYPE_INODE)[1] as usize;
+    img[off + 82] = 0x00;
+    let r = run(&img);
+    assert!(
+        has(&r, "padding-not-erased", Some(off as u32)),
+        "{:#?}",
+        r.findings
+    );
+    assert_eq!(r.verdict().exit_code(), 0);
+}
+
+#[test]
+fn output_does_not_depend_on_the_thread_count() {
+    let mut img = base().build();
+    let offs = node_offsets(&img, NODETYPE_INODE);
+    for o in &offs[1..] {
+        img[*o as usize + 70] ^= 4;
+    }
+    let a = run(&img).findings;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let b = pool.install(|| run(&img).findings);
+    assert_eq!(a, b);
+    assert!(a.len() >= 3);
+}
+
+#[test]
+fn kernel_log_stops_at_a_failed_scan() {
+    let mut out = Vec::new();
+    LE.put_u16(&mut out, MAGIC);
+    LE.put_u16(&mut out, 0xE0F0);
+    LE.put_u32(&mut out, 12);
+    let crc = crc32(&out[..8]);
+    LE.put_u32(&mut out, crc);
+    let mut i = base();
+    i.raw(out);
+    let r = run(&i.build());
+    assert!(!r.mount_ok);
+    let last = r.kernel_log.last().expect("a message");
+    assert!(last.text.contains("Incompatible feature node"), "{last:?}");
+}
