@@ -4,7 +4,7 @@
 //!
 //! # How an image is checked
 //!
-//! 1. **Geometry**: byte order and erase size from [`crate::scan::detect`], unless given
+//! 1. **Geometry**: byte order and erase size from [`crate::scan::detect()`], unless given
 //!    ([`Options::endian`], [`Options::erase_size`]); a given value the image contradicts is a
 //!    finding naming the likely right one. The image is checked as flashed into the smallest
 //!    partition Linux mounts ([`crate::scan::as_flashed`]): padded with 0xFF to whole erase
