@@ -9,6 +9,7 @@
 pub mod compress;
 pub mod crc;
 pub mod dump;
+pub mod extract;
 pub mod format;
 pub mod fs;
 pub mod fsck;

@@ -1,0 +1,393 @@
+//! What an extraction creates: the tree Linux shows, walked from the root in depth-first order
+//! with every name checked, each directory once and each inode's data once.
+
+use std::collections::{HashMap, HashSet};
+
+use rayon::prelude::*;
+
+use super::Refusal;
+use crate::fs::{DataNode, Frag, Fs, FsError, Inode, InodeKind, Xattr, PATH_MAX};
+
+/// Metadata of an entry as `stat` shows it on a read-only mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meta {
+    /// Full `st_mode`.
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Access time.
+    pub atime: u32,
+    /// Modification time.
+    pub mtime: u32,
+    /// Change time (cannot be restored on the host; listings show it).
+    pub ctime: u32,
+    /// Link count as Linux reports it.
+    pub nlink: u32,
+    /// Size as Linux reports it.
+    pub size: u64,
+}
+
+impl Meta {
+    fn of(inode: &Inode) -> Meta {
+        Meta {
+            mode: inode.mode,
+            uid: inode.uid,
+            gid: inode.gid,
+            atime: inode.atime,
+            mtime: inode.mtime,
+            ctime: inode.ctime,
+            nlink: inode.nlink,
+            size: inode.size,
+        }
+    }
+}
+
+/// A regular file's data as the kernel reads it: its size and fragment tree (§6.3). Ranges
+/// between fragments are holes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileData {
+    /// Inode number.
+    pub ino: u32,
+    /// Size Linux reports.
+    pub size: u64,
+    /// The data nodes the fragments refer to.
+    pub nodes: Vec<DataNode>,
+    /// Fragments in offset order.
+    pub frags: Vec<Frag>,
+}
+
+impl FileData {
+    /// The data of a regular-file inode (empty for any other kind).
+    pub fn of(inode: &Inode) -> FileData {
+        FileData {
+            ino: inode.ino,
+            size: inode.size,
+            nodes: inode.nodes.clone(),
+            frags: inode.frags.clone(),
+        }
+    }
+
+    fn take(inode: &mut Inode) -> FileData {
+        FileData {
+            ino: inode.ino,
+            size: inode.size,
+            nodes: std::mem::take(&mut inode.nodes),
+            frags: std::mem::take(&mut inode.frags),
+        }
+    }
+}
+
+/// What an entry is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A directory.
+    Dir,
+    /// A regular file (its first name).
+    File(FileData),
+    /// Another name of the non-directory inode first extracted as entry `first`.
+    HardLink {
+        /// Index of the first entry of the inode.
+        first: usize,
+    },
+    /// A symbolic link; the target as `readlink` returns it (up to its first NUL, never
+    /// empty).
+    Symlink(Vec<u8>),
+    /// A character device.
+    Char(u32, u32),
+    /// A block device.
+    Block(u32, u32),
+    /// A FIFO.
+    Fifo,
+    /// A socket.
+    Socket,
+}
+
+/// One entry of the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Name in its directory (empty for the root).
+    pub name: Vec<u8>,
+    /// Index of the parent entry (the root's parent is itself, 0).
+    pub parent: usize,
+    /// Depth: 0 for the root, 1 for its children, …
+    pub depth: u32,
+    /// Inode number.
+    pub ino: u32,
+    /// Metadata.
+    pub meta: Meta,
+    /// Extended attributes as `getxattr` returns them (on the first name of an inode only).
+    pub xattrs: Vec<Xattr>,
+    /// Type and content.
+    pub kind: EntryKind,
+}
+
+/// The tree to extract: entries in depth-first order (a directory before its children, the
+/// children of a directory by name), and what was refused on the way.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// Entries; `entries[0]` is the root.
+    pub entries: Vec<Entry>,
+    /// Names and inodes that are not extracted, and why.
+    pub refused: Vec<Refusal>,
+}
+
+/// Why a directory entry's name cannot be created on a host, if it cannot: empty, `.`, `..`,
+/// containing `/` or NUL, or longer than `NAME_MAX` (255).
+pub fn name_problem(name: &[u8]) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("empty name")
+    } else if name == b"." || name == b".." {
+        Some("name is a path step (\".\" or \"..\")")
+    } else if name.contains(&b'/') {
+        Some("name contains '/'")
+    } else if name.contains(&0) {
+        Some("name contains a NUL byte")
+    } else if name.len() > 255 {
+        Some("name longer than 255 bytes")
+    } else {
+        None
+    }
+}
+
+/// `dir/name`, or `name` for the root.
+pub(crate) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    if dir.is_empty() || dir == b"." {
+        name.to_vec()
+    } else {
+        let mut p = Vec::with_capacity(dir.len() + 1 + name.len());
+        p.extend_from_slice(dir);
+        p.push(b'/');
+        p.extend_from_slice(name);
+        p
+    }
+}
+
+impl Plan {
+    /// Walks the tree from the root as a read-only mount shows it (see the module
+    /// documentation of [`super`] for the rules). Inodes are read on all cores.
+    ///
+    /// Fails only when the root cannot be read (the mount would fail).
+    pub fn build(fs: &Fs<'_>, with_xattrs: bool) -> Result<Plan, FsError> {
+        let mut inos: Vec<u32> = fs.live_inodes().collect();
+        if !inos.contains(&1) {
+            inos.push(1);
+        }
+        let mut read: HashMap<u32, Result<Inode, FsError>> = inos
+            .par_iter()
+            .map(|&ino| (ino, fs.read_inode(ino)))
+            .collect();
+        let mut take = |ino: u32| read.remove(&ino).unwrap_or_else(|| fs.read_inode(ino));
+        let mut root = take(1)?;
+        if root.kind != InodeKind::Dir {
+            return Err(FsError::NotADirectory(1));
+        }
+
+        let mut plan = Plan::default();
+        let root_xattrs = if with_xattrs {
+            fs.xattrs(&root).0
+        } else {
+            Vec::new()
+        };
+        let root_dents = std::mem::take(&mut root.dents);
+        plan.entries.push(Entry {
+            name: Vec::new(),
+            parent: 0,
+            depth: 0,
+            ino: 1,
+            meta: Meta::of(&root),
+            xattrs: root_xattrs,
+            kind: EntryKind::Dir,
+        });
+        let mut dirs_seen: HashMap<u32, usize> = HashMap::from([(1, 0)]);
+        let mut first_name: HashMap<u32, usize> = HashMap::new();
+        let mut unreadable: HashSet<u32> = HashSet::new();
+
+        // Depth-first: a stack of (directory entry, its remaining children, reversed).
+        let mut stack: Vec<(usize, Vec<crate::fs::Dirent>)> = vec![(0, rev(root_dents))];
+        while let Some((dir, children)) = stack.last_mut() {
+            let dir = *dir;
+            let Some(d) = children.pop() else {
+                stack.pop();
+                continue;
+            };
+            let dir_path = plan.path(dir);
+            if let Some(reason) = name_problem(&d.name) {
+                plan.refused.push(Refusal::BadName {
+                    dir: dir_path,
+                    name: d.name.clone(),
+                    ino: d.ino,
+                    reason,
+                });
+                continue;
+            }
+            let path = join(&dir_path, &d.name);
+            if path.len() >= PATH_MAX {
+                let mut p = path;
+                p.truncate(PATH_MAX);
+                plan.refused.push(Refusal::PathTooLong {
+                    path: p,
+                    ino: d.ino,
+                });
+                continue;
+            }
+            let depth = plan.entries[dir].depth + 1;
+            let parent = dir;
+
+            // A further name of an inode already extracted.
+            if let Some(&first) = first_name.get(&d.ino) {
+                let meta = plan.entries[first].meta.clone();
+                plan.entries.push(Entry {
+                    name: d.name,
+                    parent,
+                    depth,
+                    ino: d.ino,
+                    meta,
+                    xattrs: Vec::new(),
+                    kind: EntryKind::HardLink { first },
+                });
+                continue;
+            }
+            if let Some(&first) = dirs_seen.get(&d.ino) {
+                let first_path = plan.path(first);
+                plan.refused.push(Refusal::DirReachedTwice {
+                    path,
+                    first_path,
+                    ino: d.ino,
+                });
+                continue;
+            }
+            let mut inode = match take(d.ino) {
+                Ok(i) => i,
+                Err(error) => {
+                    let first = unreadable.insert(d.ino);
+                    plan.refused.push(Refusal::Unreadable {
+                        path,
+                        ino: d.ino,
+                        error,
+                        again: !first,
+                    });
+                    continue;
+                }
+            };
+            let xattrs = if with_xattrs {
+                fs.xattrs(&inode).0
+            } else {
+                Vec::new()
+            };
+            let meta = Meta::of(&inode);
+            let kind = match inode.kind {
+                InodeKind::Dir => EntryKind::Dir,
+                InodeKind::File => EntryKind::File(FileData::take(&mut inode)),
+                InodeKind::Symlink => {
+                    let t = inode.target.clone().unwrap_or_default();
+                    let t = match t.iter().position(|&b| b == 0) {
+                        Some(n) => t[..n].to_vec(),
+                        None => t,
+                    };
+                    if t.is_empty() {
+                        plan.refused.push(Refusal::BadSymlink {
+                            path,
+                            ino: d.ino,
+                            reason: "the target is empty",
+                        });
+                        continue;
+                    }
+                    EntryKind::Symlink(t)
+                }
+                InodeKind::Char | InodeKind::Block => {
+                    let (ma, mi) = inode.rdev.unwrap_or((0, 0));
+                    if inode.kind == InodeKind::Char {
+                        EntryKind::Char(ma, mi)
+                    } else {
+                        EntryKind::Block(ma, mi)
+                    }
+                }
+                InodeKind::Fifo => EntryKind::Fifo,
+                InodeKind::Socket => EntryKind::Socket,
+                InodeKind::Unknown => {
+                    plan.refused.push(Refusal::UnknownType {
+                        path,
+                        ino: d.ino,
+                        mode: inode.mode,
+                    });
+                    continue;
+                }
+            };
+            let is_dir = kind == EntryKind::Dir;
+            let dents = std::mem::take(&mut inode.dents);
+            let idx = plan.entries.len();
+            plan.entries.push(Entry {
+                name: d.name,
+                parent,
+                depth,
+                ino: d.ino,
+                meta,
+                xattrs,
+                kind,
+            });
+            if is_dir {
+                dirs_seen.insert(d.ino, idx);
+                stack.push((idx, rev(dents)));
+            } else {
+                first_name.insert(d.ino, idx);
+            }
+        }
+        Ok(plan)
+    }
+
+    /// The path of entry `idx` relative to the root (empty for the root).
+    pub fn path(&self, idx: usize) -> Vec<u8> {
+        let mut names: Vec<&[u8]> = Vec::new();
+        let mut i = idx;
+        while i != 0 {
+            let Some(e) = self.entries.get(i) else {
+                break;
+            };
+            names.push(&e.name);
+            i = e.parent;
+        }
+        let mut p = Vec::new();
+        for n in names.iter().rev() {
+            if !p.is_empty() {
+                p.push(b'/');
+            }
+            p.extend_from_slice(n);
+        }
+        p
+    }
+
+    /// The names from the root to entry `idx` (empty for the root).
+    pub fn components(&self, idx: usize) -> Vec<&[u8]> {
+        let mut names: Vec<&[u8]> = Vec::new();
+        let mut i = idx;
+        while i != 0 {
+            let Some(e) = self.entries.get(i) else {
+                break;
+            };
+            names.push(&e.name);
+            i = e.parent;
+        }
+        names.reverse();
+        names
+    }
+
+    /// The regular files in entry order, with their entry indices.
+    pub fn files(&self) -> Vec<(usize, &FileData)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match &e.kind {
+                EntryKind::File(f) => Some((i, f)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The children of a directory, reversed so that popping yields them in name order.
+fn rev(mut v: Vec<crate::fs::Dirent>) -> Vec<crate::fs::Dirent> {
+    v.reverse();
+    v
+}

@@ -1,0 +1,486 @@
+//! Reading many files' data in order while decompressing ahead on all cores.
+//!
+//! The consumer (an extraction writer, or `--cat`) asks for the files one after the other,
+//! in a fixed order, and receives each file's content as [`Chunk`]s in offset order, covering
+//! `[0, size)` exactly: data, holes (fragment gaps, ZERO nodes, and decompressed data that is
+//! all zeros) and unreadable ranges. Meanwhile rayon workers decompress the nodes of the
+//! files that come next (every distinct node once, in first-use order), bounded by a byte
+//! budget, so memory does not grow with file sizes and the output order never depends on the
+//! number of threads.
+//!
+//! Each node is read with [`Fs::node_data`], the kernel's `jffs2_read_dnode`: node CRC, data
+//! CRC, decompression to exactly `dsize` bytes, the kernel's allocation limit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use super::plan::FileData;
+use crate::compress::COMPR_ZERO;
+use crate::fs::{Fs, ReadError};
+
+/// How far ahead the workers may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Budget of decompressed bytes (node `dsize`s) decompressed ahead and not yet consumed.
+    /// At least one job always runs, whatever its size.
+    pub ahead_bytes: u64,
+    /// Most jobs in flight.
+    pub ahead_jobs: usize,
+    /// Largest job, in node `dsize` bytes (jobs group consecutive nodes of one file).
+    pub job_bytes: u64,
+    /// Decompressed data kept for fragments still to come (a node that shows through in
+    /// several places) beyond which it is dropped and decompressed again when needed.
+    pub held_bytes: u64,
+    /// Decompress on the calling thread only.
+    pub sequential: bool,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions {
+            ahead_bytes: 16 << 20,
+            ahead_jobs: 4096,
+            job_bytes: 64 << 10,
+            held_bytes: 64 << 20,
+            sequential: false,
+        }
+    }
+}
+
+/// Decompressed data shared between the workers and the consumer.
+#[derive(Debug, Clone)]
+pub struct Bytes {
+    data: Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl Bytes {
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        self.data.get(self.start..self.end).unwrap_or(&[])
+    }
+
+    /// Number of bytes.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+}
+
+/// A piece of a file, in offset order.
+#[derive(Debug, Clone)]
+pub enum Chunk {
+    /// Data at `offset`.
+    Data {
+        /// File offset.
+        offset: u64,
+        /// The bytes.
+        bytes: Bytes,
+    },
+    /// `len` zero bytes at `offset`: a hole, a ZERO node, or data that is all zeros.
+    Zeros {
+        /// File offset.
+        offset: u64,
+        /// Length.
+        len: u64,
+    },
+    /// `len` bytes at `offset` that cannot be read (the kernel's `read()` fails with -EIO
+    /// there).
+    Unreadable {
+        /// File offset.
+        offset: u64,
+        /// Length.
+        len: u64,
+        /// Why.
+        error: ReadError,
+    },
+}
+
+/// What a worker made of one node.
+#[derive(Debug, Clone)]
+enum Out {
+    Zeros,
+    Data(Arc<Vec<u8>>),
+    Error(ReadError),
+}
+
+/// Whether `b` is all zeros (word at a time).
+fn all_zero(b: &[u8]) -> bool {
+    let mut chunks = b.chunks_exact(64);
+    for c in &mut chunks {
+        let mut acc = 0u64;
+        for w in c.chunks_exact(8) {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(w);
+            acc |= u64::from_ne_bytes(x);
+        }
+        if acc != 0 {
+            return false;
+        }
+    }
+    chunks.remainder().iter().all(|&x| x == 0)
+}
+
+fn decode(fs: &Fs<'_>, file: &FileData, k: usize) -> Out {
+    let Some(dn) = file.nodes.get(k) else {
+        return Out::Zeros;
+    };
+    match fs.node_data(dn) {
+        // A ZERO node is never materialised: `node_data` returns its length only.
+        Ok(_) if dn.compr == COMPR_ZERO => Out::Zeros,
+        // Any other node comes back as exactly `dsize` bytes (`into_vec` only fills in zeros
+        // for ZERO nodes).
+        Ok(d) => {
+            let b = d.into_vec(0);
+            if all_zero(&b) {
+                Out::Zeros
+            } else {
+                Out::Data(Arc::new(b))
+            }
+        }
+        Err(e) => Out::Error(e),
+    }
+}
+
+/// Bytes a node occupies once decompressed (0 for a ZERO node, which is never materialised).
+fn cost(file: &FileData, k: usize) -> u64 {
+    file.nodes
+        .get(k)
+        .map(|n| {
+            if n.compr == COMPR_ZERO {
+                0
+            } else {
+                u64::from(n.size)
+            }
+        })
+        .unwrap_or(0)
+}
+
+/// The distinct nodes of a file in the order its fragments first use them, and for each node
+/// the index of the last fragment that uses it.
+fn node_order(file: &FileData) -> (Vec<usize>, Vec<usize>) {
+    let mut last = vec![usize::MAX; file.nodes.len()];
+    let mut order = Vec::new();
+    for (fi, f) in file.frags.iter().enumerate() {
+        if let Some(l) = last.get_mut(f.node) {
+            if *l == usize::MAX {
+                order.push(f.node);
+            }
+            *l = fi;
+        }
+    }
+    (order, last)
+}
+
+type JobResult = Vec<(usize, Out)>;
+
+/// The producer's position: the next node to hand to a worker.
+struct Cursor {
+    file: usize,
+    order: Vec<usize>,
+    pos: usize,
+}
+
+/// Hands out files' contents in order; see the module documentation. Created by [`stream`].
+pub struct Reader<'s, 'f, 'a> {
+    fs: &'f Fs<'a>,
+    files: &'f [&'f FileData],
+    opts: StreamOptions,
+    scope: Option<&'s rayon::Scope<'f>>,
+    tx: mpsc::Sender<(u64, JobResult)>,
+    rx: mpsc::Receiver<(u64, JobResult)>,
+    cursor: Cursor,
+    /// Jobs handed out: (seq, file, dsize total).
+    issued: std::collections::VecDeque<(u64, usize, u64)>,
+    next_seq: u64,
+    ahead: u64,
+    /// Results received out of order.
+    parked: BTreeMap<u64, JobResult>,
+    /// Next file the consumer may ask for.
+    next_file: usize,
+}
+
+impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
+    /// Starts decompression jobs until the budget is used.
+    fn refill(&mut self) {
+        let Some(scope) = self.scope else {
+            return;
+        };
+        while self.issued.len() < self.opts.ahead_jobs
+            && (self.issued.is_empty() || self.ahead < self.opts.ahead_bytes)
+        {
+            // Advance to a file with nodes left.
+            while self.cursor.pos >= self.cursor.order.len() {
+                self.cursor.file += 1;
+                let Some(f) = self.files.get(self.cursor.file) else {
+                    return;
+                };
+                self.cursor.order = node_order(f).0;
+                self.cursor.pos = 0;
+            }
+            let fi = self.cursor.file;
+            let file: &'f FileData = self.files[fi];
+            let mut nodes = Vec::new();
+            let mut bytes = 0u64;
+            while let Some(&k) = self.cursor.order.get(self.cursor.pos) {
+                let c = cost(file, k);
+                if !nodes.is_empty() && bytes + c > self.opts.job_bytes {
+                    break;
+                }
+                nodes.push(k);
+                bytes += c;
+                self.cursor.pos += 1;
+            }
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            self.issued.push_back((seq, fi, bytes));
+            self.ahead += bytes;
+            let tx = self.tx.clone();
+            let fs = self.fs;
+            scope.spawn(move |_| {
+                let out: JobResult = nodes
+                    .into_iter()
+                    .map(|k| (k, decode(fs, file, k)))
+                    .collect();
+                // The receiver is gone only when the consumer stopped early.
+                let _ = tx.send((seq, out));
+            });
+        }
+    }
+
+    /// The next job's results (file index, node results), in issue order.
+    fn next_job(&mut self) -> Option<(usize, JobResult)> {
+        self.refill();
+        let &(seq, fi, bytes) = self.issued.front()?;
+        let res = loop {
+            if let Some(r) = self.parked.remove(&seq) {
+                break r;
+            }
+            match self.rx.recv() {
+                Ok((s, r)) if s == seq => break r,
+                Ok((s, r)) => {
+                    self.parked.insert(s, r);
+                }
+                // Cannot happen while `self.tx` lives; treat as "nothing more".
+                Err(_) => return None,
+            }
+        };
+        self.issued.pop_front();
+        self.ahead -= bytes;
+        self.refill();
+        Some((fi, res))
+    }
+
+    /// Streams file `index` (which must be the next one: files are read in order; skipping
+    /// one is allowed) into `sink`, in offset order, covering `[0, size)`.
+    pub fn read_file(
+        &mut self,
+        index: usize,
+        mut sink: impl FnMut(Chunk) -> io::Result<()>,
+    ) -> io::Result<()> {
+        if index < self.next_file {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "files must be read in order",
+            ));
+        }
+        // Drop the results of skipped files.
+        while self.issued.front().is_some_and(|&(_, fi, _)| fi < index) {
+            let _ = self.next_job();
+        }
+        self.next_file = index + 1;
+        let Some(&file) = self.files.get(index) else {
+            return Ok(());
+        };
+        let (_, last) = node_order(file);
+        let mut held: HashMap<usize, (Out, u64)> = HashMap::new();
+        let mut held_bytes = 0u64;
+        let mut received = vec![false; file.nodes.len()];
+        let mut pos = 0u64;
+        let end = file.size;
+        for (fi, f) in file.frags.iter().enumerate() {
+            if pos >= end {
+                break;
+            }
+            if f.start > pos {
+                let z = f.start.min(end) - pos;
+                sink(Chunk::Zeros {
+                    offset: pos,
+                    len: z,
+                })?;
+                pos += z;
+                if pos >= end {
+                    break;
+                }
+            }
+            let stop = f.end.min(end);
+            if stop <= pos {
+                continue;
+            }
+            let k = f.node;
+            // Make node k's data available.
+            if !held.contains_key(&k) {
+                let seen = received.get(k).copied().unwrap_or(true);
+                if !seen && self.scope.is_some() {
+                    // It is the next node of this file in first-use order: receive results
+                    // until it arrives.
+                    while !received.get(k).copied().unwrap_or(true) {
+                        let Some((jfi, res)) = self.next_job() else {
+                            break;
+                        };
+                        if jfi != index {
+                            continue;
+                        }
+                        for (n, out) in res {
+                            if let Some(r) = received.get_mut(n) {
+                                *r = true;
+                            }
+                            let c = cost(file, n);
+                            held_bytes += c;
+                            held.insert(n, (out, c));
+                        }
+                    }
+                }
+                if let std::collections::hash_map::Entry::Vacant(slot) = held.entry(k) {
+                    // Sequential mode, or dropped for the held budget: decompress here.
+                    if let Some(r) = received.get_mut(k) {
+                        *r = true;
+                    }
+                    let c = cost(file, k);
+                    held_bytes += c;
+                    slot.insert((decode(self.fs, file, k), c));
+                }
+            }
+            let out = held.get(&k).map(|(o, _)| o.clone()).unwrap_or(Out::Zeros);
+            let dn_ofs = file.nodes.get(k).map(|n| u64::from(n.ofs)).unwrap_or(0);
+            match out {
+                Out::Zeros => sink(Chunk::Zeros {
+                    offset: pos,
+                    len: stop - pos,
+                })?,
+                Out::Error(error) => sink(Chunk::Unreadable {
+                    offset: pos,
+                    len: stop - pos,
+                    error,
+                })?,
+                Out::Data(d) => {
+                    let a = usize::try_from(pos - dn_ofs).unwrap_or(usize::MAX);
+                    let b = usize::try_from(stop - dn_ofs).unwrap_or(usize::MAX);
+                    if b <= d.len() && a <= b {
+                        sink(Chunk::Data {
+                            offset: pos,
+                            bytes: Bytes {
+                                data: d,
+                                start: a,
+                                end: b,
+                            },
+                        })?;
+                    } else {
+                        // Cannot happen: a node's fragments lie within its dsize.
+                        sink(Chunk::Zeros {
+                            offset: pos,
+                            len: stop - pos,
+                        })?;
+                    }
+                }
+            }
+            pos = stop;
+            if last.get(k) == Some(&fi) {
+                if let Some((_, c)) = held.remove(&k) {
+                    held_bytes -= c;
+                }
+            }
+            // Over budget: drop what is held (it is decompressed again if needed).
+            if held_bytes > self.opts.held_bytes {
+                held.clear();
+                held_bytes = 0;
+            }
+        }
+        if pos < end {
+            sink(Chunk::Zeros {
+                offset: pos,
+                len: end - pos,
+            })?;
+        }
+        // Receive whatever of this file is still in flight (nodes only used by fragments
+        // past the size).
+        while self.issued.front().is_some_and(|&(_, fi, _)| fi == index) {
+            let _ = self.next_job();
+        }
+        Ok(())
+    }
+}
+
+fn reader<'s, 'f, 'a>(
+    fs: &'f Fs<'a>,
+    files: &'f [&'f FileData],
+    opts: StreamOptions,
+    scope: Option<&'s rayon::Scope<'f>>,
+) -> Reader<'s, 'f, 'a> {
+    let (tx, rx) = mpsc::channel();
+    Reader {
+        fs,
+        files,
+        opts,
+        scope,
+        tx,
+        rx,
+        cursor: Cursor {
+            file: 0,
+            order: files.first().map(|f| node_order(f).0).unwrap_or_default(),
+            pos: 0,
+        },
+        issued: std::collections::VecDeque::new(),
+        next_seq: 0,
+        ahead: 0,
+        parked: BTreeMap::new(),
+        next_file: 0,
+    }
+}
+
+/// Runs `consume` with a [`Reader`] over `files`, decompressing ahead on rayon's pool (or on
+/// the calling thread with [`StreamOptions::sequential`]). The calling thread is not a pool
+/// worker: it consumes while the workers decompress. Returns what `consume` returns, after
+/// every started job has finished.
+pub fn stream<'f, 'a, R>(
+    fs: &'f Fs<'a>,
+    files: &'f [&'f FileData],
+    opts: StreamOptions,
+    consume: impl FnOnce(&mut Reader<'_, 'f, 'a>) -> R,
+) -> R
+where
+    'a: 'f,
+{
+    if opts.sequential {
+        let mut r = reader(fs, files, opts, None);
+        return consume(&mut r);
+    }
+    rayon::in_place_scope(|s| {
+        let mut r = reader(fs, files, opts, Some(s));
+        consume(&mut r)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_check() {
+        assert!(all_zero(&[]));
+        assert!(all_zero(&[0; 4096]));
+        let mut v = vec![0u8; 4097];
+        v[4096] = 1;
+        assert!(!all_zero(&v));
+        v[4096] = 0;
+        v[7] = 1;
+        assert!(!all_zero(&v));
+    }
+}

@@ -1,0 +1,339 @@
+//! Tests of the plan, the streaming reader and the lookup on crafted images (the extraction
+//! itself, which needs a host directory, is tested end to end in `tests/dump_extract.rs`).
+
+use super::*;
+use crate::compress::{zlib_compress, COMPR_NONE, COMPR_ZERO, COMPR_ZLIB};
+use crate::format::{dt, DirentNode, Endian, InodeNode};
+use crate::fs::{self, Fs, InodeKind};
+use crate::layout::{BlockWriter, EndPad, LayoutConfig};
+use crate::scan::{self, Geometry, ScanOptions};
+
+const ES: u32 = 16384;
+const DIR: u32 = 0o040755;
+const REG: u32 = 0o100644;
+const LNK: u32 = 0o120777;
+
+#[derive(Default)]
+struct Img {
+    nodes: Vec<Vec<u8>>,
+}
+
+impl Img {
+    fn dirent(&mut self, pino: u32, version: u32, ino: u32, dtype: u8, name: &[u8]) -> &mut Self {
+        let mut v = Vec::new();
+        DirentNode {
+            pino,
+            version,
+            ino,
+            mctime: 0,
+            nsize: name.len() as u8,
+            dtype,
+            node_crc: 0,
+            name_crc: 0,
+        }
+        .encode(Endian::Little, name, &mut v);
+        self.nodes.push(v);
+        self
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn inode(
+        &mut self,
+        ino: u32,
+        version: u32,
+        mode: u32,
+        isize: u32,
+        offset: u32,
+        dsize: u32,
+        compr: u8,
+        data: &[u8],
+    ) -> &mut Self {
+        let mut v = Vec::new();
+        InodeNode {
+            ino,
+            version,
+            mode,
+            isize,
+            offset,
+            dsize,
+            compr,
+            ..Default::default()
+        }
+        .encode(Endian::Little, data, &mut v);
+        self.nodes.push(v);
+        self
+    }
+
+    fn dir(&mut self, pino: u32, ino: u32, name: &[u8]) -> &mut Self {
+        self.dirent(pino, ino, ino, dt::DIR, name)
+            .inode(ino, 1, DIR, 0, 0, 0, COMPR_NONE, &[])
+    }
+
+    fn file(&mut self, pino: u32, ino: u32, name: &[u8], data: &[u8]) -> &mut Self {
+        let n = data.len() as u32;
+        self.dirent(pino, ino, ino, dt::REG, name)
+            .inode(ino, 1, REG, n, 0, n, COMPR_NONE, data)
+    }
+
+    fn build(&self) -> Vec<u8> {
+        let cfg = LayoutConfig {
+            endian: Endian::Little,
+            erase_size: ES,
+            cleanmarker: Some(12),
+            summary: false,
+        };
+        let mut w = BlockWriter::new(Vec::new(), cfg);
+        for n in &self.nodes {
+            w.prepare(n.len() as u32, 0).unwrap();
+            w.write_node(n).unwrap();
+        }
+        let (img, _) = w.finish(EndPad::Block).unwrap();
+        scan::as_flashed(&img, ES).into_owned()
+    }
+}
+
+fn with_fs<R>(img: &[u8], f: impl FnOnce(&Fs<'_>) -> R) -> R {
+    let g = Geometry {
+        endian: Endian::Little,
+        erase_size: ES,
+        cleanmarker_size: 12,
+    };
+    let mut s = scan::scan(img, &g, &ScanOptions::default());
+    let fs = fs::build(img, &mut s);
+    f(&fs)
+}
+
+fn paths(plan: &Plan) -> Vec<String> {
+    (0..plan.entries.len())
+        .map(|i| String::from_utf8_lossy(&plan.path(i)).into_owned())
+        .collect()
+}
+
+#[test]
+fn plan_refuses_bad_names_walks_depth_first_by_name() {
+    let mut i = Img::default();
+    i.dir(1, 2, b"b")
+        .file(2, 3, b"z", b"z")
+        .file(2, 4, b"a", b"a")
+        .file(1, 5, b"a", b"top")
+        .file(1, 6, b"..", b"evil")
+        .file(1, 7, b"x/y", b"evil")
+        .file(2, 8, b".", b"evil");
+    let img = i.build();
+    with_fs(&img, |fs| {
+        let plan = Plan::build(fs, true).unwrap();
+        assert_eq!(paths(&plan), vec!["", "a", "b", "b/a", "b/z"]);
+        let reasons: Vec<String> = plan.refused.iter().map(ToString::to_string).collect();
+        assert_eq!(plan.refused.len(), 3, "{reasons:?}");
+        assert!(
+            reasons.iter().any(|r| r.contains("\"x\\x2fy\"")),
+            "{reasons:?}"
+        );
+        assert_eq!(plan.files().len(), 3);
+    });
+}
+
+#[test]
+fn plan_links_and_directories_reached_twice() {
+    let mut i = Img::default();
+    i.dir(1, 2, b"d")
+        .file(2, 3, b"f", b"data")
+        .dirent(1, 10, 3, dt::REG, b"g")
+        .dirent(2, 11, 2, dt::DIR, b"self")
+        .dirent(1, 12, 2, dt::DIR, b"e");
+    let img = i.build();
+    with_fs(&img, |fs| {
+        let plan = Plan::build(fs, false).unwrap();
+        assert_eq!(paths(&plan), vec!["", "d", "d/f", "g"]);
+        assert_eq!(plan.entries[3].kind, EntryKind::HardLink { first: 2 });
+        let twice: Vec<_> = plan
+            .refused
+            .iter()
+            .filter(|r| matches!(r, Refusal::DirReachedTwice { .. }))
+            .collect();
+        assert_eq!(twice.len(), 2, "{:?}", plan.refused);
+    });
+}
+
+/// Streams every file of `files` and returns their contents.
+fn read_all(fs: &Fs<'_>, files: &[&FileData], opts: StreamOptions, skip: &[usize]) -> Vec<Vec<u8>> {
+    stream(fs, files, opts, |r| {
+        let mut out = vec![Vec::new(); files.len()];
+        for (k, o) in out.iter_mut().enumerate() {
+            if skip.contains(&k) {
+                continue;
+            }
+            let mut pos = 0u64;
+            r.read_file(k, |c| {
+                match c {
+                    Chunk::Data { offset, bytes } => {
+                        assert_eq!(offset, pos);
+                        o.extend_from_slice(bytes.as_slice());
+                        pos += bytes.len() as u64;
+                    }
+                    Chunk::Zeros { offset, len } | Chunk::Unreadable { offset, len, .. } => {
+                        assert_eq!(offset, pos);
+                        o.resize(o.len() + len as usize, 0);
+                        pos += len;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+        out
+    })
+}
+
+#[test]
+fn stream_matches_the_model_in_every_mode() {
+    let page: Vec<u8> = (0..8192u32)
+        .map(|i| (i % 251) as u8 ^ (i / 97) as u8)
+        .collect();
+    let (z, _) = zlib_compress(&page, page.len()).unwrap();
+    let mut i = Img::default();
+    // File 2: one 8 KiB zlib node, overwritten in the middle (it shows in two places), a
+    // hole, and a ZERO node.
+    i.dirent(1, 1, 2, dt::REG, b"f")
+        .inode(2, 1, REG, 20_000, 0, 8192, COMPR_ZLIB, &z)
+        .inode(2, 2, REG, 20_000, 100, 10, COMPR_NONE, b"XXXXXXXXXX")
+        .inode(2, 3, REG, 20_000, 12_000, 2000, COMPR_ZERO, &[])
+        .inode(2, 4, REG, 20_000, 19_000, 1000, COMPR_NONE, &[7; 1000]);
+    // Many small files after it.
+    for k in 0..40u32 {
+        let data: Vec<u8> = (0..(k * 300)).map(|b| (b * k) as u8).collect();
+        i.file(1, 10 + k, format!("n{k:02}").as_bytes(), &data);
+    }
+    let img = i.build();
+    with_fs(&img, |fs| {
+        let plan = Plan::build(fs, false).unwrap();
+        let files: Vec<&FileData> = plan.files().into_iter().map(|(_, f)| f).collect();
+        let want: Vec<Vec<u8>> = files
+            .iter()
+            .map(|f| {
+                let inode = fs.read_inode(f.ino).unwrap();
+                fs.read_range(&inode, 0, usize::MAX).unwrap()
+            })
+            .collect();
+        assert_eq!(want[0].len(), 20_000);
+        assert_eq!(&want[0][100..110], b"XXXXXXXXXX");
+        let modes = [
+            StreamOptions::default(),
+            StreamOptions {
+                sequential: true,
+                ..StreamOptions::default()
+            },
+            StreamOptions {
+                held_bytes: 0,
+                ahead_bytes: 1,
+                job_bytes: 1,
+                ahead_jobs: 1,
+                ..StreamOptions::default()
+            },
+        ];
+        for opts in modes {
+            assert_eq!(read_all(fs, &files, opts, &[]), want, "{opts:?}");
+            // Skipping files keeps the rest right.
+            let got = read_all(fs, &files, opts, &[0, 5, 6, 39]);
+            for (k, g) in got.iter().enumerate() {
+                if ![0, 5, 6, 39].contains(&k) {
+                    assert_eq!(g, &want[k], "file {k} {opts:?}");
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn stream_reports_holes_and_unreadable_nodes() {
+    let mut i = Img::default();
+    i.dirent(1, 1, 2, dt::REG, b"f")
+        .inode(2, 1, REG, 8192, 0, 4096, COMPR_NONE, &[0; 4096])
+        .inode(2, 2, REG, 8192, 4096, 4096, 0x42, &[1; 16]);
+    let img = i.build();
+    with_fs(&img, |fs| {
+        let plan = Plan::build(fs, false).unwrap();
+        let files: Vec<&FileData> = plan.files().into_iter().map(|(_, f)| f).collect();
+        let chunks = stream(fs, &files, StreamOptions::default(), |r| {
+            let mut v = Vec::new();
+            r.read_file(0, |c| {
+                v.push(c);
+                Ok(())
+            })
+            .unwrap();
+            v
+        });
+        assert!(
+            matches!(
+                chunks[0],
+                Chunk::Zeros {
+                    offset: 0,
+                    len: 4096
+                }
+            ),
+            "{chunks:?}"
+        );
+        assert!(
+            matches!(
+                chunks[1],
+                Chunk::Unreadable {
+                    offset: 4096,
+                    len: 4096,
+                    ..
+                }
+            ),
+            "{chunks:?}"
+        );
+    });
+}
+
+#[test]
+fn lookup_follows_links_inside_the_image() {
+    let mut i = Img::default();
+    i.dir(1, 2, b"etc")
+        .file(2, 3, b"passwd", b"root:x:0:0\n")
+        .dirent(1, 4, 4, dt::LNK, b"abs")
+        .inode(4, 1, LNK, 11, 0, 11, COMPR_NONE, b"/etc/passwd")
+        .dirent(2, 5, 5, dt::LNK, b"rel")
+        .inode(5, 1, LNK, 8, 0, 8, COMPR_NONE, b"../etc/.")
+        .dirent(1, 6, 6, dt::LNK, b"loop")
+        .inode(6, 1, LNK, 4, 0, 4, COMPR_NONE, b"loop");
+    let img = i.build();
+    with_fs(&img, |fs| {
+        assert_eq!(lookup(fs, b"/etc/passwd", true).unwrap().ino, 3);
+        assert_eq!(lookup(fs, b"abs", true).unwrap().ino, 3);
+        assert_eq!(lookup(fs, b"abs", false).unwrap().kind, InodeKind::Symlink);
+        assert_eq!(lookup(fs, b"etc/rel/passwd", true).unwrap().ino, 3);
+        assert_eq!(lookup(fs, b"../../etc/./passwd", true).unwrap().ino, 3);
+        assert_eq!(lookup(fs, b"/", true).unwrap().ino, 1);
+        assert!(matches!(
+            lookup(fs, b"loop", true),
+            Err(LookupError::Loop(_))
+        ));
+        assert!(matches!(
+            lookup(fs, b"etc/passwd/x", true),
+            Err(LookupError::NotADirectory(_))
+        ));
+        assert!(matches!(
+            lookup(fs, b"nope", true),
+            Err(LookupError::NotFound(_))
+        ));
+        let mut out = Vec::new();
+        list(fs, &mut out, &ListOptions::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(" abs -> /etc/passwd\n"), "{text}");
+        assert_eq!(text.lines().count(), 6, "{text}");
+    });
+}
+
+#[test]
+fn devtable_path_is_beside_the_directory() {
+    assert_eq!(
+        default_devtable(std::path::Path::new("/tmp/out/")),
+        std::path::PathBuf::from("/tmp/out.devtable")
+    );
+    assert_eq!(
+        default_devtable(std::path::Path::new("out")),
+        std::path::PathBuf::from("out.devtable")
+    );
+}

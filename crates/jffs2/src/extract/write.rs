@@ -1,0 +1,1045 @@
+//! Creating a [`Plan`]'s entries below a host directory, every one relative to an open
+//! descriptor of its parent (see the module documentation of [`super`] for the rules).
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::plan::{Entry, EntryKind, FileData, Plan};
+use super::stream::{stream, Bytes, Chunk, Reader, StreamOptions};
+use super::{default_devtable, Refusal};
+use crate::fs::{Fs, ReadError};
+
+/// Options of [`extract`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractOptions {
+    /// Set owners (`chown`). Default: when running as root.
+    pub owners: bool,
+    /// Set extended attributes and POSIX ACLs (where the host permits).
+    pub xattrs: bool,
+    /// Create character and block devices with `mknod` (falling back to the device table when
+    /// not permitted). When false they all go to the device table.
+    pub devices: bool,
+    /// Accept a destination that is not empty: existing directories are merged into, existing
+    /// entries of any other kind are left alone and reported ([`Refusal::Exists`]).
+    pub allow_non_empty: bool,
+    /// Where to write the device table (default: beside the destination, `DIR.devtable`).
+    pub devtable: Option<PathBuf>,
+    /// How far decompression may run ahead.
+    pub stream: StreamOptions,
+}
+
+impl Default for ExtractOptions {
+    fn default() -> Self {
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        ExtractOptions {
+            owners: root,
+            xattrs: true,
+            devices: true,
+            allow_non_empty: false,
+            devtable: None,
+            stream: StreamOptions::default(),
+        }
+    }
+}
+
+/// Why an extraction stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    /// The destination exists and is not a directory.
+    #[error("{}: not a directory", path.display())]
+    NotADirectory {
+        /// The destination.
+        path: PathBuf,
+    },
+    /// The destination is a directory that is not empty (see
+    /// [`ExtractOptions::allow_non_empty`]).
+    #[error("{}: the destination directory is not empty", path.display())]
+    NotEmpty {
+        /// The destination.
+        path: PathBuf,
+    },
+    /// Preparing the destination or writing the device table failed.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The host's error.
+        source: io::Error,
+    },
+    /// Writing a file's data failed (a full disk, an I/O error): the extraction stopped.
+    #[error("writing {}: {source}", super::escape(path, false))]
+    Write {
+        /// The file, relative to the destination.
+        path: Vec<u8>,
+        /// The host's error.
+        source: io::Error,
+    },
+}
+
+/// Extended attributes that could not be set, grouped by name prefix and error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XattrSkip {
+    /// The namespace (`user`, `trusted`, `security`, `system`).
+    pub namespace: String,
+    /// Why (`Operation not permitted`, `Operation not supported`, or for values Linux itself
+    /// cannot return, the errno name).
+    pub reason: String,
+    /// How many.
+    pub count: u64,
+    /// The first path.
+    pub first_path: Vec<u8>,
+}
+
+/// What an extraction did.
+#[derive(Debug, Clone, Default)]
+pub struct ExtractReport {
+    /// Directories created (the destination not counted).
+    pub dirs: u64,
+    /// Regular files created.
+    pub files: u64,
+    /// Further names of inodes, created with `link(2)`.
+    pub hard_links: u64,
+    /// Symbolic links.
+    pub symlinks: u64,
+    /// Character and block devices created.
+    pub devices: u64,
+    /// FIFOs.
+    pub fifos: u64,
+    /// Sockets.
+    pub sockets: u64,
+    /// File data written.
+    pub data_bytes: u64,
+    /// Zero bytes left as holes (never written).
+    pub hole_bytes: u64,
+    /// What was not created, and why. Not empty: the extraction is incomplete.
+    pub refused: Vec<Refusal>,
+    /// Extended attributes set.
+    pub xattrs_set: u64,
+    /// Extended attributes not set.
+    pub xattrs_skipped: Vec<XattrSkip>,
+    /// Entries whose owner differs from the extracting user's but was not set (not root).
+    pub owners_not_set: u64,
+    /// Metadata that could not be set (chown, chmod, times when permitted): first messages.
+    pub metadata_errors: Vec<String>,
+    /// Metadata errors not listed.
+    pub metadata_errors_omitted: u64,
+    /// The device table written (path, lines), when devices could not be created.
+    pub devtable: Option<(PathBuf, usize)>,
+}
+
+/// How an entry ended up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Pending,
+    Created,
+    InTable,
+    Failed,
+}
+
+/// An open directory on the current path.
+struct Level {
+    entry: usize,
+    fd: Option<OwnedFd>,
+}
+
+/// Directories kept open along the current path (the rest are opened again when needed).
+const MAX_OPEN: usize = 128;
+/// A file's pending data is written when it reaches this size.
+const FLUSH_BYTES: u64 = 1 << 20;
+/// Most pieces per `pwritev`.
+const MAX_IOV: usize = 256;
+/// Metadata error messages kept.
+const MAX_META_ERRORS: usize = 32;
+
+fn cstring(b: &[u8]) -> io::Result<CString> {
+    CString::new(b).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// An error's text without Rust's " (os error N)".
+fn text(e: &io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}
+
+fn openat(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> io::Result<OwnedFd> {
+    loop {
+        // SAFETY: a valid NUL-terminated name; the descriptor is ours.
+        let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+        if fd >= 0 {
+            // SAFETY: a fresh descriptor we own.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Opens the directory `name` in `dir`, never following a symbolic link.
+fn open_dir_at(dir: RawFd, name: &[u8]) -> io::Result<OwnedFd> {
+    let c = cstring(name)?;
+    openat(
+        dir,
+        &c,
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        0,
+    )
+}
+
+fn lstat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
+    // SAFETY: zeroed is a valid `stat`; fstatat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers.
+    check(unsafe { libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
+    Ok(st)
+}
+
+fn timespecs(atime: u32, mtime: u32) -> [libc::timespec; 2] {
+    let t = |s: u32| libc::timespec {
+        tv_sec: libc::time_t::from(s),
+        tv_nsec: 0,
+    };
+    [t(atime), t(mtime)]
+}
+
+/// Writes a file's data in large `pwritev`s, skipping holes.
+struct FileWriter {
+    fd: RawFd,
+    pending: Vec<Bytes>,
+    start: u64,
+    len: u64,
+    written: u64,
+}
+
+impl FileWriter {
+    fn push(&mut self, offset: u64, b: Bytes) -> io::Result<()> {
+        if b.is_empty() {
+            return Ok(());
+        }
+        if !self.pending.is_empty()
+            && (self.start + self.len != offset
+                || self.len >= FLUSH_BYTES
+                || self.pending.len() >= MAX_IOV)
+        {
+            self.flush()?;
+        }
+        if self.pending.is_empty() {
+            self.start = offset;
+            self.len = 0;
+        }
+        self.len += b.len() as u64;
+        self.pending.push(b);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let mut iov: Vec<libc::iovec> = self
+            .pending
+            .iter()
+            .map(|b| libc::iovec {
+                iov_base: b.as_slice().as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            })
+            .collect();
+        let mut off = self.start;
+        let mut i = 0usize;
+        while i < iov.len() {
+            let cnt = libc::c_int::try_from(iov.len() - i).unwrap_or(libc::c_int::MAX);
+            let at = libc::off_t::try_from(off)
+                .map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+            // SAFETY: the iovecs point into `self.pending`, alive for the call.
+            let n = unsafe { libc::pwritev(self.fd, iov[i..].as_ptr(), cnt, at) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Err(io::Error::from(io::ErrorKind::WriteZero));
+            }
+            let mut n = n as usize;
+            off += n as u64;
+            while n > 0 && i < iov.len() {
+                if n >= iov[i].iov_len {
+                    n -= iov[i].iov_len;
+                    i += 1;
+                } else {
+                    // SAFETY: advancing within the same buffer.
+                    iov[i].iov_base = unsafe { iov[i].iov_base.cast::<u8>().add(n) }.cast();
+                    iov[i].iov_len -= n;
+                    n = 0;
+                }
+            }
+        }
+        self.written += self.len;
+        self.pending.clear();
+        self.len = 0;
+        Ok(())
+    }
+}
+
+struct Writer<'p> {
+    plan: &'p Plan,
+    opts: &'p ExtractOptions,
+    stack: Vec<Level>,
+    state: Vec<State>,
+    report: ExtractReport,
+    devtable: Vec<u8>,
+    devtable_lines: usize,
+    euid: u32,
+    egid: u32,
+}
+
+impl<'p> Writer<'p> {
+    fn refuse(&mut self, i: usize, r: Refusal) {
+        self.report.refused.push(r);
+        if let Some(s) = self.state.get_mut(i) {
+            *s = State::Failed;
+        }
+    }
+
+    fn create_error(&mut self, i: usize, op: &'static str, e: &io::Error) {
+        let path = self.plan.path(i);
+        let r = if e.raw_os_error() == Some(libc::EEXIST) {
+            Refusal::Exists { path }
+        } else {
+            Refusal::Create {
+                path,
+                op,
+                error: text(e),
+            }
+        };
+        self.refuse(i, r);
+    }
+
+    fn meta_error(&mut self, i: usize, op: &str, e: &io::Error) {
+        if self.report.metadata_errors.len() < MAX_META_ERRORS {
+            let p = super::show(&self.plan.path(i));
+            self.report
+                .metadata_errors
+                .push(format!("{p}: {op} failed: {}", text(e)));
+        } else {
+            self.report.metadata_errors_omitted += 1;
+        }
+    }
+
+    /// Closes the shallowest open directories beyond [`MAX_OPEN`] (never the root).
+    fn enforce_cap(&mut self) {
+        let mut open = self.stack.iter().filter(|l| l.fd.is_some()).count();
+        let mut k = 1;
+        while open > MAX_OPEN && k < self.stack.len().saturating_sub(1) {
+            if self.stack[k].fd.take().is_some() {
+                open -= 1;
+            }
+            k += 1;
+        }
+    }
+
+    /// The descriptor of the directory at stack level `lvl`, opened again (from the nearest
+    /// open ancestor, component by component, never following a link) if it was closed.
+    fn level_fd(&mut self, lvl: usize) -> io::Result<RawFd> {
+        if let Some(fd) = self.stack.get(lvl).and_then(|l| l.fd.as_ref()) {
+            return Ok(fd.as_raw_fd());
+        }
+        let mut j = lvl;
+        while j > 0 && self.stack[j].fd.is_none() {
+            j -= 1;
+        }
+        for k in j + 1..=lvl {
+            let prev = self.stack[k - 1]
+                .fd
+                .as_ref()
+                .map(AsRawFd::as_raw_fd)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?;
+            let name = &self.plan.entries[self.stack[k].entry].name;
+            let fd = open_dir_at(prev, name)?;
+            self.stack[k].fd = Some(fd);
+        }
+        let fd = self.stack[lvl]
+            .fd
+            .as_ref()
+            .map(AsRawFd::as_raw_fd)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?;
+        // Keep this one: close from the shallow end, below `lvl`.
+        let mut open = self.stack.iter().filter(|l| l.fd.is_some()).count();
+        let mut k = 1;
+        while open > MAX_OPEN && k < lvl {
+            if self.stack[k].fd.take().is_some() {
+                open -= 1;
+            }
+            k += 1;
+        }
+        Ok(fd)
+    }
+
+    /// A descriptor of the directory entry `dir` (on the current path, or opened from the
+    /// root component by component).
+    fn dir_fd(&mut self, dir: usize) -> io::Result<DirFd> {
+        let depth = self.plan.entries.get(dir).map_or(0, |e| e.depth) as usize;
+        if self.stack.get(depth).is_some_and(|l| l.entry == dir) {
+            return self.level_fd(depth).map(DirFd::Borrowed);
+        }
+        let root = self.level_fd(0)?;
+        let comps: Vec<Vec<u8>> = self
+            .plan
+            .components(dir)
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect();
+        let mut cur: Option<OwnedFd> = None;
+        for c in comps {
+            let at = cur.as_ref().map_or(root, AsRawFd::as_raw_fd);
+            cur = Some(open_dir_at(at, &c)?);
+        }
+        Ok(match cur {
+            Some(fd) => DirFd::Owned(fd),
+            None => DirFd::Borrowed(root),
+        })
+    }
+
+    /// Sets owner, mode, xattrs and times of the open directory or file `fd`.
+    fn finish_fd(&mut self, i: usize, fd: RawFd) {
+        let e: &Entry = &self.plan.entries[i];
+        let meta = e.meta.clone();
+        if self.opts.owners {
+            // SAFETY: an open descriptor.
+            if let Err(err) = check(unsafe { libc::fchown(fd, meta.uid, meta.gid) }) {
+                self.meta_error(i, "chown", &err);
+            }
+        } else if meta.uid != self.euid || meta.gid != self.egid {
+            self.report.owners_not_set += 1;
+        }
+        // SAFETY: an open descriptor.
+        if let Err(err) = check(unsafe { libc::fchmod(fd, meta.mode & 0o7777) }) {
+            self.meta_error(i, "chmod", &err);
+        }
+        self.set_xattrs(i, XattrTarget::Fd(fd));
+        let ts = timespecs(meta.atime, meta.mtime);
+        // SAFETY: an open descriptor and a two-element array.
+        if let Err(err) = check(unsafe { libc::futimens(fd, ts.as_ptr()) }) {
+            self.meta_error(i, "utimens", &err);
+        }
+    }
+
+    /// Sets owner, mode (not for symbolic links), xattrs and times of `name` in `dir`,
+    /// without following it.
+    fn finish_at(&mut self, i: usize, dir: RawFd, name: &CStr, symlink: bool) {
+        let meta = self.plan.entries[i].meta.clone();
+        if self.opts.owners {
+            // SAFETY: valid descriptor and name.
+            let rc = unsafe {
+                libc::fchownat(
+                    dir,
+                    name.as_ptr(),
+                    meta.uid,
+                    meta.gid,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            if let Err(err) = check(rc) {
+                self.meta_error(i, "chown", &err);
+            }
+        } else if meta.uid != self.euid || meta.gid != self.egid {
+            self.report.owners_not_set += 1;
+        }
+        if !symlink {
+            if let Err(err) = chmod_nofollow(dir, name, meta.mode & 0o7777) {
+                self.meta_error(i, "chmod", &err);
+            }
+        }
+        self.set_xattrs(i, XattrTarget::At(dir, name));
+        let ts = timespecs(meta.atime, meta.mtime);
+        // SAFETY: valid descriptor, name and a two-element array.
+        let rc =
+            unsafe { libc::utimensat(dir, name.as_ptr(), ts.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+        if let Err(err) = check(rc) {
+            self.meta_error(i, "utimensat", &err);
+        }
+    }
+
+    fn skip_xattr(&mut self, i: usize, name: &[u8], reason: String) {
+        let ns =
+            String::from_utf8_lossy(name.split(|&b| b == b'.').next().unwrap_or(b"")).into_owned();
+        if let Some(s) = self
+            .report
+            .xattrs_skipped
+            .iter_mut()
+            .find(|s| s.namespace == ns && s.reason == reason)
+        {
+            s.count += 1;
+            return;
+        }
+        let first_path = self.plan.path(i);
+        self.report.xattrs_skipped.push(XattrSkip {
+            namespace: ns,
+            reason,
+            count: 1,
+            first_path,
+        });
+    }
+
+    fn set_xattrs(&mut self, i: usize, target: XattrTarget<'_>) {
+        if !self.opts.xattrs {
+            return;
+        }
+        let xs = self.plan.entries[i].xattrs.clone();
+        if xs.is_empty() {
+            return;
+        }
+        let proc_path = match target {
+            XattrTarget::At(dir, name) => {
+                let mut p = format!("/proc/self/fd/{dir}/").into_bytes();
+                p.extend_from_slice(name.to_bytes());
+                cstring(&p).ok()
+            }
+            XattrTarget::Fd(_) => None,
+        };
+        for x in xs {
+            let value = match &x.value {
+                Ok(v) => v,
+                Err(errno) => {
+                    self.skip_xattr(i, &x.name, format!("Linux cannot read it either ({errno})"));
+                    continue;
+                }
+            };
+            let Ok(cname) = cstring(&x.name) else {
+                self.skip_xattr(i, &x.name, "name contains NUL".into());
+                continue;
+            };
+            let rc = match (target, &proc_path) {
+                // SAFETY: valid descriptor, name and value buffer.
+                (XattrTarget::Fd(fd), _) => unsafe {
+                    libc::fsetxattr(fd, cname.as_ptr(), value.as_ptr().cast(), value.len(), 0)
+                },
+                // SAFETY: valid path, name and value buffer; `lsetxattr` does not follow the
+                // last component, and the directory is reached through its descriptor.
+                (XattrTarget::At(..), Some(p)) => unsafe {
+                    libc::lsetxattr(
+                        p.as_ptr(),
+                        cname.as_ptr(),
+                        value.as_ptr().cast(),
+                        value.len(),
+                        0,
+                    )
+                },
+                (XattrTarget::At(..), None) => {
+                    self.skip_xattr(i, &x.name, "name not representable".into());
+                    continue;
+                }
+            };
+            match check(rc) {
+                Ok(()) => self.report.xattrs_set += 1,
+                Err(e) => self.skip_xattr(i, &x.name, text(&e)),
+            }
+        }
+    }
+
+    /// Finalises the directory at the top of the stack and pops it.
+    fn pop(&mut self) -> io::Result<()> {
+        let top = self.stack.len() - 1;
+        let fd = self.level_fd(top);
+        let Some(level) = self.stack.pop() else {
+            return Ok(());
+        };
+        match fd {
+            Ok(fd) => self.finish_fd(level.entry, fd),
+            Err(e) => self.meta_error(level.entry, "reopen", &e),
+        }
+        drop(level);
+        Ok(())
+    }
+
+    /// Pops (and finalises) directories until the stack holds `depth` levels.
+    fn pop_to(&mut self, depth: usize) -> io::Result<()> {
+        while self.stack.len() > depth.max(1) {
+            self.pop()?;
+        }
+        Ok(())
+    }
+
+    fn make_dir(&mut self, i: usize, e: &Entry) -> bool {
+        let Ok(pfd) = self.level_fd(self.stack.len() - 1) else {
+            self.refuse(
+                i,
+                Refusal::Create {
+                    path: self.plan.path(i),
+                    op: "open parent",
+                    error: "cannot reopen the parent directory".into(),
+                },
+            );
+            return false;
+        };
+        let Ok(name) = cstring(&e.name) else {
+            return false;
+        };
+        // SAFETY: valid descriptor and name.
+        let made = check(unsafe { libc::mkdirat(pfd, name.as_ptr(), 0o700) });
+        if let Err(err) = made {
+            let merge = err.raw_os_error() == Some(libc::EEXIST)
+                && self.opts.allow_non_empty
+                && lstat_at(pfd, &name).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+            if !merge {
+                self.create_error(i, "mkdir", &err);
+                return false;
+            }
+        }
+        match open_dir_at(pfd, &e.name) {
+            Ok(fd) => {
+                self.stack.push(Level {
+                    entry: i,
+                    fd: Some(fd),
+                });
+                self.enforce_cap();
+                self.state[i] = State::Created;
+                self.report.dirs += 1;
+                true
+            }
+            Err(err) => {
+                self.create_error(i, "open", &err);
+                false
+            }
+        }
+    }
+
+    fn make_file(
+        &mut self,
+        i: usize,
+        e: &Entry,
+        f: &FileData,
+        findex: usize,
+        reader: &mut Reader<'_, '_, '_>,
+    ) -> Result<(), super::ExtractError> {
+        let pfd = match self.level_fd(self.stack.len() - 1) {
+            Ok(fd) => fd,
+            Err(err) => {
+                self.create_error(i, "open parent", &err);
+                return Ok(());
+            }
+        };
+        let Ok(name) = cstring(&e.name) else {
+            return Ok(());
+        };
+        let fd = match openat(
+            pfd,
+            &name,
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
+            0o600,
+        ) {
+            Ok(fd) => fd,
+            Err(err) => {
+                self.create_error(i, "open", &err);
+                return Ok(());
+            }
+        };
+        let size = libc::off_t::try_from(f.size).unwrap_or(libc::off_t::MAX);
+        // Sized first: what is never written stays a hole.
+        // SAFETY: an open descriptor.
+        if let Err(err) = check(unsafe { libc::ftruncate(fd.as_raw_fd(), size) }) {
+            self.create_error(i, "truncate", &err);
+            return Ok(());
+        }
+        let mut w = FileWriter {
+            fd: fd.as_raw_fd(),
+            pending: Vec::new(),
+            start: 0,
+            len: 0,
+            written: 0,
+        };
+        let mut holes = 0u64;
+        let mut bad: Option<(u64, u64, ReadError)> = None;
+        let res = reader.read_file(findex, |c| match c {
+            Chunk::Data { offset, bytes } => w.push(offset, bytes),
+            Chunk::Zeros { len, .. } => {
+                holes += len;
+                Ok(())
+            }
+            Chunk::Unreadable { offset, len, error } => {
+                match &mut bad {
+                    Some((_, n, _)) => *n += len,
+                    None => bad = Some((offset, len, error)),
+                }
+                Ok(())
+            }
+        });
+        let res = res.and_then(|()| w.flush());
+        if let Err(source) = res {
+            return Err(super::ExtractError::Write {
+                path: self.plan.path(i),
+                source,
+            });
+        }
+        self.report.data_bytes += w.written;
+        self.report.hole_bytes += holes;
+        self.report.files += 1;
+        self.state[i] = State::Created;
+        if let Some((offset, bytes, error)) = bad {
+            self.report.refused.push(Refusal::Data {
+                path: self.plan.path(i),
+                offset,
+                bytes,
+                error,
+            });
+        }
+        self.finish_fd(i, fd.as_raw_fd());
+        Ok(())
+    }
+
+    fn make_link(&mut self, i: usize, e: &Entry, first: usize) {
+        match self.state.get(first).copied() {
+            Some(State::Created) => {}
+            Some(State::InTable) => {
+                self.table_line(i, first);
+                return;
+            }
+            _ => {
+                let r = Refusal::LinkTargetMissing {
+                    path: self.plan.path(i),
+                    first_path: self.plan.path(first),
+                };
+                self.refuse(i, r);
+                return;
+            }
+        }
+        let src_parent = self.plan.entries[first].parent;
+        let src = match self.dir_fd(src_parent) {
+            Ok(fd) => fd,
+            Err(err) => {
+                self.create_error(i, "link", &err);
+                return;
+            }
+        };
+        let pfd = match self.level_fd(self.stack.len() - 1) {
+            Ok(fd) => fd,
+            Err(err) => {
+                self.create_error(i, "link", &err);
+                return;
+            }
+        };
+        let (Ok(from), Ok(to)) = (cstring(&self.plan.entries[first].name), cstring(&e.name)) else {
+            return;
+        };
+        // linkat without AT_SYMLINK_FOLLOW links a symbolic link itself.
+        // SAFETY: valid descriptors and names.
+        let rc = unsafe { libc::linkat(src.raw(), from.as_ptr(), pfd, to.as_ptr(), 0) };
+        match check(rc) {
+            Ok(()) => {
+                self.state[i] = State::Created;
+                self.report.hard_links += 1;
+            }
+            Err(err) => self.create_error(i, "link", &err),
+        }
+    }
+
+    fn make_symlink(&mut self, i: usize, e: &Entry, target: &[u8]) {
+        let pfd = match self.level_fd(self.stack.len() - 1) {
+            Ok(fd) => fd,
+            Err(err) => {
+                self.create_error(i, "symlink", &err);
+                return;
+            }
+        };
+        let (Ok(name), Ok(t)) = (cstring(&e.name), cstring(target)) else {
+            return;
+        };
+        // SAFETY: valid descriptor and strings.
+        match check(unsafe { libc::symlinkat(t.as_ptr(), pfd, name.as_ptr()) }) {
+            Ok(()) => {
+                self.state[i] = State::Created;
+                self.report.symlinks += 1;
+                self.finish_at(i, pfd, &name, true);
+            }
+            Err(err) => self.create_error(i, "symlink", &err),
+        }
+    }
+
+    fn make_special(&mut self, i: usize, e: &Entry) {
+        let (kind, dev) = match e.kind {
+            EntryKind::Char(ma, mi) => (libc::S_IFCHR, Some(libc::makedev(ma, mi))),
+            EntryKind::Block(ma, mi) => (libc::S_IFBLK, Some(libc::makedev(ma, mi))),
+            EntryKind::Fifo => (libc::S_IFIFO, None),
+            _ => (libc::S_IFSOCK, None),
+        };
+        if dev.is_some() && !self.opts.devices {
+            self.table_line(i, i);
+            return;
+        }
+        let pfd = match self.level_fd(self.stack.len() - 1) {
+            Ok(fd) => fd,
+            Err(err) => {
+                self.create_error(i, "mknod", &err);
+                return;
+            }
+        };
+        let Ok(name) = cstring(&e.name) else {
+            return;
+        };
+        // SAFETY: valid descriptor and name.
+        let rc = unsafe { libc::mknodat(pfd, name.as_ptr(), kind | 0o600, dev.unwrap_or(0)) };
+        match check(rc) {
+            Ok(()) => {
+                self.state[i] = State::Created;
+                match kind {
+                    libc::S_IFIFO => self.report.fifos += 1,
+                    libc::S_IFSOCK => self.report.sockets += 1,
+                    _ => self.report.devices += 1,
+                }
+                self.finish_at(i, pfd, &name, false);
+            }
+            Err(err)
+                if dev.is_some()
+                    && matches!(err.raw_os_error(), Some(libc::EPERM | libc::EACCES)) =>
+            {
+                self.table_line(i, i);
+            }
+            Err(err) => self.create_error(i, "mknod", &err),
+        }
+    }
+
+    /// Records device `i` (or a further name of device `first`) in the device table.
+    fn table_line(&mut self, i: usize, first: usize) {
+        let path = self.plan.path(i);
+        let bad = path
+            .iter()
+            .any(|&b| b.is_ascii_whitespace() || b == 0x0b || b.is_ascii_control());
+        let e = &self.plan.entries[first];
+        let (t, ma, mi) = match e.kind {
+            EntryKind::Char(ma, mi) => ('c', ma, mi),
+            EntryKind::Block(ma, mi) => ('b', ma, mi),
+            _ => ('?', 0, 0),
+        };
+        if bad || t == '?' {
+            let r = Refusal::NotInDeviceTable { path };
+            self.refuse(i, r);
+            return;
+        }
+        let m = &e.meta;
+        self.devtable.push(b'/');
+        self.devtable.extend_from_slice(&path);
+        self.devtable.extend_from_slice(
+            format!(
+                " {t} {:o} {} {} {ma} {mi} 0 0 -\n",
+                m.mode & 0o7777,
+                m.uid,
+                m.gid
+            )
+            .as_bytes(),
+        );
+        self.devtable_lines += 1;
+        self.state[i] = State::InTable;
+    }
+}
+
+/// Where to set extended attributes.
+#[derive(Clone, Copy)]
+enum XattrTarget<'a> {
+    /// An open file or directory.
+    Fd(RawFd),
+    /// A name in a directory (symbolic links, devices, FIFOs, sockets).
+    At(RawFd, &'a CStr),
+}
+
+/// A directory descriptor that is either on the writer's stack or owned for one operation.
+enum DirFd {
+    Borrowed(RawFd),
+    Owned(OwnedFd),
+}
+
+impl DirFd {
+    fn raw(&self) -> RawFd {
+        match self {
+            DirFd::Borrowed(fd) => *fd,
+            DirFd::Owned(fd) => fd.as_raw_fd(),
+        }
+    }
+}
+
+/// `chmod` of `name` in `dir`, which must not be a symbolic link (checked; glibc's
+/// `AT_SYMLINK_NOFOLLOW` is used where the kernel supports it).
+fn chmod_nofollow(dir: RawFd, name: &CStr, mode: u32) -> io::Result<()> {
+    // SAFETY: valid descriptor and name.
+    let rc = unsafe { libc::fchmodat(dir, name.as_ptr(), mode, libc::AT_SYMLINK_NOFOLLOW) };
+    match check(rc) {
+        Ok(()) => Ok(()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::ENOSYS)) => {
+            let st = lstat_at(dir, name)?;
+            if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+                return Err(io::Error::from_raw_os_error(libc::ELOOP));
+            }
+            // SAFETY: valid descriptor and name (checked not to be a link just above; the
+            // destination is ours).
+            check(unsafe { libc::fchmodat(dir, name.as_ptr(), mode, 0) })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Prepares the destination: creates it (one level) if missing; otherwise it must be a
+/// directory and, unless allowed, empty. Returns an open descriptor.
+fn open_destination(dir: &Path, allow_non_empty: bool) -> Result<OwnedFd, ExtractError> {
+    let io = |what, source| ExtractError::Io {
+        what,
+        path: dir.to_path_buf(),
+        source,
+    };
+    let c = cstring(dir.as_os_str().as_bytes()).map_err(|e| io("open", e))?;
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => {
+            return Err(ExtractError::NotADirectory {
+                path: dir.to_path_buf(),
+            })
+        }
+        Ok(_) => {
+            if !allow_non_empty {
+                let mut rd = std::fs::read_dir(dir).map_err(|e| io("read", e))?;
+                if rd.next().is_some() {
+                    return Err(ExtractError::NotEmpty {
+                        path: dir.to_path_buf(),
+                    });
+                }
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // SAFETY: a valid path.
+            check(unsafe { libc::mkdir(c.as_ptr(), 0o700) }).map_err(|e| io("mkdir", e))?;
+        }
+        Err(e) => return Err(io("stat", e)),
+    }
+    openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| io("open", e))
+}
+
+/// Extracts `plan` (built from `fs`) into `dir`: see the module documentation of [`super`].
+/// Refusals are in the report; an error means the extraction could not start or had to stop
+/// (the destination is unusable, a write failed).
+pub fn extract(
+    fs: &Fs<'_>,
+    plan: &Plan,
+    dir: &Path,
+    opts: &ExtractOptions,
+) -> Result<ExtractReport, ExtractError> {
+    let root = open_destination(dir, opts.allow_non_empty)?;
+    // SAFETY: no preconditions.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let mut w = Writer {
+        plan,
+        opts,
+        stack: vec![Level {
+            entry: 0,
+            fd: Some(root),
+        }],
+        state: vec![State::Pending; plan.entries.len()],
+        report: ExtractReport {
+            refused: plan.refused.clone(),
+            ..ExtractReport::default()
+        },
+        devtable: Vec::new(),
+        devtable_lines: 0,
+        euid,
+        egid,
+    };
+    if let Some(s) = w.state.first_mut() {
+        *s = State::Created;
+    }
+    let files = plan.files();
+    let data: Vec<&FileData> = files.iter().map(|(_, f)| *f).collect();
+    let result = stream(fs, &data, opts.stream, |reader| {
+        let mut next_file = 0usize;
+        let mut skip_below: Option<u32> = None;
+        for (i, e) in plan.entries.iter().enumerate().skip(1) {
+            if let Some(d) = skip_below {
+                if e.depth > d {
+                    continue;
+                }
+                skip_below = None;
+            }
+            w.pop_to(e.depth as usize)
+                .map_err(|source| ExtractError::Write {
+                    path: plan.path(i),
+                    source,
+                })?;
+            if w.stack.last().map(|l| l.entry) != Some(e.parent) {
+                // The parent was not created: skip (its refusal is reported).
+                continue;
+            }
+            match &e.kind {
+                EntryKind::Dir => {
+                    if !w.make_dir(i, e) {
+                        skip_below = Some(e.depth);
+                    }
+                }
+                EntryKind::File(f) => {
+                    while files.get(next_file).is_some_and(|(fi, _)| *fi < i) {
+                        next_file += 1;
+                    }
+                    w.make_file(i, e, f, next_file, reader)?;
+                    next_file += 1;
+                }
+                EntryKind::HardLink { first } => w.make_link(i, e, *first),
+                EntryKind::Symlink(t) => w.make_symlink(i, e, t),
+                EntryKind::Char(..)
+                | EntryKind::Block(..)
+                | EntryKind::Fifo
+                | EntryKind::Socket => w.make_special(i, e),
+            }
+        }
+        Ok::<(), ExtractError>(())
+    });
+    // Finalise every directory still open, the destination last.
+    let popped = w.pop_to(1);
+    if let Ok(fd) = w.level_fd(0) {
+        w.finish_fd(0, fd);
+    }
+    result?;
+    popped.map_err(|source| ExtractError::Write {
+        path: Vec::new(),
+        source,
+    })?;
+    if !w.devtable.is_empty() {
+        let path = opts
+            .devtable
+            .clone()
+            .unwrap_or_else(|| default_devtable(dir));
+        let mut text = b"# Device nodes not created by jffs2-dump (not permitted); add them with\n\
+# mkfs.jffs2 -D this-file. <name> <type> <mode> <uid> <gid> <major> <minor> <start> <inc> <count>\n"
+            .to_vec();
+        text.extend_from_slice(&w.devtable);
+        write_nofollow(&path, &text).map_err(|source| ExtractError::Io {
+            what: "write device table",
+            path: path.clone(),
+            source,
+        })?;
+        w.report.devtable = Some((path, w.devtable_lines));
+    }
+    Ok(w.report)
+}
+
+/// Writes `data` to `path`, replacing a regular file there but never following a symbolic
+/// link.
+fn write_nofollow(path: &Path, data: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let c = cstring(path.as_os_str().as_bytes())?;
+    let fd = openat(
+        libc::AT_FDCWD,
+        &c,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW,
+        0o644,
+    )?;
+    let mut f = std::fs::File::from(fd);
+    f.write_all(data)
+}
