@@ -52,6 +52,7 @@
 mod content;
 mod convert;
 mod oob;
+pub mod views;
 
 pub use content::{dump_content, ContentOptions, ContentReport, Deviation};
 pub use convert::{convert_endian, ConvertOptions, ConvertReport};

@@ -1,0 +1,514 @@
+//! `--info`: what an image is (byte order, erase size, page size, cleanmarkers, compressors,
+//! node and inode counts) and the `mkfs.jffs2` command line that rebuilds it from its
+//! extracted tree.
+//!
+//! # The command line
+//!
+//! mkfs.jffs2's output is a function of the tree and its options (`mtd-utils-spec.md` §3.9).
+//! Read back from the image:
+//!
+//! * `-e`: the erase size (detected or given); `-l`/`-b`: the byte order;
+//! * `-n` when there is no cleanmarker, `-c SIZE` when they are not 12 bytes;
+//! * `-s`: the page size, the largest `dsize` of a data node (mkfs never makes a node larger
+//!   than a page; 4096 when every file fits in a smaller node);
+//! * `-f` when every timestamp is 0 (without it mkfs takes atime and ctime from the host
+//!   files, which an extraction cannot set: the rebuilt image then differs in those fields);
+//! * compressors: `-X lzo` when LZO was used (disabled by default), `-x zlib` when rtime or LZO
+//!   was used but zlib never was (zlib, tried first, would have won), `-m none` when nothing is
+//!   compressed although zlib would compress it;
+//! * `--with-xattr` when the image holds extended attributes;
+//! * `-p` when the image is padded to the end of its last erase block, `--pad=SIZE` when
+//!   it is longer.
+//!
+//! Run on the tree extracted as root (devices, owners), that command gives the same bytes for
+//! images mkfs.jffs2 made with `-f` and the default page size (tested); the notes say what
+//! else would differ.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use super::{walk, Body, Item};
+use crate::compress::{
+    compr_name, zlib_compress, COMPR_LZO, COMPR_NONE, COMPR_RTIME, COMPR_ZERO, COMPR_ZLIB,
+};
+use crate::format::xprefix;
+use crate::fs::{Fs, InodeKind, TreeOptions};
+use crate::scan::Detection;
+
+/// Options of [`info`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InfoOptions {
+    /// The byte order was given (not detected).
+    pub endian_given: bool,
+    /// The erase size was given (not detected).
+    pub erase_size_given: bool,
+    /// The directory the command line names (`-r`).
+    pub root: String,
+    /// The image it names (`-o`).
+    pub output: String,
+}
+
+impl Default for InfoOptions {
+    fn default() -> Self {
+        InfoOptions {
+            endian_given: false,
+            erase_size_given: false,
+            root: "DIR".into(),
+            output: "IMAGE".into(),
+        }
+    }
+}
+
+/// Data-node counts per compressor.
+pub type Compressors = BTreeMap<&'static str, u64>;
+
+/// A `mkfs.jffs2` command line and what it cannot reproduce.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MkfsCommand {
+    /// The arguments after `mkfs.jffs2`.
+    pub args: Vec<String>,
+    /// What the rebuilt image will not have, or other caveats.
+    pub notes: Vec<String>,
+}
+
+impl MkfsCommand {
+    /// `mkfs.jffs2 ARGS…` as one line.
+    pub fn line(&self) -> String {
+        let mut s = "mkfs.jffs2".to_string();
+        for a in &self.args {
+            s.push(' ');
+            s.push_str(a);
+        }
+        s
+    }
+}
+
+/// What `--info` shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageInfo {
+    /// Length of the image file.
+    pub image_len: u64,
+    /// The detection (evidence and confidence), as run.
+    pub detection: Detection,
+    /// Options.
+    pub opts: InfoOptions,
+    /// Largest `dsize` of a data node.
+    pub max_dsize: u32,
+    /// The page size guessed from it.
+    pub page_size: u32,
+    /// Cleanmarker nodes found.
+    pub cleanmarkers: u64,
+    /// Data nodes (dsize > 0, not obsolete) per compressor.
+    pub compressors: Compressors,
+    /// Nodes per type name (all nodes found by the walk).
+    pub nodes: BTreeMap<&'static str, u64>,
+    /// Nodes whose ACCURATE bit is clear (obsoleted by the kernel).
+    pub obsolete_nodes: u64,
+    /// Nodes with a wrong CRC.
+    pub bad_crc_nodes: u64,
+    /// Inodes Linux shows, per kind.
+    pub inodes: BTreeMap<&'static str, u64>,
+    /// Directory entries Linux shows (names, the root not counted).
+    pub dirents: u64,
+    /// Non-directories with more than one name.
+    pub hard_linked: u64,
+    /// xattr name prefixes used.
+    pub xattr_prefixes: Vec<&'static str>,
+    /// Blocks whose summary the kernel used.
+    pub summaries: u64,
+    /// Every timestamp is 0.
+    pub times_zero: bool,
+    /// End of the last node that is not a cleanmarker.
+    pub data_end: u64,
+    /// Why the mount would fail, if it would.
+    pub mount_failure: Option<String>,
+    /// The command line.
+    pub mkfs: MkfsCommand,
+}
+
+fn size_arg(v: u32) -> String {
+    if v % (1 << 20) == 0 {
+        format!("{}MiB", v >> 20)
+    } else if v % 1024 == 0 {
+        format!("{}KiB", v >> 10)
+    } else {
+        format!("0x{v:x}")
+    }
+}
+
+/// Computes [`ImageInfo`] for `image` (the file's bytes, unpadded), given the detection that
+/// chose the geometry and the filesystem model built from the scan.
+pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions) -> ImageInfo {
+    let g = fs.scan().geometry;
+    let e = g.endian;
+    let mut nodes: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut compr: BTreeMap<u8, u64> = BTreeMap::new();
+    let (mut obsolete, mut bad_crc, mut cms, mut max_dsize) = (0u64, 0u64, 0u64, 0u32);
+    let mut times_zero = true;
+    let mut data_end = 0u64;
+    let mut far_data = false;
+    let mut none_samples: Vec<(usize, usize)> = Vec::new();
+    let mut prefixes: Vec<u8> = Vec::new();
+    let mut root_inode = false;
+    let mut symlink_isize: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+    for it in walk(image, e) {
+        let Item::Node(n) = it else {
+            continue;
+        };
+        *nodes.entry(n.type_name()).or_default() += 1;
+        if !n.accurate() {
+            obsolete += 1;
+        }
+        if !n.crcs_ok() {
+            bad_crc += 1;
+        }
+        match &n.body {
+            Body::Cleanmarker => cms += 1,
+            _ => data_end = data_end.max(n.offset + ((u64::from(n.totlen) + 3) & !3)),
+        }
+        if !n.accurate() {
+            continue;
+        }
+        match &n.body {
+            Body::Inode { node, .. } => {
+                if node.atime != 0 || node.mtime != 0 || node.ctime != 0 {
+                    times_zero = false;
+                }
+                if node.ino == 1 {
+                    root_inode = true;
+                }
+                if node.mode & 0o170000 == 0o120000 {
+                    symlink_isize.insert(node.ino, (node.isize, node.csize));
+                }
+                if node.dsize > 0 && node.mode & 0o170000 == 0o100000 {
+                    *compr.entry(node.compr).or_default() += 1;
+                    // A ZERO node (a hole the kernel wrote) can be of any size.
+                    if node.compr != COMPR_ZERO {
+                        max_dsize = max_dsize.max(node.dsize);
+                        if node.offset >= 4096 {
+                            far_data = true;
+                        }
+                    }
+                    if node.compr == COMPR_NONE && none_samples.len() < 16 {
+                        let start = n.offset as usize + crate::format::INODE_SIZE;
+                        none_samples.push((start, node.csize as usize));
+                    }
+                }
+            }
+            Body::Dirent { node, .. } if node.mctime != 0 => times_zero = false,
+            Body::Xattr { node, .. } if !prefixes.contains(&node.xprefix) => {
+                prefixes.push(node.xprefix);
+            }
+            _ => {}
+        }
+    }
+    // mkfs makes nodes of at most a page; smaller nodes only at block tails and file ends.
+    let page_size = if max_dsize > 4096 || (max_dsize > 0 && max_dsize < 4096 && far_data) {
+        max_dsize
+    } else {
+        4096
+    };
+
+    // What Linux shows.
+    let tree = fs.tree(&TreeOptions::metadata());
+    let mut inodes: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut hard_linked = 0u64;
+    let mut long_links = Vec::new();
+    for t in &tree.entries {
+        if seen.insert(t.ino) {
+            *inodes.entry(t.kind.listing_name()).or_default() += 1;
+            if t.kind != InodeKind::Dir && t.nlink > 1 {
+                hard_linked += 1;
+            }
+            if t.kind == InodeKind::Symlink {
+                if let Some(&(isize, csize)) = symlink_isize.get(&t.ino) {
+                    if isize != csize {
+                        long_links.push(crate::extract::escape(&t.path, false));
+                    }
+                }
+            }
+        }
+    }
+    let dirents = tree.entries.len().saturating_sub(1) as u64;
+    let summaries = fs
+        .scan()
+        .blocks
+        .iter()
+        .filter(|b| b.summary == crate::scan::SummaryUse::Used)
+        .count() as u64;
+    let xattr_prefixes: Vec<&'static str> = prefixes
+        .iter()
+        .map(|p| match *p {
+            xprefix::USER => "user",
+            xprefix::SECURITY => "security",
+            xprefix::ACL_ACCESS | xprefix::ACL_DEFAULT => "system.posix_acl",
+            xprefix::TRUSTED => "trusted",
+            _ => "unknown",
+        })
+        .fold(Vec::new(), |mut v, p| {
+            if !v.contains(&p) {
+                v.push(p);
+            }
+            v
+        });
+
+    // The command line.
+    let mut args = vec![
+        "-r".to_string(),
+        opts.root.clone(),
+        "-o".to_string(),
+        opts.output.clone(),
+        "-e".to_string(),
+        size_arg(g.erase_size),
+        if e == crate::format::Endian::Big {
+            "-b".into()
+        } else {
+            "-l".into()
+        },
+    ];
+    let mut notes = Vec::new();
+    let cm = detection.geometry.cleanmarker_size;
+    if cms == 0 {
+        args.push("-n".into());
+    } else if cm != 12 && cm != 0 {
+        args.push("-c".into());
+        args.push(cm.to_string());
+    }
+    if page_size != 4096 {
+        args.push("-s".into());
+        args.push(page_size.to_string());
+    }
+    if times_zero {
+        args.push("-f".into());
+    } else {
+        notes.push(
+            "timestamps: without -f, mkfs.jffs2 takes atime and ctime from the host files, \
+             which an extraction cannot set; the rebuilt image differs in those fields"
+                .into(),
+        );
+    }
+    let count = |c: u8| compr.get(&c).copied().unwrap_or(0);
+    let (zlib, rtime, lzo, none) = (
+        count(COMPR_ZLIB),
+        count(COMPR_RTIME),
+        count(COMPR_LZO),
+        count(COMPR_NONE),
+    );
+    if lzo > 0 {
+        args.push("-X".into());
+        args.push("lzo".into());
+    }
+    if zlib == 0 && (rtime > 0 || lzo > 0) {
+        args.push("-x".into());
+        args.push("zlib".into());
+    }
+    if zlib == 0 && rtime == 0 && lzo == 0 && none > 0 {
+        let compressible = none_samples.iter().any(|&(s, n)| {
+            image
+                .get(s..s.saturating_add(n))
+                .is_some_and(|d| zlib_compress(d, d.len()).is_some())
+        });
+        if compressible {
+            args.push("-m".into());
+            args.push("none".into());
+        }
+    }
+    for (&c, _) in compr.iter().filter(|(c, _)| {
+        !matches!(
+            **c,
+            COMPR_NONE | COMPR_ZLIB | COMPR_RTIME | COMPR_LZO | COMPR_ZERO
+        )
+    }) {
+        notes.push(format!(
+            "{} data nodes: mkfs.jffs2 cannot write that compressor",
+            compr_name(c)
+        ));
+    }
+    if !xattr_prefixes.is_empty() {
+        args.push("--with-xattr".into());
+        notes.push(
+            "xattrs: mkfs.jffs2 writes them in the order the host filesystem lists them, \
+             which decides their ids"
+                .into(),
+        );
+    }
+    let es = u64::from(g.erase_size.max(1));
+    let len = image.len() as u64;
+    if len > data_end && data_end > 0 {
+        if len == data_end.div_ceil(es) * es {
+            args.push("-p".into());
+        } else {
+            args.push(format!("--pad={len}"));
+        }
+    }
+    let devices =
+        inodes.get("char").copied().unwrap_or(0) + inodes.get("block").copied().unwrap_or(0);
+    if devices > 0 {
+        notes.push(format!(
+            "{devices} device nodes: extract as root so that they are in the tree (a -D device \
+             table makes mkfs.jffs2 write them after the other entries of their directory)"
+        ));
+    }
+    if !long_links.is_empty() {
+        notes.push(format!(
+            "{} symbolic links were cut to 254 bytes by mkfs.jffs2 (their size still says the \
+             full length), e.g. {}: rebuilt, they get the shorter size",
+            long_links.len(),
+            long_links[0]
+        ));
+    }
+    if summaries > 0 || nodes.contains_key("summary") {
+        notes.push(format!(
+            "erase-block summaries: mkfs.jffs2 writes none; pass its output through \
+             sumtool -e {} {}{} (or use jffs2-mkfs --summary)",
+            size_arg(g.erase_size),
+            if e == crate::format::Endian::Big {
+                "-b"
+            } else {
+                "-l"
+            },
+            if cms == 0 { " -n" } else { "" }
+        ));
+    }
+    let kernel_signs: Vec<&str> = [
+        (obsolete > 0, "obsolete nodes"),
+        (count(COMPR_ZERO) > 0, "ZERO data nodes"),
+        (root_inode, "a root inode node"),
+        (nodes.contains_key("padding"), "padding nodes"),
+    ]
+    .iter()
+    .filter(|(b, _)| *b)
+    .map(|(_, s)| *s)
+    .collect();
+    if !kernel_signs.is_empty() {
+        notes.push(format!(
+            "the kernel has written to this image ({}): mkfs.jffs2 rebuilds the same files, \
+             not the same bytes",
+            kernel_signs.join(", ")
+        ));
+    }
+    if detection.confidence < 0.5 && !(opts.erase_size_given && opts.endian_given) {
+        notes.push(format!(
+            "the geometry was detected with low confidence ({:.2}); give the erase size if \
+             you know it",
+            detection.confidence
+        ));
+    }
+
+    ImageInfo {
+        image_len: len,
+        detection: detection.clone(),
+        opts: opts.clone(),
+        max_dsize,
+        page_size,
+        cleanmarkers: cms,
+        compressors: compr.iter().map(|(c, n)| (compr_name(*c), *n)).collect(),
+        nodes,
+        obsolete_nodes: obsolete,
+        bad_crc_nodes: bad_crc,
+        inodes,
+        dirents,
+        hard_linked,
+        xattr_prefixes,
+        summaries,
+        times_zero,
+        data_end,
+        mount_failure: fs.scan().failure.as_ref().map(|f| format!("{f:?}")),
+        mkfs: MkfsCommand { args, notes },
+    }
+}
+
+/// Writes `--info` as text.
+pub fn write_info(i: &ImageInfo, out: &mut dyn Write) -> io::Result<()> {
+    let g = i.detection.geometry;
+    let how = |given: bool| {
+        if given {
+            "given".to_string()
+        } else {
+            format!("detected, confidence {:.2}", i.detection.confidence)
+        }
+    };
+    writeln!(out, "image:            {} bytes", i.image_len)?;
+    writeln!(
+        out,
+        "byte order:       {} endian ({})",
+        g.endian.name(),
+        how(i.opts.endian_given)
+    )?;
+    writeln!(
+        out,
+        "erase size:       {} (0x{:x} bytes; {})",
+        size_arg(g.erase_size),
+        g.erase_size,
+        how(i.opts.erase_size_given)
+    )?;
+    writeln!(
+        out,
+        "page size:        {} (largest data node: {} bytes)",
+        i.page_size, i.max_dsize
+    )?;
+    if i.cleanmarkers == 0 {
+        writeln!(out, "cleanmarkers:     none")?;
+    } else {
+        writeln!(
+            out,
+            "cleanmarkers:     {} bytes, in {} blocks",
+            g.cleanmarker_size, i.cleanmarkers
+        )?;
+    }
+    let comp: Vec<String> = i
+        .compressors
+        .iter()
+        .map(|(n, c)| format!("{n} {c}"))
+        .collect();
+    writeln!(
+        out,
+        "compressors:      {} (data nodes)",
+        if comp.is_empty() {
+            "none".to_string()
+        } else {
+            comp.join(", ")
+        }
+    )?;
+    let total: u64 = i.nodes.values().sum();
+    let types: Vec<String> = i.nodes.iter().map(|(n, c)| format!("{n} {c}")).collect();
+    writeln!(out, "nodes:            {total} ({})", types.join(", "))?;
+    if i.obsolete_nodes > 0 || i.bad_crc_nodes > 0 {
+        writeln!(
+            out,
+            "                  {} obsolete, {} with a wrong CRC",
+            i.obsolete_nodes, i.bad_crc_nodes
+        )?;
+    }
+    let inodes: u64 = i.inodes.values().sum();
+    let kinds: Vec<String> = i.inodes.iter().map(|(n, c)| format!("{n} {c}")).collect();
+    writeln!(
+        out,
+        "inodes:           {inodes} ({}); {} directory entries, {} hard-linked",
+        kinds.join(", "),
+        i.dirents,
+        i.hard_linked
+    )?;
+    if !i.xattr_prefixes.is_empty() {
+        writeln!(out, "xattrs:           {}", i.xattr_prefixes.join(", "))?;
+    }
+    writeln!(out, "summaries:        used in {} blocks", i.summaries)?;
+    writeln!(
+        out,
+        "timestamps:       {}",
+        if i.times_zero {
+            "all zero (mkfs.jffs2 -f)"
+        } else {
+            "set"
+        }
+    )?;
+    if let Some(f) = &i.mount_failure {
+        writeln!(out, "mount:            Linux would refuse it: {f}")?;
+    }
+    writeln!(out, "rebuild with:     {}", i.mkfs.line())?;
+    for n in &i.mkfs.notes {
+        writeln!(out, "  note: {n}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,235 @@
+//! Tests of the views on crafted images.
+
+use super::*;
+use crate::format::{dt, DirentNode, InodeNode};
+use crate::fs;
+use crate::layout::{BlockWriter, EndPad, LayoutConfig};
+use crate::scan::{self, Geometry, ScanOptions};
+
+const ES: u32 = 8192;
+
+fn dirent(e: Endian, pino: u32, version: u32, ino: u32, name: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    DirentNode {
+        pino,
+        version,
+        ino,
+        nsize: name.len() as u8,
+        dtype: dt::REG,
+        ..Default::default()
+    }
+    .encode(e, name, &mut v);
+    v
+}
+
+fn file(e: Endian, ino: u32, data: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    InodeNode {
+        ino,
+        version: 1,
+        mode: 0o100644,
+        isize: data.len() as u32,
+        dsize: data.len() as u32,
+        ..Default::default()
+    }
+    .encode(e, data, &mut v);
+    v
+}
+
+/// `n` files of 3000 bytes, laid out with or without summaries and cleanmarkers.
+fn image(e: Endian, summary: bool, cleanmarker: Option<u32>, n: u32) -> Vec<u8> {
+    let cfg = LayoutConfig {
+        endian: e,
+        erase_size: ES,
+        cleanmarker,
+        summary,
+    };
+    let mut w = BlockWriter::new(Vec::new(), cfg);
+    for k in 0..n {
+        for node in [
+            dirent(e, 1, k, k + 2, format!("f{k}").as_bytes()),
+            file(e, k + 2, &vec![k as u8; 3000]),
+        ] {
+            let rec = crate::layout::record_for(&node, e, 0).map_or(0, |r| r.size() as u32);
+            w.prepare(node.len() as u32, rec).unwrap();
+            w.write_node(&node).unwrap();
+        }
+    }
+    w.finish(EndPad::None).unwrap().0
+}
+
+fn scan_of(img: &[u8], e: Endian, cm: u32) -> scan::Scan {
+    let g = Geometry {
+        endian: e,
+        erase_size: ES,
+        cleanmarker_size: cm,
+    };
+    scan::scan(img, &g, &ScanOptions::default())
+}
+
+#[test]
+fn walk_covers_the_image_in_order() {
+    for e in [Endian::Little, Endian::Big] {
+        let mut img = image(e, false, Some(12), 6);
+        img.extend_from_slice(&[0, 0, 0, 0, 1, 2, 3, 4]);
+        img.extend_from_slice(&[0xFF; 64]);
+        let mut pos = 0u64;
+        let (mut nodes, mut gaps) = (0, 0);
+        for it in walk(&img, e) {
+            match it {
+                Item::Node(n) => {
+                    assert_eq!(n.offset, pos);
+                    assert!(n.crcs_ok(), "{n:?}");
+                    pos += (u64::from(n.totlen) + 3) & !3;
+                    nodes += 1;
+                }
+                Item::Gap { offset, len, .. } => {
+                    assert_eq!(offset, pos);
+                    pos += len;
+                    gaps += 1;
+                }
+            }
+        }
+        assert_eq!(pos, img.len() as u64);
+        assert!(nodes >= 12 + 2, "{nodes}");
+        assert!(gaps >= 2);
+    }
+}
+
+#[test]
+fn walk_never_loops_on_huge_totlen() {
+    let e = Endian::Little;
+    let mut img = vec![0xFFu8; 16];
+    let mut h = Vec::new();
+    e.put_u16(&mut h, crate::format::MAGIC);
+    e.put_u16(&mut h, crate::format::NODETYPE_INODE);
+    e.put_u32(&mut h, 0xFFFF_FFFE);
+    let crc = crate::crc::crc32(&h);
+    e.put_u32(&mut h, crc);
+    img.extend_from_slice(&h);
+    img.extend_from_slice(&[0xAB; 100]);
+    let items: Vec<Item> = walk(&img, e).collect();
+    assert_eq!(items.len(), 2, "{items:?}");
+    let Item::Node(n) = &items[1] else {
+        panic!("{items:?}")
+    };
+    assert!(n.truncated);
+    // The fixed part is in the image; the data is not.
+    let Body::Inode { data_crc, .. } = &n.body else {
+        panic!("{n:?}")
+    };
+    assert_eq!(data_crc.computed, None);
+    // Without room for the fixed part, the node is short.
+    let items: Vec<Item> = walk(&img[..img.len() - 60], e).collect();
+    let Item::Node(n) = &items[1] else {
+        panic!("{items:?}")
+    };
+    assert_eq!(n.body, Body::Short);
+}
+
+#[test]
+fn blocks_summaries_and_svg() {
+    let e = Endian::Big;
+    let img = image(e, true, Some(12), 12);
+    let mut img = scan::as_flashed(&img, ES).into_owned();
+    img.extend_from_slice(&[0xFF; 2 * ES as usize]);
+    let mut s = scan_of(&img, e, 12);
+    let f = fs::build(&img, &mut s);
+    let b = blocks(f.scan(), &img);
+    assert_eq!(b.len(), img.len() / ES as usize);
+    let with: Vec<_> = b.iter().filter(|x| x.summary_present).collect();
+    assert!(with.len() >= 4, "{b:?}");
+    assert!(with
+        .iter()
+        .all(|x| x.summary == SummaryUse::Used && x.cleanmarker));
+    assert_eq!(
+        b.iter().filter(|x| x.state == BlockState::Erased).count(),
+        2,
+        "{b:?}"
+    );
+    let sums = summaries(f.scan(), &img);
+    let used: Vec<_> = sums.iter().filter(|s| s.node.is_some()).collect();
+    assert_eq!(used.len(), with.len());
+    for s in used {
+        let Some(NodeInfo {
+            body:
+                Body::Summary {
+                    node,
+                    records,
+                    sum_crc,
+                    ..
+                },
+            ..
+        }) = &s.node
+        else {
+            panic!("{s:?}")
+        };
+        assert!(sum_crc.ok());
+        assert_eq!(
+            records.as_ref().map(Vec::len).ok(),
+            Some(node.sum_num as usize)
+        );
+    }
+    let mut text = Vec::new();
+    blocks::write_blocks(&b, &mut text).unwrap();
+    blocks::write_summaries(&sums, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("kernel: used"), "{text}");
+    assert!(text.contains("    dirent  0x"), "{text}");
+    let svg = svg_map(&b, "t <&> \"q\"");
+    assert_eq!(svg.matches("<g><title>").count(), b.len());
+    assert!(svg.contains("t &lt;&amp;&gt; &quot;q&quot;"));
+    assert!(svg.ends_with("</svg>\n"));
+}
+
+#[test]
+fn verdicts_follow_the_scan() {
+    let e = Endian::Little;
+    let mut img = image(e, false, None, 3);
+    // Obsolete the first dirent on flash (clear ACCURATE): the scan counts it as dirt.
+    img[2] &= !0x20 & 0xFF;
+    img[3] &= !0x20;
+    let img = scan::as_flashed(&img, ES).into_owned();
+    let mut s = scan_of(&img, e, 0);
+    let f = fs::build(&img, &mut s);
+    let kv = KernelView::new(f.scan());
+    let nodes: Vec<Box<NodeInfo>> = walk(&img, e)
+        .filter_map(|i| match i {
+            Item::Node(n) => Some(n),
+            Item::Gap { .. } => None,
+        })
+        .collect();
+    assert!(!nodes[0].accurate());
+    assert_eq!(
+        kv.verdict(nodes[0].offset),
+        Verdict::Dirt(DirtCause::Obsolete)
+    );
+    assert!(matches!(
+        kv.verdict(nodes[2].offset),
+        Verdict::Linked { .. }
+    ));
+    assert_eq!(kv.verdict(u64::from(u32::MAX) + 5), Verdict::OutsideFlash);
+}
+
+#[test]
+fn info_reads_the_mkfs_options_back() {
+    let e = Endian::Big;
+    let raw = image(e, false, None, 5);
+    let img = scan::as_flashed(&raw, ES).into_owned();
+    let d = scan::detect(&raw);
+    let mut s = scan_of(&img, e, 0);
+    let f = fs::build(&img, &mut s);
+    let i = info(&raw, &d, &f, &InfoOptions::default());
+    assert_eq!(i.page_size, 4096);
+    assert_eq!(i.max_dsize, 3000);
+    assert!(i.times_zero);
+    assert_eq!(i.inodes.get("file"), Some(&5));
+    assert_eq!(i.compressors.get("none"), Some(&5));
+    let line = i.mkfs.line();
+    assert!(
+        line.starts_with("mkfs.jffs2 -r DIR -o IMAGE -e 8KiB -b -n -f"),
+        "{line}"
+    );
+    // The data would compress: compression was off.
+    assert!(line.contains("-m none"), "{line}");
+}
