@@ -1,6 +1,9 @@
 //! `jffs2-dump` / `jffs2dump`: the command line of mtd-utils' jffs2dump
 //! (`mtd-utils-spec.md` §6.1): `[-b|-l] [-c] [-v] [-e FILE [-r]] [-d LEN -o LEN] [-h] [-V]
-//! IMAGE`, with GNU getopt_long's grammar and jffs2dump's messages and exit codes.
+//! IMAGE`, with GNU getopt_long's grammar and jffs2dump's messages and exit codes; under the
+//! `jffs2-dump` name also the views and file access of [`views`] (`--json`, `--summary`,
+//! `--blocks`, `--map`, `--info`, `--list`, `--cat`, `--extract`); invoked as `jffs2reader`,
+//! that tool's command line ([`views::reader_main`]).
 //!
 //! The text on stdout is jffs2dump's (the core's [`jffs2::dump`]). Where we differ, it is on
 //! purpose, and never on stdout:
@@ -31,6 +34,25 @@ use jffs2::format::Endian;
 use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
 use super::output::Output;
 use super::Tool;
+
+mod views;
+
+pub use views::reader_main;
+
+// Ids of the long-only options of `jffs2-dump`.
+const OPT_JSON: u32 = 1000;
+const OPT_SUMMARY: u32 = 1001;
+const OPT_BLOCKS: u32 = 1002;
+const OPT_MAP: u32 = 1003;
+const OPT_INFO: u32 = 1004;
+const OPT_LIST: u32 = 1005;
+const OPT_CAT: u32 = 1006;
+const OPT_EXTRACT: u32 = 1007;
+const OPT_FORCE: u32 = 1008;
+const OPT_ERASE: u32 = 1009;
+const OPT_NO_XATTRS: u32 = 1010;
+const OPT_NO_OWNERS: u32 = 1011;
+const OPT_DEVTABLE: u32 = 1012;
 
 const SHORT: &str = "blce:rd:o:vVh";
 
@@ -67,6 +89,20 @@ const LONG_OURS: &[LongOpt] = &[
     lo("oobsize", HasArg::Required, b'o' as u32),
     lo("recalccrc", HasArg::Optional, b'r' as u32),
     lo("verbose", HasArg::No, b'v' as u32),
+    lo("json", HasArg::No, OPT_JSON),
+    lo("summary", HasArg::No, OPT_SUMMARY),
+    lo("blocks", HasArg::No, OPT_BLOCKS),
+    lo("map", HasArg::Required, OPT_MAP),
+    lo("info", HasArg::No, OPT_INFO),
+    lo("list", HasArg::No, OPT_LIST),
+    lo("cat", HasArg::Required, OPT_CAT),
+    lo("extract", HasArg::Required, OPT_EXTRACT),
+    lo("force", HasArg::No, OPT_FORCE),
+    lo("eraseblock", HasArg::Required, OPT_ERASE),
+    lo("erase-size", HasArg::Required, OPT_ERASE),
+    lo("no-xattrs", HasArg::No, OPT_NO_XATTRS),
+    lo("no-owners", HasArg::No, OPT_NO_OWNERS),
+    lo("devtable", HasArg::Required, OPT_DEVTABLE),
 ];
 
 const OPTIONS_HELP: &str = "Dump the contents of a binary JFFS2 image.
@@ -84,6 +120,31 @@ const OPTIONS_HELP: &str = "Dump the contents of a binary JFFS2 image.
 ";
 
 const OURS_HELP: &str = "
+Views and files (jffs2-dump only; the byte order and erase size are detected unless
+-b/-l and --erase-size are given; several views may be combined, except --json and --cat):
+     --info                   byte order, erase size, page size, cleanmarkers, compressors,
+                              node and inode counts, and the mkfs.jffs2 command line that
+                              rebuilds the image from its extracted tree
+     --json                   every node: offset, type, fields, CRC verdicts, the kernel's
+                              verdict; and the gaps between nodes
+     --blocks                 per erase block: state, used/dirty/free bytes, summary,
+                              cleanmarker
+     --summary                each erase block's summary records
+     --map=FILE.svg           a picture of the erase blocks coloured by state
+     --list                   the files as Linux shows them, ls -lR style (-v: xattrs too)
+     --cat=PATH               a file's content to standard output
+     --extract=DIR            recreate the files in DIR (created if missing; must be empty
+                              unless --force, which merges and never replaces anything);
+                              hard links, holes, symlinks (never followed), devices (as
+                              root; else listed in DIR.devtable), owners (as root), modes,
+                              times, xattrs where permitted
+     --force                  extract into a non-empty DIR
+     --no-xattrs, --no-owners do not set extended attributes / owners
+     --devtable=FILE          where to list devices that cannot be created
+     --erase-size=SIZE        erase block size (same grammar as mkfs.jffs2 -e)
+Exit status of the views: 0; 1 on errors; 2 when --extract refused something or --cat
+met unreadable data (reported on standard error).
+
 jffs2-tools differences (the -c text is jffs2dump's, byte for byte):
   -e converts every node in place -- xrefs, obsolete and unknown nodes, summaries,
      device numbers and POSIX ACLs included (jffs2dump drops or corrupts them) --
@@ -178,6 +239,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     let mut oobsize = 0i32;
     let mut error = false;
     let mut operands = Vec::new();
+    let mut va = views::ViewArgs::default();
     for p in getopt_long(args, SHORT, long) {
         let (id, arg) = match p {
             Parsed::Opt { id, arg } => (id, arg),
@@ -202,16 +264,53 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
                 return Ok(0);
             }
             b'v' => verbose = true,
-            b'b' => endian = Endian::Big,
-            b'l' => endian = Endian::Little,
+            b'b' => {
+                endian = Endian::Big;
+                va.endian = Some(endian);
+            }
+            b'l' => {
+                endian = Endian::Little;
+                va.endian = Some(endian);
+            }
             b'c' => content = true,
             b'd' => datsize = atoi(&a),
             b'o' => oobsize = atoi(&a),
             b'e' => convert = arg,
             b'r' => recalc = true,
-            _ => {}
+            _ => match id {
+                OPT_JSON => va.json = true,
+                OPT_SUMMARY => va.summary = true,
+                OPT_BLOCKS => va.blocks = true,
+                OPT_MAP => va.map = arg.map(PathBuf::from),
+                OPT_INFO => va.info = true,
+                OPT_LIST => va.list = true,
+                OPT_CAT => va.cat = arg,
+                OPT_EXTRACT => va.extract = arg.map(PathBuf::from),
+                OPT_FORCE => va.force = true,
+                OPT_NO_XATTRS => va.no_xattrs = true,
+                OPT_NO_OWNERS => va.no_owners = true,
+                OPT_DEVTABLE => va.devtable = arg.map(PathBuf::from),
+                OPT_ERASE => {
+                    // mkfs.jffs2's grammar, without its 8 KiB minimum (4 KiB sectors
+                    // exist on SPI NOR).
+                    let es = match super::num::erase_size(&a) {
+                        Ok((_, Some(raw))) => u32::try_from(raw).unwrap_or(0),
+                        Ok((es, None)) => es,
+                        Err(_) => 0,
+                    };
+                    if es < 128 || es % 4 != 0 {
+                        tool.error(&format!(
+                            "--erase-size {a}: not an erase size (a multiple of 4 of at least 128 bytes; KiB and MiB suffixes)"
+                        ));
+                        return Err(Exit(1));
+                    }
+                    va.erase_size = Some(es);
+                }
+                _ => {}
+            },
         }
     }
+    va.verbose = verbose;
     if error {
         print!("{}", help(&tool.name));
         return Err(Exit(1));
@@ -232,6 +331,15 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         }
     };
     let shown = image.display();
+
+    let peel = datsize != 0 && oobsize != 0;
+    if va.any() && !content && convert.is_none() && !peel {
+        let stdout = io::stdout();
+        let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+        let code = views::run(tool, &image, None, &va, &mut out)?;
+        out.flush().map_err(|e| stdout_failed(tool, &e))?;
+        return Ok(code);
+    }
 
     let mut data = match std::fs::read(&image) {
         Ok(d) => d,
@@ -322,6 +430,12 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         if verbose {
             eprintln!("{}", convert_summary(&report, &dest.display().to_string()));
         }
+    }
+    if va.any() {
+        out.flush().map_err(|e| stdout_failed(tool, &e))?;
+        let code = views::run(tool, &image, Some(data), &va, &mut out)?;
+        out.flush().map_err(|e| stdout_failed(tool, &e))?;
+        return Ok(code);
     }
     out.flush().map_err(|e| stdout_failed(tool, &e))?;
     Ok(0)

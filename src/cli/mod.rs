@@ -76,9 +76,16 @@ pub fn mkfs_main() -> i32 {
     mkfs::main(&tool, args.get(1..).unwrap_or(&[]))
 }
 
-/// Entry point of `jffs2-dump`: `jffs2dump` when invoked under that name.
+/// Entry point of `jffs2-dump`: `jffs2dump` when invoked under that name, `jffs2reader`
+/// under that one.
 pub fn dump_main() -> i32 {
     let args: Vec<OsString> = std::env::args_os().collect();
+    if invoked_as(args.first()) == "jffs2reader" {
+        let tool = Tool {
+            name: "jffs2reader".into(),
+        };
+        return dump::reader_main(&tool, args.get(1..).unwrap_or(&[]));
+    }
     let name = if invoked_as(args.first()) == "jffs2dump" {
         "jffs2dump"
     } else {
