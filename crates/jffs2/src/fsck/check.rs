@@ -199,6 +199,7 @@ pub(crate) fn run(
         cx.block(w, info);
     }
     cx.lost_nodes();
+    cx.truncation();
     erase_size_finding(&mut cx, &info);
 
     // Kernel log: scan, build and root read, then reading every inode as a listing does.
@@ -1347,6 +1348,41 @@ impl Ctx<'_, '_> {
         }
         self.findings.extend(out);
         self.findings.extend(warn);
+    }
+
+    /// A node the image file ends inside, even when what is missing happened to be padding
+    /// (the damaged ones already carry `truncated-image`).
+    fn truncation(&mut self) {
+        if self.image_len >= self.img.len() as u64 {
+            return;
+        }
+        let Some(w) = self.walks.get(self.block_index(self.image_len as u32)) else {
+            return;
+        };
+        let cut = w
+            .nodes
+            .iter()
+            .find(|n| self.truncated(n.offset, n.totlen))
+            .map(|n| (n.offset, n.totlen));
+        if let Some((o, len)) = cut {
+            if !self
+                .findings
+                .iter()
+                .any(|f| f.code == "truncated-image" && f.offset == Some(o))
+            {
+                self.findings.push(
+                    Finding::new(
+                        Severity::Error,
+                        "truncated-image",
+                        format!(
+                            "node of {len} bytes: the image file ends inside it (at 0x{:08x}): the image is truncated",
+                            self.image_len
+                        ),
+                    )
+                    .at(o),
+                );
+            }
+        }
     }
 
     /// Kernel messages no finding explains become findings of their own.
