@@ -110,8 +110,8 @@ Options:
 jffs2-tools additions (mkfs.jffs2 has none of these; without them the bytes are
 identical to mkfs.jffs2's):
       --summary           Write an erase-block summary into every erase block
-                          (what `sumtool` adds, in the same pass, for every block;
-                          the image then ends on an erase-block boundary)
+                          (the bytes of jffs2-mkfs followed by jffs2-sumtool; the
+                          image then ends on an erase-block boundary)
       --threads=N         Compress on N threads (default: one per core; the
                           output does not depend on it)
       --no-progress       Never show a progress bar (shown only when stderr is
