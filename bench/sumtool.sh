@@ -36,7 +36,7 @@ time_cmd() {
     /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$@" >/dev/null 2>"$OUT/stderr.txt"
     read -r w u s rss < "$OUT/time.txt"
     walls+=("$w")
-    cpus+=("$(echo "$u + $s" | bc)")
+    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')")
     [ "$rss" -gt "$peak" ] && peak=$rss
   done
   printf '%s %s %s\n' "$(printf '%s\n' "${walls[@]}" | median)" \

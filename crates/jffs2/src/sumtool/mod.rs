@@ -537,7 +537,7 @@ fn input_geometry(image: &[u8], cfg: &SumtoolConfig) -> Result<InputGeometry, Su
         return Err(SumtoolError::BadEraseSize(cfg.erase_size));
     }
     if let Cleanmarkers::Size(cm) = cfg.cleanmarkers {
-        if cm < HEADER_SIZE as u32 || pad4(cm) >= cfg.erase_size {
+        if cm < HEADER_SIZE as u32 || pad4_64(cm) >= u64::from(cfg.erase_size) {
             return Err(SumtoolError::BadCleanmarker {
                 cleanmarker: cm,
                 erase_size: cfg.erase_size,
@@ -789,7 +789,7 @@ pub fn write<W: Write>(
 ) -> Result<(W, Report), SumtoolError> {
     let cleanmarker = output_cleanmarker(a, cfg);
     if let Some(cm) = cleanmarker {
-        if pad4(cm) >= cfg.erase_size {
+        if pad4_64(cm) >= u64::from(cfg.erase_size) {
             return Err(SumtoolError::BadCleanmarker {
                 cleanmarker: cm,
                 erase_size: cfg.erase_size,
@@ -940,7 +940,7 @@ fn unread_blocks(img: &[u8], scan: &Scan) -> Vec<u32> {
         let skip = if blk.iter().take(4).all(|&c| c == 0xFF) {
             0
         } else {
-            pad4(scan.geometry.cleanmarker_size) as usize
+            pad4_64(scan.geometry.cleanmarker_size) as usize
         };
         if blk
             .get(skip..)
@@ -950,6 +950,11 @@ fn unread_blocks(img: &[u8], scan: &Scan) -> Vec<u32> {
         }
     }
     v
+}
+
+/// `PAD(x)` without overflow (a crafted `totlen` may be near `u32::MAX`).
+pub(crate) fn pad4_64(x: u32) -> u64 {
+    (u64::from(x) + 3) & !3
 }
 
 /// Node headers with a valid magic and header CRC in byte order `e` (a word-by-word walk
@@ -964,7 +969,7 @@ fn count_headers(img: &[u8], e: Endian) -> usize {
         match ok {
             Some(h) => {
                 n += 1;
-                p = p.saturating_add(pad4(h.totlen) as usize);
+                p = p.saturating_add(pad4_64(h.totlen).max(4) as usize);
             }
             None => p += 4,
         }

@@ -10,7 +10,7 @@
 
 use std::io::{self, Write};
 
-use crate::format::{pad4, Endian};
+use crate::format::Endian;
 use crate::layout::{record_for, BlockWriter, EndPad, LayoutConfig};
 
 /// What a [`Summarizer`] wrote.
@@ -37,7 +37,7 @@ pub struct Summarizer<W: Write> {
     endian: Endian,
     erase_size: u32,
     /// Room for a node in an empty block (after the cleanmarker).
-    first_room: u32,
+    first_room: u64,
     nodes: u64,
 }
 
@@ -45,7 +45,7 @@ impl<W: Write> Summarizer<W> {
     /// A summarizer writing to `out` with blocks of `erase_size` bytes (a multiple of 4)
     /// and a cleanmarker of the given size at the start of every block, or none.
     pub fn new(out: W, endian: Endian, erase_size: u32, cleanmarker: Option<u32>) -> Self {
-        let cm = cleanmarker.map_or(0, pad4);
+        let cm = cleanmarker.map_or(0, super::pad4_64);
         Summarizer {
             w: BlockWriter::new(
                 out,
@@ -58,7 +58,7 @@ impl<W: Write> Summarizer<W> {
             ),
             endian,
             erase_size,
-            first_room: erase_size.saturating_sub(cm),
+            first_room: u64::from(erase_size).saturating_sub(cm),
             nodes: 0,
         }
     }
@@ -67,7 +67,7 @@ impl<W: Write> Summarizer<W> {
     /// cleanmarker). A node that fits but leaves no room for a summary goes into a block
     /// without one.
     pub fn fits(&self, totlen: u32) -> bool {
-        u64::from(pad4(totlen)) <= u64::from(self.first_room)
+        super::pad4_64(totlen) <= self.first_room
     }
 
     /// Appends one complete node (exactly its `totlen` bytes). A node that does not

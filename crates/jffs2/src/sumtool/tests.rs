@@ -587,3 +587,76 @@ fn mkfs_summary_writer_equals_plain_then_summarize() {
         assert_eq!(one, two, "{es} {cm:?} {pad:?}");
     }
 }
+
+#[test]
+fn mutated_and_random_inputs_never_panic_and_outputs_stay_clean() {
+    let ns = nodes(40, 600);
+    let base = plain(&ns, 8192, Some(12), EndPad::None);
+    let mut x = 0x9E37_79B9u32;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    for round in 0..300 {
+        let mut img = base.clone();
+        match round % 4 {
+            0 => {
+                for _ in 0..(1 + rnd() % 8) {
+                    let i = rnd() as usize % img.len();
+                    img[i] ^= 1 << (rnd() % 8);
+                }
+            }
+            1 => img.truncate(rnd() as usize % img.len()),
+            2 => {
+                // A header with a valid CRC and a wild totlen.
+                let at = (rnd() as usize % (img.len() / 4)) * 4;
+                let mut h = Vec::new();
+                E.put_u16(&mut h, MAGIC);
+                E.put_u16(
+                    &mut h,
+                    [0xE001u16, 0xE002, 0x2003, 0x2006, 0xE008][rnd() as usize % 5],
+                );
+                E.put_u32(
+                    &mut h,
+                    [0, 4, 0xFFFF_FFFF, 0xFFFF_FFFC, rnd()][rnd() as usize % 5],
+                );
+                let crc = crate::crc::crc32(&h);
+                E.put_u32(&mut h, crc);
+                let end = (at + 12).min(img.len());
+                img[at..end].copy_from_slice(&h[..end - at]);
+            }
+            _ => img = noise(round, 20_000 + (rnd() as usize % 50_000)),
+        }
+        for c in [
+            cfg(8192),
+            SumtoolConfig {
+                force_erase_size: true,
+                ..cfg(8192)
+            },
+        ] {
+            if let Ok((out, a, _)) = summarize(&img, &c, Vec::new()) {
+                assert!(
+                    out.len() as u64 >= a.input_len,
+                    "round {round}: output shorter than input"
+                );
+                if a.input_geometry.erase_size == 8192 {
+                    let s = scan::scan(
+                        &as_flashed(&out, 8192),
+                        &Geometry {
+                            endian: E,
+                            erase_size: 8192,
+                            cleanmarker_size: 12,
+                        },
+                        &ScanOptions::default(),
+                    );
+                    assert!(s.log.is_empty(), "round {round}: {:?}", s.log);
+                }
+                let mut n = 0;
+                listing(&img, &a, &mut |_| n += 1);
+                assert!(n > 0);
+            }
+        }
+    }
+}
