@@ -4,7 +4,7 @@
 //! # What is carried over
 //!
 //! The input is read the way Linux reads it at mount — with the core mount scan
-//! ([`crate::scan::scan`]), in the geometry [`crate::scan::detect`] finds — and the nodes
+//! ([`crate::scan::scan`]), in the geometry [`crate::scan::detect()`] finds — and the nodes
 //! carried over are exactly those the kernel's scan links: every inode, dirent, xattr and xref
 //! node (and unknown RWCOMPAT_COPY node) that is not marked obsolete on flash and whose CRCs
 //! are valid, in the order the kernel meets them. Superseded but valid nodes are kept
@@ -504,7 +504,7 @@ pub fn analyse_vec(buf: &mut Vec<u8>, cfg: &SumtoolConfig) -> Result<Analysis, S
 /// [`analyse`] of the image `buf[..len]`; the rest of `buf` is spare room that the padding
 /// to whole erase blocks (at least 5) is written into, so that the scan needs no copy (a
 /// buffer too small for it is copied). Returns the analysis and the padded length: pass
-/// `&buf[..padded]` (or just `buf`) to [`write`] and [`listing`].
+/// `&buf[..padded]` (or just `buf`) to [`write()`] and [`listing()`].
 pub fn analyse_in_place(
     buf: &mut [u8],
     len: usize,
@@ -834,7 +834,7 @@ pub fn write<W: Write>(
     ))
 }
 
-/// [`analyse`] then [`write`].
+/// [`analyse`] then [`write()`].
 pub fn summarize<W: Write>(
     image: &[u8],
     cfg: &SumtoolConfig,
