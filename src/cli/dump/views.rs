@@ -3,7 +3,6 @@
 //! Everything JFFS2 is in the core (`jffs2::dump::views`, `jffs2::extract`); this module loads
 //! the image, picks the geometry, and prints.
 
-use std::borrow::Cow;
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -20,8 +19,10 @@ use serde_json::{json, Map, Value};
 use super::{io_text, stdout_failed, Exit};
 use crate::cli::Tool;
 
-/// How often the image's resident pages are dropped while it is read.
-const TRIM: Duration = Duration::from_millis(3);
+/// The image's resident pages are dropped when they grow by this much…
+const TRIM_LIMIT: usize = 12 << 20;
+/// …checked this often.
+const TRIM_PERIOD: Duration = Duration::from_millis(2);
 
 /// What was asked for beyond jffs2dump's `-c`/`-e`.
 #[derive(Debug, Default, Clone)]
@@ -88,16 +89,16 @@ impl Source {
 
     fn trimmer(&self) -> Option<extract::Trimmer<'_>> {
         match self {
-            Source::Map(m) => Some(m.trimmer(TRIM)),
+            Source::Map(m) => Some(m.trimmer(TRIM_LIMIT, TRIM_PERIOD)),
             Source::Owned(_) => None,
         }
     }
 }
 
-/// A loaded image: the file's bytes, the padded flash the kernel would mount, the geometry.
+/// A loaded image: the flash the kernel would mount (the file padded with 0xFF to whole
+/// erase blocks, at least five) and the geometry.
 pub struct Loaded {
-    file: Source,
-    flashed: Option<Source>,
+    data: Source,
     pub detection: Detection,
     pub file_len: usize,
 }
@@ -105,20 +106,16 @@ pub struct Loaded {
 impl Loaded {
     /// The file's bytes.
     pub fn file_bytes(&self) -> &[u8] {
-        &self.file.bytes()[..self.file_len]
+        &self.data.bytes()[..self.file_len]
     }
 
-    /// The flash the kernel mounts: the file padded with 0xFF to whole erase blocks (at
-    /// least five).
-    pub fn flash(&self) -> Cow<'_, [u8]> {
-        match &self.flashed {
-            Some(s) => Cow::Borrowed(s.bytes()),
-            None => scan::as_flashed(self.file_bytes(), self.detection.geometry.erase_size),
-        }
+    /// The flash the kernel mounts.
+    pub fn flash(&self) -> &[u8] {
+        self.data.bytes()
     }
 
     fn trimmer(&self) -> Option<extract::Trimmer<'_>> {
-        self.flashed.as_ref().unwrap_or(&self.file).trimmer()
+        self.data.trimmer()
     }
 }
 
@@ -133,27 +130,24 @@ pub fn load(
     verbose: bool,
 ) -> Result<Loaded, Exit> {
     let shown = path.display();
+    let open_error = |e: &io::Error| {
+        tool.error(&format!("open input file {shown}: {}", io_text(e)));
+        Exit(1)
+    };
     let file = match owned {
         Some(v) => Source::Owned(v),
         None => match ImageMap::open(path, None) {
             Ok(m) => Source::Map(m),
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => match std::fs::read(path) {
-                Ok(v) => Source::Owned(v),
-                Err(e) => {
-                    tool.error(&format!("open input file {shown}: {}", io_text(&e)));
-                    return Err(Exit(1));
-                }
-            },
-            Err(e) => {
-                tool.error(&format!("open input file {shown}: {}", io_text(&e)));
-                return Err(Exit(1));
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                Source::Owned(std::fs::read(path).map_err(|e| open_error(&e))?)
             }
+            Err(e) => return Err(open_error(&e)),
         },
     };
     let file_len = file.bytes().len();
     let mut detection = {
         let _t = file.trimmer();
-        scan::detect(file.bytes())
+        detect(file.bytes())
     };
     if verbose {
         for ev in &detection.evidence {
@@ -183,30 +177,53 @@ pub fn load(
             detection.geometry.erase_size, detection.confidence
         ));
     }
+    // What the kernel mounts: whole erase blocks, at least five (scan::as_flashed).
     let es = detection.geometry.erase_size as usize;
-    let flashed = match &file {
-        Source::Map(_) if es > 0 => {
-            let want = file_len.div_ceil(es).max(5).saturating_mul(es);
-            if want == file_len {
-                None
-            } else {
-                match ImageMap::open(path, Some(want)) {
-                    Ok(m) => Some(Source::Map(m)),
-                    Err(e) => {
-                        tool.error(&format!("open input file {shown}: {}", io_text(&e)));
-                        return Err(Exit(1));
-                    }
-                }
-            }
+    let want = if es == 0 {
+        file_len
+    } else {
+        file_len.div_ceil(es).max(5).saturating_mul(es)
+    };
+    let data = match file {
+        Source::Map(m) if want != file_len => {
+            // One mapping at a time: the detection's goes before the padded one comes.
+            drop(m);
+            Source::Map(ImageMap::open(path, Some(want)).map_err(|e| open_error(&e))?)
         }
-        _ => None,
+        Source::Owned(mut v) => {
+            v.resize(want.max(file_len), 0xFF);
+            Source::Owned(v)
+        }
+        other => other,
     };
     Ok(Loaded {
-        file,
-        flashed,
+        data,
         detection,
         file_len,
     })
+}
+
+/// Detection reads this much of a large image first…
+const DETECT_PREFIX: usize = 16 << 20;
+/// …and all of it only when that is not conclusive.
+const DETECT_SURE: f32 = 0.9;
+
+/// `scan::detect` on the first [`DETECT_PREFIX`] bytes of a large image, on all of it when
+/// that is not conclusive. The detection's evaluation of candidate erase sizes touches a page
+/// at every candidate block boundary, which maps the whole image in a few milliseconds; a
+/// prefix holds all the evidence a consistent image has, and keeps peak memory low.
+fn detect(image: &[u8]) -> Detection {
+    if image.len() > 2 * DETECT_PREFIX {
+        let mut d = scan::detect(&image[..DETECT_PREFIX]);
+        if d.confidence >= DETECT_SURE {
+            d.evidence.push(format!(
+                "(detected on the first {} MiB of the image)",
+                DETECT_PREFIX >> 20
+            ));
+            return d;
+        }
+    }
+    scan::detect(image)
 }
 
 fn hex(v: &[u8]) -> String {
@@ -476,12 +493,20 @@ pub fn run(
         tool.error("--json and --cat print to standard output alone; give them separately");
         return Err(Exit(1));
     }
-    let loaded = load(tool, image, owned, a.endian, a.erase_size, a.verbose)?;
+    // --info -v prints the evidence itself.
+    let loaded = load(
+        tool,
+        image,
+        owned,
+        a.endian,
+        a.erase_size,
+        a.verbose && !a.info,
+    )?;
     let shown = image.display().to_string();
     let flash = loaded.flash();
     let _trim = loaded.trimmer();
-    let mut scan = scan::scan(&flash, &loaded.detection.geometry, &ScanOptions::default());
-    let fs = fs::build(&flash, &mut scan);
+    let mut scan = scan::scan(flash, &loaded.detection.geometry, &ScanOptions::default());
+    let fs = fs::build(flash, &mut scan);
     if let Some(f) = &fs.scan().failure {
         tool.warning(&format!(
             "{shown}: Linux would refuse to mount this image: {f:?}"
@@ -512,12 +537,12 @@ pub fn run(
         }
         views::write_info(&i, out).map_err(|e| stdout_failed(tool, &e))?;
     }
-    let blocks = (a.blocks || a.map.is_some()).then(|| views::blocks(fs.scan(), &flash));
+    let blocks = (a.blocks || a.map.is_some()).then(|| views::blocks(fs.scan(), flash));
     if let (true, Some(b)) = (a.blocks, &blocks) {
         views::write_blocks(b, out).map_err(|e| stdout_failed(tool, &e))?;
     }
     if a.summary {
-        let s = views::summaries(fs.scan(), &flash);
+        let s = views::summaries(fs.scan(), flash);
         views::write_summaries(&s, out).map_err(|e| stdout_failed(tool, &e))?;
     }
     if let (Some(path), Some(b)) = (&a.map, &blocks) {
@@ -736,8 +761,8 @@ pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
         let loaded = load(tool, Path::new(image), None, None, None, false)?;
         let flash = loaded.flash();
         let _trim = loaded.trimmer();
-        let mut scan = scan::scan(&flash, &loaded.detection.geometry, &ScanOptions::default());
-        let fs = fs::build(&flash, &mut scan);
+        let mut scan = scan::scan(flash, &loaded.detection.geometry, &ScanOptions::default());
+        let fs = fs::build(flash, &mut scan);
         let stdout = io::stdout();
         let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
         let now = std::time::SystemTime::now()

@@ -6,9 +6,20 @@
 //! page touched stays in the process's resident set until it is unmapped — the scan touches
 //! them all. [`ImageMap::release`] drops the resident pages (`madvise(MADV_DONTNEED)`: the
 //! mapping is private and never written, so a later access simply maps the page again from
-//! the page cache, with the same contents), and a [`Trimmer`] does so periodically on a
-//! background thread while the scan, the build and an extraction run. Peak memory then no
-//! longer grows with the image size.
+//! the page cache, with the same contents), and a [`Trimmer`] does so whenever the resident
+//! part has grown by a given amount, while the scan, the build and an extraction run. Peak
+//! memory then no longer grows with the image size.
+//!
+//! The check must run while the image is being read, whatever else the machine is doing: a
+//! background thread is scheduled late under CPU contention (and then the resident set has
+//! grown by the whole image). So the trimmer is a POSIX CPU-time timer of the process
+//! (`CLOCK_PROCESS_CPUTIME_ID`): every couple of milliseconds of the process's CPU time, its
+//! signal interrupts the thread that is running — the one reading the image — whose handler
+//! reads the file-backed resident size from `/proc/self/statm` and, only when it is over
+//! the limit, drops the pages (`madvise` makes the kernel flush every thread's TLB, so it
+//! is not done blindly). The handler only makes async-signal-safe system calls, preserves
+//! `errno`, and is installed with `SA_RESTART`. One such timer can be active at a time; a
+//! second trimmer (or a system without these facilities) falls back to a thread.
 //!
 //! # Padding
 //!
@@ -189,41 +200,217 @@ impl ImageMap {
         }
     }
 
-    /// A background thread that calls [`ImageMap::release`] every `period` until dropped.
-    pub fn trimmer(&self, period: Duration) -> Trimmer<'_> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let handle = if self.file_part > 0 {
-            let s = Arc::clone(&stop);
-            let addr = self.base as usize;
-            let len = self.file_part;
-            std::thread::Builder::new()
-                .name("jffs2-trim".into())
-                .spawn(move || {
-                    // Run as soon as woken, ahead of the readers (permitted for root only;
-                    // otherwise the default priority stays).
-                    // SAFETY: plain syscalls on this thread.
-                    unsafe {
-                        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-                        libc::setpriority(libc::PRIO_PROCESS, tid, -20);
-                    }
-                    while !s.load(Ordering::Relaxed) {
-                        std::thread::park_timeout(period);
+    /// Keeps the map's resident pages below about `limit` bytes until the returned value is
+    /// dropped: every `period` of the process's CPU time (see the module documentation; a
+    /// thread waking every `period` as a fallback), the file-backed resident size is read
+    /// and [`ImageMap::release`] called when it grew by `limit` since the trimmer started.
+    pub fn trimmer(&self, limit: usize, period: Duration) -> Trimmer<'_> {
+        let mut t = Trimmer {
+            stop: Arc::new(AtomicBool::new(false)),
+            handle: None,
+            timer: None,
+            _map: PhantomData,
+        };
+        if self.file_part == 0 {
+            return t;
+        }
+        if let Some(timer) = cpu_timer::start(self.base as usize, self.file_part, limit, period) {
+            t.timer = Some(timer);
+            return t;
+        }
+        let s = Arc::clone(&t.stop);
+        let addr = self.base as usize;
+        let len = self.file_part;
+        t.handle = std::thread::Builder::new()
+            .name("jffs2-trim".into())
+            .spawn(move || {
+                let statm = File::open("/proc/self/statm").ok();
+                let fd = statm.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+                let base = cpu_timer::file_resident(fd).unwrap_or(0);
+                while !s.load(Ordering::Relaxed) {
+                    std::thread::park_timeout(period);
+                    let over = cpu_timer::file_resident(fd)
+                        .is_none_or(|now| now.saturating_sub(base) > limit);
+                    if over {
                         // SAFETY: as in `release`; the mapping outlives this thread, which
                         // `Trimmer` joins before the borrow of the map ends.
                         unsafe {
                             libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED);
                         }
                     }
-                })
-                .ok()
-        } else {
-            None
-        };
-        Trimmer {
-            stop,
-            handle,
-            _map: PhantomData,
+                }
+            })
+            .ok();
+        t
+    }
+}
+
+/// The CPU-time timer behind [`ImageMap::trimmer`] (see the module documentation).
+mod cpu_timer {
+    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering::SeqCst};
+    use std::sync::Once;
+    use std::time::Duration;
+
+    static ACTIVE: AtomicBool = AtomicBool::new(false);
+    static CLAIMED: AtomicBool = AtomicBool::new(false);
+    static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
+    static ADDR: AtomicUsize = AtomicUsize::new(0);
+    static LEN: AtomicUsize = AtomicUsize::new(0);
+    static LIMIT: AtomicUsize = AtomicUsize::new(0);
+    static BASE: AtomicUsize = AtomicUsize::new(0);
+    static STATM: AtomicI32 = AtomicI32::new(-1);
+    static PAGE: AtomicUsize = AtomicUsize::new(4096);
+    static INSTALL: Once = Once::new();
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+    /// The signal: a real-time one nothing else in the process uses.
+    fn signal() -> libc::c_int {
+        libc::SIGRTMIN() + 7
+    }
+
+    /// File-backed resident bytes of the process from `/proc/self/statm` (its third
+    /// field), read through `fd` with `pread`: async-signal-safe, no allocation.
+    pub(super) fn file_resident(fd: libc::c_int) -> Option<usize> {
+        if fd < 0 {
+            return None;
         }
+        let mut buf = [0u8; 128];
+        // SAFETY: a valid buffer of that length.
+        let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        let n = usize::try_from(n).ok()?;
+        let mut fields = buf.get(..n)?.split(|&b| b == b' ');
+        let shared = fields.nth(2)?;
+        let mut pages = 0usize;
+        for &c in shared.iter().take_while(|c| c.is_ascii_digit()) {
+            pages = pages.checked_mul(10)?.checked_add(usize::from(c - b'0'))?;
+        }
+        Some(pages.saturating_mul(PAGE.load(SeqCst)))
+    }
+
+    extern "C" fn handler(_sig: libc::c_int) {
+        // SAFETY: errno is thread-local; restored below so the interrupted code never sees
+        // a change.
+        let errno = unsafe { *libc::__errno_location() };
+        IN_HANDLER.fetch_add(1, SeqCst);
+        if ACTIVE.load(SeqCst) {
+            let over = match file_resident(STATM.load(SeqCst)) {
+                Some(now) => now.saturating_sub(BASE.load(SeqCst)) > LIMIT.load(SeqCst),
+                None => true,
+            };
+            if over {
+                // SAFETY: while ACTIVE, [ADDR, ADDR+LEN) is the trimmer's private read-only
+                // file mapping (stop() clears ACTIVE and waits for running handlers before
+                // the mapping can go away).
+                unsafe {
+                    libc::madvise(
+                        ADDR.load(SeqCst) as *mut libc::c_void,
+                        LEN.load(SeqCst),
+                        libc::MADV_DONTNEED,
+                    );
+                }
+            }
+        }
+        IN_HANDLER.fetch_sub(1, SeqCst);
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = errno };
+    }
+
+    /// Arms the timer for `[addr, addr + len)`; `None` when another trimmer holds it or the
+    /// system refuses.
+    pub(super) fn start(
+        addr: usize,
+        len: usize,
+        limit: usize,
+        period: Duration,
+    ) -> Option<libc::timer_t> {
+        if CLAIMED.swap(true, SeqCst) {
+            return None;
+        }
+        INSTALL.call_once(|| {
+            // SAFETY: installing a handler for a signal only this module uses.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = handler as extern "C" fn(libc::c_int) as usize;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                if libc::sigaction(signal(), &sa, std::ptr::null_mut()) == 0 {
+                    INSTALLED.store(true, SeqCst);
+                }
+            }
+        });
+        let fd = {
+            // SAFETY: a valid NUL-terminated path.
+            unsafe {
+                libc::open(
+                    c"/proc/self/statm".as_ptr(),
+                    libc::O_RDONLY | libc::O_CLOEXEC,
+                )
+            }
+        };
+        if !INSTALLED.load(SeqCst) || fd < 0 {
+            if fd >= 0 {
+                // SAFETY: our descriptor.
+                unsafe { libc::close(fd) };
+            }
+            CLAIMED.store(false, SeqCst);
+            return None;
+        }
+        PAGE.store(super::page_size(), SeqCst);
+        STATM.store(fd, SeqCst);
+        BASE.store(file_resident(fd).unwrap_or(0), SeqCst);
+        ADDR.store(addr, SeqCst);
+        LEN.store(len, SeqCst);
+        LIMIT.store(limit, SeqCst);
+        ACTIVE.store(true, SeqCst);
+        // SAFETY: zeroed is a valid sigevent; the fields set are those SIGEV_SIGNAL reads.
+        let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+        sev.sigev_notify = libc::SIGEV_SIGNAL;
+        sev.sigev_signo = signal();
+        // SAFETY: zeroed is a valid timer_t slot.
+        let mut timer: libc::timer_t = unsafe { std::mem::zeroed() };
+        let ts = libc::timespec {
+            tv_sec: period.as_secs() as libc::time_t,
+            tv_nsec: libc::c_long::from(period.subsec_nanos().max(1_000)),
+        };
+        let spec = libc::itimerspec {
+            it_interval: ts,
+            it_value: ts,
+        };
+        // SAFETY: valid pointers; the timer is deleted in stop().
+        let ok = unsafe {
+            libc::timer_create(libc::CLOCK_PROCESS_CPUTIME_ID, &mut sev, &mut timer) == 0
+                && (libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) == 0 || {
+                    libc::timer_delete(timer);
+                    false
+                })
+        };
+        if !ok {
+            stop_state();
+            return None;
+        }
+        Some(timer)
+    }
+
+    fn stop_state() {
+        ACTIVE.store(false, SeqCst);
+        // A handler that saw ACTIVE may still be running on another thread.
+        while IN_HANDLER.load(SeqCst) > 0 {
+            std::hint::spin_loop();
+        }
+        let fd = STATM.swap(-1, SeqCst);
+        if fd >= 0 {
+            // SAFETY: our descriptor; no handler uses it any more.
+            unsafe { libc::close(fd) };
+        }
+        CLAIMED.store(false, SeqCst);
+    }
+
+    /// Disarms the timer; when this returns no handler touches the mapping any more (a
+    /// signal still pending finds the trimmer inactive).
+    pub(super) fn stop(timer: libc::timer_t) {
+        // SAFETY: a timer start() created.
+        unsafe { libc::timer_delete(timer) };
+        stop_state();
     }
 }
 
@@ -238,15 +425,20 @@ impl Drop for ImageMap {
     }
 }
 
-/// Releases an [`ImageMap`]'s pages periodically; stops (and joins its thread) when dropped.
+/// Keeps an [`ImageMap`]'s resident pages bounded; stops (and joins its thread, or disarms
+/// its timer) when dropped.
 pub struct Trimmer<'a> {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
+    timer: Option<libc::timer_t>,
     _map: PhantomData<&'a ImageMap>,
 }
 
 impl Drop for Trimmer<'_> {
     fn drop(&mut self) {
+        if let Some(t) = self.timer.take() {
+            cpu_timer::stop(t);
+        }
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             h.thread().unpark();
@@ -272,8 +464,10 @@ mod tests {
         m.release();
         assert_eq!(&m.bytes()[..10_000], &data[..], "pages come back unchanged");
         {
-            let _t = m.trimmer(Duration::from_millis(1));
-            for _ in 0..50 {
+            let _t = m.trimmer(0, Duration::from_millis(1));
+            // A second one at the same time falls back to a thread.
+            let _u = m.trimmer(0, Duration::from_millis(1));
+            for _ in 0..2000 {
                 assert_eq!(m.file_bytes(), &data[..]);
             }
         }

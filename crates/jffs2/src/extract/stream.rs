@@ -40,7 +40,7 @@ pub struct StreamOptions {
 impl Default for StreamOptions {
     fn default() -> Self {
         StreamOptions {
-            ahead_bytes: 16 << 20,
+            ahead_bytes: 8 << 20,
             ahead_jobs: 4096,
             job_bytes: 64 << 10,
             held_bytes: 64 << 20,
