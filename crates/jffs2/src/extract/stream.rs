@@ -371,8 +371,12 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
                     error,
                 })?,
                 Out::Data(d) => {
-                    let a = usize::try_from(pos - dn_ofs).unwrap_or(usize::MAX);
-                    let b = usize::try_from(stop - dn_ofs).unwrap_or(usize::MAX);
+                    let rel = |x: u64| {
+                        x.checked_sub(dn_ofs)
+                            .and_then(|v| usize::try_from(v).ok())
+                            .unwrap_or(usize::MAX)
+                    };
+                    let (a, b) = (rel(pos), rel(stop));
                     if b <= d.len() && a <= b {
                         sink(Chunk::Data {
                             offset: pos,
