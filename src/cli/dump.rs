@@ -29,6 +29,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
 use jffs2::dump::{self, ContentOptions, ConvertOptions, ConvertReport};
+use jffs2::extract::ImageMap;
 use jffs2::format::Endian;
 
 use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
@@ -199,6 +200,14 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
 /// Exit with this status; any message has been printed.
 struct Exit(i32);
 
+/// The image `-c`/`-e` read.
+enum Input {
+    /// Mapped (see `jffs2::extract::ImageMap`).
+    Mapped(ImageMap),
+    /// Read into memory (to peel OOB bytes, or not mappable).
+    Owned(Vec<u8>),
+}
+
 /// How a write to stdout failed.
 fn stdout_failed(tool: &Tool, e: &io::Error) -> Exit {
     if e.kind() == io::ErrorKind::BrokenPipe {
@@ -341,22 +350,33 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         return Ok(code);
     }
 
-    let mut data = match std::fs::read(&image) {
-        Ok(d) => d,
-        Err(e) => {
-            tool.error(&format!("open input file {shown}: {}", io_text(&e)));
-            return Err(Exit(1));
+    // Mapped, with its resident pages dropped as the walk goes (memory does not grow with
+    // the image); read into memory when the OOB bytes must be peeled out, or when the input
+    // cannot be mapped (a pipe, a character device).
+    let open_error = |e: &io::Error| {
+        tool.error(&format!("open input file {shown}: {}", io_text(e)));
+        Exit(1)
+    };
+    let mut input = if peel {
+        Input::Owned(std::fs::read(&image).map_err(|e| open_error(&e))?)
+    } else {
+        match ImageMap::open(&image, None) {
+            Ok(m) => Input::Mapped(m),
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                Input::Owned(std::fs::read(&image).map_err(|e| open_error(&e))?)
+            }
+            Err(e) => return Err(open_error(&e)),
         }
     };
 
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
 
-    if datsize != 0 && oobsize != 0 {
+    if let (true, Input::Owned(data)) = (peel, &mut input) {
         writeln!(out, "Peeling data out of combined data/oob image")
             .map_err(|e| stdout_failed(tool, &e))?;
         let peeled = match (usize::try_from(datsize), usize::try_from(oobsize)) {
-            (Ok(d), Ok(o)) => dump::peel_oob(&mut data, d, o).map_err(|e| e.to_string()),
+            (Ok(d), Ok(o)) => dump::peel_oob(data, d, o).map_err(|e| e.to_string()),
             _ => Err(format!(
                 "the data and OOB sizes must be positive (got {datsize} and {oobsize})"
             )),
@@ -368,10 +388,19 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         }
     }
 
+    let trimmer = match &input {
+        Input::Mapped(m) => Some(m.trimmer(views::TRIM_LIMIT, views::TRIM_PERIOD)),
+        Input::Owned(_) => None,
+    };
+    let data: &[u8] = match &input {
+        Input::Mapped(m) => m.bytes(),
+        Input::Owned(v) => v,
+    };
+
     if content {
         let opts = ContentOptions { endian, verbose };
         let report =
-            dump::dump_content(&data, &opts, &mut out).map_err(|e| stdout_failed(tool, &e))?;
+            dump::dump_content(data, &opts, &mut out).map_err(|e| stdout_failed(tool, &e))?;
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
         for d in &report.deviations {
             tool.warning(&format!("{shown}: {d}"));
@@ -406,7 +435,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
             out: &mut out,
             failed: false,
         };
-        let result = dump::convert_endian(&data, &opts, output.writer(), &mut log);
+        let result = dump::convert_endian(data, &opts, output.writer(), &mut log);
         let log_failed = log.failed;
         let report = match result {
             Ok(r) => r,
@@ -431,9 +460,15 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
             eprintln!("{}", convert_summary(&report, &dest.display().to_string()));
         }
     }
+    drop(trimmer);
     if va.any() {
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
-        let code = views::run(tool, &image, Some(data), &va, &mut out)?;
+        // A mapped image is mapped again (padded) by the views.
+        let owned = match input {
+            Input::Owned(v) => Some(v),
+            Input::Mapped(_) => None,
+        };
+        let code = views::run(tool, &image, owned, &va, &mut out)?;
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
         return Ok(code);
     }

@@ -20,9 +20,9 @@ use super::{io_text, stdout_failed, Exit};
 use crate::cli::Tool;
 
 /// The image's resident pages are dropped when they grow by this much…
-const TRIM_LIMIT: usize = 12 << 20;
+pub(super) const TRIM_LIMIT: usize = 12 << 20;
 /// …checked this often.
-const TRIM_PERIOD: Duration = Duration::from_millis(2);
+pub(super) const TRIM_PERIOD: Duration = Duration::from_millis(2);
 
 /// What was asked for beyond jffs2dump's `-c`/`-e`.
 #[derive(Debug, Default, Clone)]
