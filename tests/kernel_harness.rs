@@ -469,7 +469,7 @@ fn geometries() -> Vec<Geometry> {
     };
     vec![
         g("e16k", 16 << 10, true, false, &[], 2 * MB),
-        // jffs2-mkfs's own one-pass summaries (not sumtool's), on every block.
+        // jffs2-mkfs's own summaries (not sumtool's), on every block.
         g("e16k_oursum", 16 << 10, true, false, &["--summary"], 2 * MB),
         g(
             "e128k_nocm_oursum",
