@@ -337,3 +337,134 @@ fn devtable_path_is_beside_the_directory() {
         std::path::PathBuf::from("out.devtable")
     );
 }
+
+/// A tiny deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Recomputes a mutated inode or dirent node's node CRC (and a dirent's name CRC), so that
+/// the node is accepted with its lying fields.
+fn fix_crcs(n: &mut [u8]) {
+    let crc = |b: &[u8]| crate::crc::crc32(b).to_le_bytes();
+    match (n.get(2), n.get(3)) {
+        (Some(0x02), Some(0xE0)) if n.len() >= 68 => {
+            let c = crc(&n[..60]);
+            n[64..68].copy_from_slice(&c);
+        }
+        (Some(0x01), Some(0xE0)) if n.len() >= 40 => {
+            let c = crc(&n[..32]);
+            n[32..36].copy_from_slice(&c);
+            let nsize = usize::from(n[28]).min(n.len() - 40);
+            let c = crc(&n[40..40 + nsize]);
+            n[36..40].copy_from_slice(&c);
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn lying_fields_with_valid_crcs_never_panic_nor_escape() {
+    let text: Vec<u8> = (0..9000u32)
+        .map(|i| b"jffs2 node "[(i % 11) as usize])
+        .collect();
+    let mut base = Img::default();
+    base.dir(1, 2, b"d")
+        .dir(2, 3, b"e")
+        .file(3, 4, b"f", b"hello\n");
+    base.dirent(1, 5, 5, dt::REG, b"z")
+        .inode(
+            5,
+            1,
+            REG,
+            9000,
+            0,
+            4096,
+            COMPR_ZLIB,
+            &zlib_compress(&text[..4096], 4096).unwrap().0,
+        )
+        .inode(
+            5,
+            2,
+            REG,
+            9000,
+            4096,
+            4904,
+            COMPR_ZLIB,
+            &zlib_compress(&text[4096..], 4904).unwrap().0,
+        );
+    base.dirent(2, 6, 6, dt::LNK, b"l")
+        .inode(6, 1, LNK, 3, 0, 3, COMPR_NONE, b"../")
+        .dirent(1, 7, 4, dt::REG, b"hard")
+        .file(1, 8, b"zero", &[0; 3000]);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let geometry = Geometry {
+        endian: Endian::Little,
+        erase_size: ES,
+        cleanmarker_size: 12,
+    };
+    for round in 0..300 {
+        let mut img = Img {
+            nodes: base.nodes.clone(),
+        };
+        for _ in 0..1 + rng.below(3) {
+            let k = rng.below(img.nodes.len());
+            let n = &mut img.nodes[k];
+            let pos = 12 + rng.below((n.len() - 12).min(60));
+            match rng.below(3) {
+                0 => n[pos] = rng.next() as u8,
+                1 => {
+                    let end = (pos + 4).min(n.len());
+                    n[pos..end].fill(0xFF);
+                }
+                _ => n[pos] ^= 1 << rng.below(8),
+            }
+            fix_crcs(n);
+        }
+        let image = img.build();
+        let mut s = scan::scan(&image, &geometry, &ScanOptions::default());
+        let fs = fs::build(&image, &mut s);
+        // Views.
+        let items = crate::dump::views::walk(&image, Endian::Little).count();
+        assert!(items > 0);
+        let _ = crate::dump::views::blocks(fs.scan(), &image);
+        let _ = crate::dump::views::summaries(fs.scan(), &image);
+        let d = scan::detect(&image);
+        let _ = crate::dump::views::info(&image, &d, &fs, &Default::default());
+        let mut sink = Vec::new();
+        let _ = list(&fs, &mut sink, &ListOptions { xattrs: true });
+        // Extraction.
+        let Ok(plan) = Plan::build(&fs, true) else {
+            continue;
+        };
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("out");
+        let opts = ExtractOptions {
+            owners: false,
+            ..ExtractOptions::default()
+        };
+        match extract(&fs, &plan, &dir, &opts) {
+            Ok(_) => {}
+            Err(e) => panic!("round {round}: {e}"),
+        }
+        let beside: Vec<String> = std::fs::read_dir(parent.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "out" && n != "out.devtable")
+            .collect();
+        assert!(beside.is_empty(), "round {round}: wrote {beside:?}");
+    }
+}
