@@ -63,7 +63,9 @@ pub fn svg_map(blocks: &[BlockView], title: &str) -> String {
     let rows = n.div_ceil(cols).max(1);
     let grid_w = cols * (CELL + GAP) - GAP;
     let legend_rows = BlockState::ALL.len().div_ceil(2) as u32 + 2;
-    let width = (grid_w + 2 * MARGIN).max(560);
+    // Wide enough for the grid, the legend and the title (about 9 px per character).
+    let title_w = title.chars().count() as u32 * 9;
+    let width = (grid_w + 2 * MARGIN).max(560).max(title_w + 2 * MARGIN);
     let top = MARGIN + 34;
     let grid_h = rows * (CELL + GAP) - GAP;
     let height = top + grid_h + 24 + legend_rows * 20 + MARGIN;
