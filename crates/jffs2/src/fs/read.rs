@@ -14,6 +14,8 @@ use crate::format::{InodeNode, INODE_SIZE};
 
 /// Decompressed data of a node kept by a streaming read: a few nodes' worth.
 const CACHE_BYTES: usize = 64 << 20;
+/// At most this many decompressed nodes are kept (bounds every cache lookup).
+const CACHE_ENTRIES: usize = 32;
 
 /// The data of one node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,7 +159,13 @@ impl Fs<'_> {
         };
         let end = offset.saturating_add(len).min(inode.size);
         let mut pos = offset;
-        let mut cache: Vec<(usize, Rc<Vec<u8>>)> = Vec::new();
+        // Recently decompressed nodes, most recent last, with their total size kept as a
+        // running sum and the entry count capped, so a lookup or an eviction never walks
+        // more than CACHE_ENTRIES entries (a per-node sum over the cache was quadratic
+        // within a large file).
+        let mut cache: std::collections::VecDeque<(usize, Rc<Vec<u8>>)> =
+            std::collections::VecDeque::new();
+        let mut cached_bytes = 0usize;
         let first = inode.frags.partition_point(|f| f.end <= pos);
         for f in &inode.frags[first..] {
             if pos >= end {
@@ -177,12 +185,11 @@ impl Fs<'_> {
             };
             let ino = inode.ino;
             let data = match cache.iter().position(|(id, _)| *id == f.node) {
-                Some(i) => {
-                    let hit = cache.remove(i);
+                Some(i) => cache.remove(i).map(|hit| {
                     let d = Rc::clone(&hit.1);
-                    cache.push(hit);
-                    Some(d)
-                }
+                    cache.push_back(hit);
+                    d
+                }),
                 None => match self
                     .node_data(dn)
                     .map_err(|error| FsError::Read { ino, error })?
@@ -190,11 +197,14 @@ impl Fs<'_> {
                     NodeData::Zeros(_) => None,
                     NodeData::Bytes(b) => {
                         let d = Rc::new(b);
-                        cache.push((f.node, Rc::clone(&d)));
-                        while cache.iter().map(|(_, b)| b.len()).sum::<usize>() > CACHE_BYTES
+                        cached_bytes += d.len();
+                        cache.push_back((f.node, Rc::clone(&d)));
+                        while (cached_bytes > CACHE_BYTES || cache.len() > CACHE_ENTRIES)
                             && cache.len() > 1
                         {
-                            cache.remove(0);
+                            if let Some((_, old)) = cache.pop_front() {
+                                cached_bytes -= old.len();
+                            }
                         }
                         Some(d)
                     }
