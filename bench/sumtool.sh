@@ -7,7 +7,7 @@
 # IMAGE is made when missing with `mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l` (~128 MB). Both
 # tools summarise it with `-e 0x20000 -n -l`; the output goes to a tmpfs (/dev/shm, so the
 # figures are the tools' work, not the disk's) and, in a second row, next to the input on
-# disk (jffs2-sumtool syncs its output before renaming it into place; sumtool does not sync).
+# disk (neither tool syncs its output; jffs2-sumtool writes a temporary file and renames it).
 # Reported: median wall time, median user+system CPU time, peak RSS, output size, and whether
 # jffs2dump finds anything "Wrong" in our output.
 set -euo pipefail

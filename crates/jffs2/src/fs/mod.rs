@@ -65,7 +65,7 @@ use crate::scan::{KernelMsg, Level, RefState, Scan};
 pub use build::build_with;
 pub use dirent::Dirent;
 pub use md5::Md5;
-pub use readinode::{DataNode, Frag, Inode, InodeKind};
+pub use readinode::{DataNode, Frag, Inode, InodeKind, ReadFailure};
 pub use tree::{Tree, TreeEntry, TreeOptions, PATH_MAX};
 pub use xattr::{Xattr, XattrError, XattrSummary};
 
@@ -628,8 +628,9 @@ impl<'a> Fs<'a> {
     /// inodes (a listing) prints more: see [`Inode::log`].
     pub fn mount_log(&self) -> Vec<KernelMsg> {
         let mut v = self.log.clone();
-        if let Ok(root) = self.read_inode(1) {
-            v.extend(root.log);
+        match self.read_inode_logged(1) {
+            Ok(root) => v.extend(root.log),
+            Err(failed) => v.extend(failed.log),
         }
         v
     }

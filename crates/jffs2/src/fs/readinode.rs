@@ -120,6 +120,15 @@ pub struct Frag {
     pub node: usize,
 }
 
+/// A failed inode read: the error, and the kernel messages printed before it.
+#[derive(Debug, Clone)]
+pub struct ReadFailure {
+    /// Why the read failed.
+    pub error: FsError,
+    /// The messages Linux prints while reading the inode, up to and including the failure.
+    pub log: Vec<KernelMsg>,
+}
+
 /// An inode as Linux reads it (`jffs2_iget`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inode {
@@ -213,9 +222,18 @@ impl Fs<'_> {
     /// the latest valid node with the type-specific rules of §6.4. The root (ino 1) is faked
     /// as a 0755 directory owned by 0:0 with times 0 when it has no node.
     pub fn read_inode(&self, ino: u32) -> Result<Inode, FsError> {
+        self.read_inode_logged(ino).map_err(|f| f.error)
+    }
+
+    /// [`Fs::read_inode`], keeping on failure the kernel messages the read printed before
+    /// it gave up (what `--kernel-log` shows for an inode that cannot be read).
+    pub fn read_inode_logged(&self, ino: u32) -> Result<Inode, ReadFailure> {
         let ic = self.scan.inodes.get(&ino);
         if ic.is_none() && ino != 1 {
-            return Err(FsError::NoSuchInode(ino));
+            return Err(ReadFailure {
+                error: FsError::NoSuchInode(ino),
+                log: Vec::new(),
+            });
         }
         let mut c = Collect::default();
         if let Some(ic) = ic {
@@ -227,7 +245,9 @@ impl Fs<'_> {
                     continue;
                 }
                 c.valid += 1;
-                self.collect_node(ino, idx, r, &mut c)?;
+                if let Err(error) = self.collect_node(ino, idx, r, &mut c) {
+                    return Err(ReadFailure { error, log: c.log });
+                }
             }
         }
         if c.valid == 0 && ino != 1 {
@@ -552,7 +572,7 @@ impl Fs<'_> {
     }
 
     /// Pre-filter, fragment tree and metadata (§6.2–§6.4), then `jffs2_iget`.
-    fn finish_inode(&self, ino: u32, mut c: Collect) -> Result<Inode, FsError> {
+    fn finish_inode(&self, ino: u32, mut c: Collect) -> Result<Inode, ReadFailure> {
         // Data CRCs (§6.2, §6.3): a bad node is dropped and older data shows through.
         let mut good: Vec<Tn> = Vec::with_capacity(c.tns.len());
         let mut bad: Vec<(Tn, u32, u32)> = Vec::new();
@@ -685,7 +705,10 @@ impl Fs<'_> {
                     format!("no data nodes found for ino #{ino}"),
                 ));
                 if !had_fds {
-                    return Err(FsError::NoDataNodes(ino));
+                    return Err(ReadFailure {
+                        error: FsError::NoDataNodes(ino),
+                        log: inode.log,
+                    });
                 }
                 inode.log.push(kmsg(
                     Level::Notice,
@@ -699,131 +722,153 @@ impl Fs<'_> {
             return Ok(inode);
         };
 
-        // Re-read the latest node's header and check its CRC again (§6.4).
-        let loff = ref_offset(self.scan, latest_idx);
-        let lb = self
-            .image
-            .get(loff as usize..)
-            .filter(|b| b.len() >= INODE_SIZE)
-            .ok_or(FsError::ShortRead { ino, offset: loff })?;
-        let ln = InodeNode::decode(lb, self.scan.geometry.endian, u64::from(loff))
-            .map_err(|_| FsError::ShortRead { ino, offset: loff })?;
-        if crc32(&lb[..INODE_SIZE - 8]) != ln.node_crc {
-            return Err(FsError::LatestNodeCrc { ino, offset: loff });
-        }
-        inode.latest = Some(latest_idx);
-        inode.version = ln.version;
-        inode.mode = ln.mode;
-        inode.kind = InodeKind::of_mode(ln.mode);
-        inode.uid = u32::from(ln.uid);
-        inode.gid = u32::from(ln.gid);
-        inode.atime = ln.atime;
-        inode.mtime = ln.mtime;
-        inode.ctime = ln.ctime;
-        let mut isize = ln.isize;
-
-        let frags: Vec<Frag> = map
-            .iter()
-            .map(|(&s, &(e, id))| Frag {
-                start: s,
-                end: e,
-                node: id,
-            })
-            .collect();
-
-        match ln.mode & S_IFMT {
-            S_IFDIR => {
-                if c.mctime_ver > ln.version {
-                    inode.mtime = c.latest_mctime;
-                    inode.ctime = c.latest_mctime;
-                }
+        let finished = (|| -> Result<(), FsError> {
+            // Re-read the latest node's header and check its CRC again (§6.4).
+            let loff = ref_offset(self.scan, latest_idx);
+            let lb = self
+                .image
+                .get(loff as usize..)
+                .filter(|b| b.len() >= INODE_SIZE)
+                .ok_or(FsError::ShortRead { ino, offset: loff })?;
+            let ln = InodeNode::decode(lb, self.scan.geometry.endian, u64::from(loff))
+                .map_err(|_| FsError::ShortRead { ino, offset: loff })?;
+            if crc32(&lb[..INODE_SIZE - 8]) != ln.node_crc {
+                inode.log.push(kmsg(
+                    Level::Err,
+                    "jffs2_do_read_inode_internal",
+                    Some(loff),
+                    format!("CRC failed for read_inode of inode {ino} at physical location 0x{loff:x}"),
+                ));
+                return Err(FsError::LatestNodeCrc { ino, offset: loff });
             }
-            S_IFREG => {
-                let (frags, new_size) = truncate(frags, isize);
-                if new_size != isize {
+            inode.latest = Some(latest_idx);
+            inode.version = ln.version;
+            inode.mode = ln.mode;
+            inode.kind = InodeKind::of_mode(ln.mode);
+            inode.uid = u32::from(ln.uid);
+            inode.gid = u32::from(ln.gid);
+            inode.atime = ln.atime;
+            inode.mtime = ln.mtime;
+            inode.ctime = ln.ctime;
+            let mut isize = ln.isize;
+
+            let frags: Vec<Frag> = map
+                .iter()
+                .map(|(&s, &(e, id))| Frag {
+                    start: s,
+                    end: e,
+                    node: id,
+                })
+                .collect();
+
+            match ln.mode & S_IFMT {
+                S_IFDIR => {
+                    if c.mctime_ver > ln.version {
+                        inode.mtime = c.latest_mctime;
+                        inode.ctime = c.latest_mctime;
+                    }
+                }
+                S_IFREG => {
+                    let (frags, new_size) = truncate(frags, isize);
+                    if new_size != isize {
+                        inode.log.push(kmsg(
+                            Level::Warning,
+                            "jffs2_do_read_inode_internal",
+                            None,
+                            format!(
+                                "Truncating ino #{ino} to {} bytes failed because it only had {} bytes to start with!",
+                                isize as i32, new_size as i32
+                            ),
+                        ));
+                        inode.problems.push(Problem::SizeBeyondData {
+                            ino,
+                            path: None,
+                            isize,
+                            size: new_size,
+                        });
+                        isize = new_size;
+                    }
+                    inode.frags = frags;
+                    inode.nodes = nodes;
+                }
+                S_IFLNK | S_IFBLK | S_IFCHR => {
+                    if ln.mode & S_IFMT == S_IFLNK {
+                        // Old-symlink hack (§6.4).
+                        if isize == 0 {
+                            isize = ln.dsize;
+                        }
+                        if ln.csize as usize > MAX_NAME_LEN {
+                            return Err(FsError::SymlinkTooLong {
+                                ino,
+                                offset: loff,
+                                len: ln.csize,
+                            });
+                        }
+                        let t = lb
+                            .get(INODE_SIZE..INODE_SIZE + ln.csize as usize)
+                            .ok_or(FsError::ShortRead { ino, offset: loff })?;
+                        inode.target = Some(t.to_vec());
+                    }
+                    // One data node, kept as the metadata node (§6.4).
+                    // The kernel prints the mode in octal for two of these and in hex for the
+                    // third (§6.4).
+                    let mode = ln.mode;
+                    let mut bad = |what: &'static str, shown: String| {
+                        inode.log.push(kmsg(
+                            Level::Err,
+                            "jffs2_do_read_inode_internal",
+                            None,
+                            format!("Argh. Special inode #{ino} with mode {shown} {what}"),
+                        ));
+                        FsError::BadSpecial { ino, mode, what }
+                    };
+                    if metadata.is_some() {
+                        return Err(bad("had metadata node", format!("0{mode:o}")));
+                    }
+                    let Some(first) = frags.first() else {
+                        return Err(bad("has no fragments", format!("0{mode:o}")));
+                    };
+                    // A hole before the first fragment is a fragment of its own.
+                    if frags.len() > 1 || first.start != 0 {
+                        return Err(bad("had more than one node", format!("0x{mode:x}")));
+                    }
+                    let dn = nodes[first.node].clone();
+                    if ln.mode & S_IFMT != S_IFLNK {
+                        if dn.size != 2 && dn.size != 4 {
+                            inode.log.push(kmsg(
+                                Level::Notice,
+                                "",
+                                Some(dn.offset),
+                                format!("Device node has strange size {}", dn.size as i32),
+                            ));
+                            return Err(FsError::DeviceSize { ino, size: dn.size });
+                        }
+                        let data = self
+                            .node_bytes(&dn)
+                            .map_err(|error| FsError::Read { ino, error })?;
+                        inode.rdev = Some(decode_dev(&data, self.scan.geometry.endian));
+                    }
+                    inode.nodes = vec![dn];
+                }
+                S_IFSOCK | S_IFIFO => {}
+                _ => {
                     inode.log.push(kmsg(
                         Level::Warning,
-                        "jffs2_do_read_inode_internal",
+                        "",
                         None,
-                        format!(
-                            "Truncating ino #{ino} to {} bytes failed because it only had {} bytes to start with!",
-                            isize as i32, new_size as i32
-                        ),
+                        format!("jffs2_iget(): Bogus i_mode {:o} for ino {ino}", ln.mode),
                     ));
-                    inode.problems.push(Problem::SizeBeyondData {
-                        ino,
-                        path: None,
-                        isize,
-                        size: new_size,
-                    });
-                    isize = new_size;
                 }
-                inode.frags = frags;
-                inode.nodes = nodes;
             }
-            S_IFLNK | S_IFBLK | S_IFCHR => {
-                if ln.mode & S_IFMT == S_IFLNK {
-                    // Old-symlink hack (§6.4).
-                    if isize == 0 {
-                        isize = ln.dsize;
-                    }
-                    if ln.csize as usize > MAX_NAME_LEN {
-                        return Err(FsError::SymlinkTooLong {
-                            ino,
-                            offset: loff,
-                            len: ln.csize,
-                        });
-                    }
-                    let t = lb
-                        .get(INODE_SIZE..INODE_SIZE + ln.csize as usize)
-                        .ok_or(FsError::ShortRead { ino, offset: loff })?;
-                    inode.target = Some(t.to_vec());
-                }
-                // One data node, kept as the metadata node (§6.4).
-                let bad = |what| FsError::BadSpecial {
-                    ino,
-                    mode: ln.mode,
-                    what,
-                };
-                if metadata.is_some() {
-                    return Err(bad("had metadata node"));
-                }
-                let Some(first) = frags.first() else {
-                    return Err(bad("has no fragments"));
-                };
-                // A hole before the first fragment is a fragment of its own.
-                if frags.len() > 1 || first.start != 0 {
-                    return Err(bad("had more than one node"));
-                }
-                let dn = nodes[first.node].clone();
-                if ln.mode & S_IFMT != S_IFLNK {
-                    if dn.size != 2 && dn.size != 4 {
-                        inode.log.push(kmsg(
-                            Level::Notice,
-                            "",
-                            Some(dn.offset),
-                            format!("Device node has strange size {}", dn.size as i32),
-                        ));
-                        return Err(FsError::DeviceSize { ino, size: dn.size });
-                    }
-                    let data = self
-                        .node_bytes(&dn)
-                        .map_err(|error| FsError::Read { ino, error })?;
-                    inode.rdev = Some(decode_dev(&data, self.scan.geometry.endian));
-                }
-                inode.nodes = vec![dn];
-            }
-            S_IFSOCK | S_IFIFO => {}
-            _ => {
-                inode.log.push(kmsg(
-                    Level::Warning,
-                    "",
-                    None,
-                    format!("jffs2_iget(): Bogus i_mode {:o} for ino {ino}", ln.mode),
-                ));
-            }
+            inode.size = u64::from(isize);
+            Ok(())
+        })();
+        if let Err(error) = finished {
+            return Err(ReadFailure {
+                error,
+                log: inode.log,
+            });
         }
-        inode.size = u64::from(isize);
         inode.nlink = if inode.kind == InodeKind::Dir {
             dir_nlink(ino, &inode.dents)
         } else {

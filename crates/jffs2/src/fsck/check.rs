@@ -15,7 +15,7 @@ use crate::format::{
     FEATURE_RWCOMPAT_COPY, NODETYPE_DIRENT, NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF,
     NODE_ACCURATE, SUMMARY_MARKER_SIZE, SUM_MAGIC,
 };
-use crate::fs::{self, Fs, FsError, Inode, InodeKind, Problem, TreeOptions};
+use crate::fs::{self, Fs, FsError, Inode, InodeKind, Problem, ReadFailure, TreeOptions};
 use crate::scan::{
     self, BlockClass, BlockList, KernelMsg, Level, MountFailure, RefState, ScanOptions, SummaryUse,
 };
@@ -51,7 +51,7 @@ struct Ctx<'f, 'a> {
     fs: &'f Fs<'a>,
     es: u32,
     walks: &'f [BlockWalk],
-    inodes: &'f BTreeMap<u32, Result<Inode, FsError>>,
+    inodes: &'f BTreeMap<u32, Result<Inode, ReadFailure>>,
     paths: HashMap<u32, String>,
     status: HashMap<u32, Status>,
     /// Offsets the model reported on (its findings win over the walk's).
@@ -100,9 +100,9 @@ pub(crate) fn run(
             if !inos.contains(&1) {
                 inos.push(1);
             }
-            let inodes: BTreeMap<u32, Result<Inode, FsError>> = inos
+            let inodes: BTreeMap<u32, Result<Inode, ReadFailure>> = inos
                 .par_iter()
-                .map(|&i| (i, fs.read_inode(i)))
+                .map(|&i| (i, fs.read_inode_logged(i)))
                 .collect::<Vec<_>>()
                 .into_iter()
                 .collect();
@@ -180,7 +180,12 @@ pub(crate) fn run(
     if let Some(f) = &failure {
         cx.failure(f);
     }
-    if let Err(e) = inodes.get(&1).unwrap_or(&Err(FsError::NoSuchInode(1))) {
+    let root_error = match inodes.get(&1) {
+        Some(Ok(_)) => None,
+        Some(Err(f)) => Some(f.error.clone()),
+        None => Some(FsError::NoSuchInode(1)),
+    };
+    if let Some(e) = &root_error {
         if !problems
             .iter()
             .any(|p| matches!(p, Problem::InodeUnreadable { ino: 1, .. }))
@@ -208,11 +213,30 @@ pub(crate) fn run(
     if failure.is_none() {
         kernel_log.extend(fs.mount_log());
         if matches!(inodes.get(&1), Some(Ok(_))) {
+            // The listing meets entries in path order; an entry whose inode cannot be
+            // read is met too (readdir shows it, stat fails).
+            let mut met: Vec<(&[u8], u32)> =
+                tree.entries.iter().map(|e| (&e.path[..], e.ino)).collect();
+            for p in &tree.problems {
+                if let Problem::InodeUnreadable {
+                    ino,
+                    path: Some(path),
+                    ..
+                } = p
+                {
+                    met.push((&path[..], *ino));
+                }
+            }
+            met.sort_by(|a, b| a.0.cmp(b.0));
             let mut seen: HashSet<u32> = HashSet::from([1]);
-            for e in &tree.entries {
-                if seen.insert(e.ino) {
-                    if let Some(Ok(i)) = inodes.get(&e.ino) {
-                        kernel_log.extend(i.log.iter().cloned());
+            for (_, ino) in met {
+                if seen.insert(ino) {
+                    match inodes.get(&ino) {
+                        Some(Ok(i)) => kernel_log.extend(i.log.iter().cloned()),
+                        // A listing meets the inode and fails to read it: what was printed
+                        // up to the failure is in the log all the same.
+                        Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
+                        None => {}
                     }
                 }
             }

@@ -629,3 +629,41 @@ fn kernel_log_stops_at_a_failed_scan() {
     let last = r.kernel_log.last().expect("a message");
     assert!(last.text.contains("Incompatible feature node"), "{last:?}");
 }
+
+#[test]
+fn kernel_log_keeps_the_messages_of_an_inode_that_fails_to_read() {
+    const S_IFCHR: u32 = 0o020000;
+    let mut i = base();
+    // A character device with two data nodes: "more than one node", -EIO.
+    for (version, ofs) in [(1, 0), (2, 2)] {
+        i.inode(
+            InodeNode {
+                ino: 6,
+                version,
+                mode: S_IFCHR | 0o644,
+                isize: 4,
+                offset: ofs,
+                dsize: 2,
+                ..Default::default()
+            },
+            &[1, 2],
+        );
+    }
+    i.dirent(1, 4, 6, dt::CHR, b"tty");
+    // A file whose only node fails its data CRC: the notice, then "no data nodes", -EIO.
+    i.data(7, 1, 5, 0, b"lost!").dirent(1, 5, 7, dt::REG, b"lost");
+    let mut img = i.build();
+    let offs = node_offsets(&img, NODETYPE_INODE);
+    let last = *offs.last().expect("inode nodes");
+    img[last as usize + 68] ^= 0x01; // the data CRC no longer matches
+    let r = run(&img);
+    let log: Vec<&str> = r.kernel_log.iter().map(|m| m.text.as_str()).collect();
+    let want = [
+        "error: (<pid>) jffs2_do_read_inode_internal: Argh. Special inode #6 with mode 0x21a4 had more than one node".to_string(),
+        format!("wrong data CRC in data node at 0x{last:08x}"),
+        "warning: (<pid>) jffs2_do_read_inode_internal: no data nodes found for ino #7".to_string(),
+    ];
+    for w in &want {
+        assert!(log.iter().any(|l| l.contains(w.as_str())), "{w}\nnot in {log:#?}");
+    }
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of jffs2-dump against jefferson (extraction) and mtd-utils' jffs2dump
+# (`-c`), on the same machine, in one run. Prints a Markdown table for docs/BENCHMARKS.md.
+#
+#   bench/dump.sh [IMAGE] [RUNS]     (defaults: /tmp/usrbin.img, 5)
+#
+# IMAGE is made when missing with `mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l`; its tree is
+# /usr/bin, so each extraction is also compared with /usr/bin (`diff -r`, which for
+# jefferson shows what it gets wrong). jefferson is taken from $JEFFERSON, from PATH, or
+# installed into bench/out/venv with `pip install jefferson` (PyPI). Extraction goes to a
+# tmpfs (/dev/shm) so that the figures are the tools' work, not the disk's. The inflate floor
+# is the CPU time needed only to decompress every data node (one thread), divided by cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+IMG=${1:-/tmp/usrbin.img}
+RUNS=${2:-5}
+OUT=${BENCH_OUT:-bench/out}
+SHM=${BENCH_SHM:-/dev/shm}
+mkdir -p "$OUT"
+cargo build --release --quiet --bin jffs2-dump
+cargo build --release --quiet -p jffs2 --example inflate_floor
+OURS=$PWD/target/release/jffs2-dump
+FLOOR_BIN=$PWD/target/release/examples/inflate_floor
+CORES=$(nproc)
+if [ ! -f "$IMG" ]; then
+  mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l -o "$IMG"
+fi
+JEFFERSON=${JEFFERSON:-$(command -v jefferson || true)}
+if [ -z "$JEFFERSON" ]; then
+  if [ ! -x "$OUT/venv/bin/jefferson" ]; then
+    python3 -m venv "$OUT/venv" >&2
+    "$OUT/venv/bin/pip" install --quiet jefferson >&2
+  fi
+  JEFFERSON=$OUT/venv/bin/jefferson
+fi
+
+JVER=$("$(dirname "$JEFFERSON")/python3" -m pip show jefferson 2>/dev/null | awk '/^Version/{print $2}' || true)
+
+median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+
+# time_cmd DEST CMD... : RUNS runs (DEST removed before each); "median_wall median_cpu peak_rss_kib"
+time_cmd() {
+  local dest=$1; shift
+  local w u s rss walls=() cpus=() peak=0
+  for _ in $(seq "$RUNS"); do
+    rm -rf "$dest"
+    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$@" >"$OUT/stdout.txt" 2>"$OUT/stderr.txt" || true
+    read -r w u s rss < "$OUT/time.txt"
+    walls+=("$w")
+    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')")
+    [ "$rss" -gt "$peak" ] && peak=$rss
+  done
+  printf '%s %s %s\n' "$(printf '%s\n' "${walls[@]}" | median)" \
+    "$(printf '%s\n' "${cpus[@]}" | median)" "$peak"
+}
+
+floors=()
+for _ in $(seq "$RUNS"); do floors+=("$("$FLOOR_BIN" "$IMG" 2>"$OUT/floor.txt")"); done
+FLOOR=$(printf '%s\n' "${floors[@]}" | median)
+FLOOR2=$(awk -v f="$FLOOR" -v c="$CORES" 'BEGIN {printf "%.3f", f / c}')
+
+echo "Machine: $CORES cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); load before: $(cut -d' ' -f1-3 /proc/loadavg); runs: $RUNS (median)"
+echo "Image: $IMG ($(stat -c %s "$IMG") bytes; $(cat "$OUT/floor.txt")); jefferson $JVER"
+echo
+echo "| task | tool | wall | CPU user+sys | peak RSS | tree equals /usr/bin |"
+echo "|---|---|---|---|---|---|"
+J=$SHM/bench-jefferson
+O=$SHM/bench-ours
+read -r jw jc jr < <(time_cmd "$J" "$JEFFERSON" -d "$J" "$IMG")
+jdiff=$(diff -r /usr/bin "$J" 2>&1 | wc -l)
+printf '| extract | jefferson | %s s | %s s | %d MiB | %s |\n' "$jw" "$jc" $((jr / 1024)) \
+  "$([ "$jdiff" -eq 0 ] && echo yes || echo "no ($jdiff diff lines)")"
+diff -r /usr/bin "$J" > "$OUT/jefferson.diff" 2>&1 || true
+read -r ow oc or < <(time_cmd "$O" "$OURS" --extract="$O" "$IMG")
+odiff=$(diff -r /usr/bin "$O" 2>&1 | wc -l)
+printf '| extract | jffs2-dump --extract | %s s | %s s | %d MiB | %s |\n' "$ow" "$oc" $((or / 1024)) \
+  "$([ "$odiff" -eq 0 ] && echo yes || echo "no ($odiff diff lines)")"
+read -r cw cc cr < <(time_cmd /nonexistent jffs2dump -c "$IMG")
+jffs2dump -c "$IMG" > "$OUT/ref-c.txt" 2>&1 || true
+printf '| `-c` | mtd-utils jffs2dump | %s s | %s s | %d MiB | |\n' "$cw" "$cc" $((cr / 1024))
+read -r dw dc dr < <(time_cmd /nonexistent "$OURS" -c "$IMG")
+"$OURS" -c "$IMG" > "$OUT/ours-c.txt" 2>&1 || true
+same=$(cmp -s "$OUT/ref-c.txt" "$OUT/ours-c.txt" && echo "identical text" || echo "TEXT DIFFERS")
+printf '| `-c` | jffs2-dump | %s s | %s s | %d MiB | %s |\n' "$dw" "$dc" $((dr / 1024)) "$same"
+echo
+awk -v jw="$jw" -v ow="$ow" -v jr="$jr" -v or="$or" -v f2="$FLOOR2" -v f="$FLOOR" -v c="$CORES" 'BEGIN {
+  printf "extraction: %.1fx faster than jefferson, %.1f%% of its peak memory; inflate floor %s CPU s -> %s s on %d cores: %.2fx the floor\n",
+    jw / ow, 100 * or / jr, f, f2, c, ow / f2 }'
+echo "jefferson's differences from /usr/bin: $OUT/jefferson.diff ($jdiff lines)"
+rm -rf "$J" "$O"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Benchmark of jffs2-fsck on a ~128 MB image against the inflate floor, on the same machine,
+# in one run. Prints a Markdown table for docs/BENCHMARKS.md.
+#
+#   bench/fsck.sh [IMAGE] [RUNS]     (defaults: /tmp/usrbin.img, 5)
+#
+# IMAGE is made when missing with `mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l`. jffs2-fsck
+# checks everything (every CRC, every data node decompressed, the tree built as Linux
+# would); the "inflate floor" is the CPU time needed only to decompress the data of every
+# inode node on one thread (crates/jffs2/examples/inflate_floor.rs), shown as is and
+# divided by the number of cores. There is no mtd-utils fsck to compare with; the nearest
+# mtd-utils work, `jffs2dump -c` (CRC check of every node, no decompression), is shown too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+IMG=${1:-/tmp/usrbin.img}
+RUNS=${2:-5}
+OUT=${BENCH_OUT:-bench/out}
+mkdir -p "$OUT"
+cargo build --release --quiet --bin jffs2-fsck
+cargo build --release --quiet -p jffs2 --example inflate_floor
+OURS=$PWD/target/release/jffs2-fsck
+FLOOR_BIN=$PWD/target/release/examples/inflate_floor
+CORES=$(nproc)
+if [ ! -f "$IMG" ]; then
+  mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l -o "$IMG"
+fi
+
+median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+
+# time_cmd CMD... : RUNS runs; prints "median_wall median_cpu peak_rss_kib"
+time_cmd() {
+  local w u s rss walls=() cpus=() peak=0
+  for _ in $(seq "$RUNS"); do
+    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$@" >/dev/null 2>"$OUT/stderr.txt" || true
+    read -r w u s rss < "$OUT/time.txt"
+    walls+=("$w")
+    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')")
+    [ "$rss" -gt "$peak" ] && peak=$rss
+  done
+  printf '%s %s %s\n' "$(printf '%s\n' "${walls[@]}" | median)" \
+    "$(printf '%s\n' "${cpus[@]}" | median)" "$peak"
+}
+
+floors=()
+for _ in $(seq "$RUNS"); do floors+=("$("$FLOOR_BIN" "$IMG" 2>"$OUT/floor.txt")"); done
+FLOOR=$(printf '%s\n' "${floors[@]}" | median)
+FLOOR2=$(awk -v f="$FLOOR" -v c="$CORES" 'BEGIN {printf "%.3f", f / c}')
+SIZE=$(stat -c %s "$IMG")
+
+echo "Machine: $CORES cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); load before: $(cut -d' ' -f1-3 /proc/loadavg); runs: $RUNS (median)"
+echo "Image: $IMG ($SIZE bytes; $(cat "$OUT/floor.txt"))"
+echo
+echo "| command | wall | CPU user+sys | peak RSS | vs floor on $CORES cores ($FLOOR2 s) | exit |"
+echo "|---|---|---|---|---|---|"
+row() {
+  local label=$1; shift
+  read -r wall cpu rss < <(time_cmd "$@")
+  local rc=0
+  "$@" >/dev/null 2>&1 || rc=$?
+  printf '| `%s` | %s s | %s s | %d MiB | %.2fx | %s |\n' "$label" "$wall" "$cpu" $((rss / 1024)) \
+    "$(awk -v w="$wall" -v f="$FLOOR2" 'BEGIN {print w / f}')" "$rc"
+}
+row "jffs2-fsck IMAGE" "$OURS" --no-progress "$IMG"
+row "RAYON_NUM_THREADS=1 jffs2-fsck IMAGE" env RAYON_NUM_THREADS=1 "$OURS" --no-progress "$IMG"
+row "jffs2dump -c IMAGE (mtd-utils)" jffs2dump -c "$IMG"
+echo
+echo "inflate floor: $FLOOR CPU seconds on one thread -> $FLOOR2 s on $CORES cores;" \
+  "memory target: image + 64 MiB = $(((SIZE >> 20) + 64)) MiB"
