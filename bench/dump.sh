@@ -2,17 +2,17 @@
 # Side-by-side benchmark of jffs2-dump against jefferson (extraction) and mtd-utils' jffs2dump
 # (`-c`), on the same machine, in one run. Prints a Markdown table for docs/BENCHMARKS.md.
 #
-#   bench/dump.sh [IMAGE] [RUNS]     (defaults: /tmp/usrbin.img, 5)
+#   bench/dump.sh [TREE] [RUNS]     (defaults: /usr/bin, 5)
 #
-# IMAGE is made when missing with `mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l`; its tree is
-# /usr/bin, so each extraction is also compared with /usr/bin (`diff -r`, which for
-# jefferson shows what it gets wrong). jefferson is taken from $JEFFERSON, from PATH, or
+# The image is made from TREE at the start with `mkfs.jffs2 -r TREE -e 0x20000 -n -l`, so each
+# extraction can be compared with TREE (`diff -r`, which for jefferson shows what it gets
+# wrong). jefferson is taken from $JEFFERSON, from PATH, or
 # installed into bench/out/venv with `pip install jefferson` (PyPI). Extraction goes to a
 # tmpfs (/dev/shm) so that the figures are the tools' work, not the disk's. The inflate floor
 # is the CPU time needed only to decompress every data node (one thread), divided by cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-IMG=${1:-/tmp/usrbin.img}
+TREE=${1:-/usr/bin}
 RUNS=${2:-5}
 OUT=${BENCH_OUT:-bench/out}
 SHM=${BENCH_SHM:-/dev/shm}
@@ -22,9 +22,8 @@ cargo build --release --quiet -p jffs2 --example inflate_floor
 OURS=$PWD/target/release/jffs2-dump
 FLOOR_BIN=$PWD/target/release/examples/inflate_floor
 CORES=$(nproc)
-if [ ! -f "$IMG" ]; then
-  mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l -o "$IMG"
-fi
+IMG=$OUT/dump-bench.img
+mkfs.jffs2 -r "$TREE" -e 0x20000 -n -l -o "$IMG"
 JEFFERSON=${JEFFERSON:-$(command -v jefferson || true)}
 if [ -z "$JEFFERSON" ]; then
   if [ ! -x "$OUT/venv/bin/jefferson" ]; then
@@ -60,19 +59,19 @@ FLOOR=$(printf '%s\n' "${floors[@]}" | median)
 FLOOR2=$(awk -v f="$FLOOR" -v c="$CORES" 'BEGIN {printf "%.3f", f / c}')
 
 echo "Machine: $CORES cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); load before: $(cut -d' ' -f1-3 /proc/loadavg); runs: $RUNS (median)"
-echo "Image: $IMG ($(stat -c %s "$IMG") bytes; $(cat "$OUT/floor.txt")); jefferson $JVER"
+echo "Tree: $TREE; image: mkfs.jffs2 -r TREE -e 0x20000 -n -l ($(stat -c %s "$IMG") bytes; $(cat "$OUT/floor.txt")); jefferson $JVER"
 echo
-echo "| task | tool | wall | CPU user+sys | peak RSS | tree equals /usr/bin |"
+echo "| task | tool | wall | CPU user+sys | peak RSS | tree equals TREE |"
 echo "|---|---|---|---|---|---|"
 J=$SHM/bench-jefferson
 O=$SHM/bench-ours
 read -r jw jc jr < <(time_cmd "$J" "$JEFFERSON" -d "$J" "$IMG")
-jdiff=$(diff -r /usr/bin "$J" 2>&1 | wc -l)
+jdiff=$( (diff -r --no-dereference "$TREE" "$J" 2>&1 || true) | wc -l)
 printf '| extract | jefferson | %s s | %s s | %d MiB | %s |\n' "$jw" "$jc" $((jr / 1024)) \
   "$([ "$jdiff" -eq 0 ] && echo yes || echo "no ($jdiff diff lines)")"
-diff -r /usr/bin "$J" > "$OUT/jefferson.diff" 2>&1 || true
+diff -r --no-dereference "$TREE" "$J" > "$OUT/jefferson.diff" 2>&1 || true
 read -r ow oc or < <(time_cmd "$O" "$OURS" --extract="$O" "$IMG")
-odiff=$(diff -r /usr/bin "$O" 2>&1 | wc -l)
+odiff=$( (diff -r --no-dereference "$TREE" "$O" 2>&1 || true) | wc -l)
 printf '| extract | jffs2-dump --extract | %s s | %s s | %d MiB | %s |\n' "$ow" "$oc" $((or / 1024)) \
   "$([ "$odiff" -eq 0 ] && echo yes || echo "no ($odiff diff lines)")"
 read -r cw cc cr < <(time_cmd /nonexistent jffs2dump -c "$IMG")
@@ -86,5 +85,5 @@ echo
 awk -v jw="$jw" -v ow="$ow" -v jr="$jr" -v or="$or" -v f2="$FLOOR2" -v f="$FLOOR" -v c="$CORES" 'BEGIN {
   printf "extraction: %.1fx faster than jefferson, %.1f%% of its peak memory; inflate floor %s CPU s -> %s s on %d cores: %.2fx the floor\n",
     jw / ow, 100 * or / jr, f, f2, c, ow / f2 }'
-echo "jefferson's differences from /usr/bin: $OUT/jefferson.diff ($jdiff lines)"
+echo "jefferson's differences from $TREE: $OUT/jefferson.diff ($jdiff lines)"
 rm -rf "$J" "$O"

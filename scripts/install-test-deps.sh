@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(
   mtd-utils          # the reference: mkfs.jffs2, sumtool, jffs2dump (byte-parity judge)
   zlib1g-dev         # system zlib, linked by flate2/libz-sys: same deflate bytes as mtd-utils
-  pkg-config         # lets libz-sys find the system zlib
+  pkg-config         # lets libz-sys find the system zlib (and build.rs find libdeflate)
+  libdeflate-dev     # optional fast inflater for extraction and fsck (zlib alone otherwise)
   attr acl           # setfattr / setfacl for xattr fixtures
   fakeroot           # fakeroot compatibility test of the tree scan
   qemu-system-x86    # the kernel judge (issue 2)

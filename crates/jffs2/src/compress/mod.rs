@@ -30,7 +30,7 @@ use std::str::FromStr;
 pub use lzo::{lzo_compress, lzo_decompress};
 pub use rtime::{rtime_compress, rtime_decompress};
 pub use rubin::{dynrubin_compress, dynrubin_decompress, rubinmips_compress, rubinmips_decompress};
-pub use zlib::{zlib_compress, zlib_decompress};
+pub use zlib::{zlib_compress, zlib_decompress, zlib_decompress_reference};
 
 /// Compressor id: data stored uncompressed (`JFFS2_COMPR_NONE`).
 pub const COMPR_NONE: u8 = 0;

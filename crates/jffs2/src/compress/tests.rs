@@ -525,3 +525,58 @@ fn compressors_are_send_sync() {
     fn check<T: Send + Sync + Clone>() {}
     check::<Compressors>();
 }
+
+/// The libdeflate fast path (when linked) and zlib alone give the same result — the same
+/// bytes or the same error — for valid streams of every shape, streams with a wrong dsize,
+/// cut short, with trailing bytes, with flipped bits, and smaller windows.
+#[test]
+fn libdeflate_agrees_with_zlib() {
+    let mut rng = Rng::new(2026);
+    let mut streams: Vec<(Vec<u8>, usize)> = Vec::new();
+    for (_, data) in samples() {
+        let Some((c, n)) = zlib_compress(&data, data.len() + 64) else {
+            continue;
+        };
+        streams.push((c.clone(), n));
+        for d in [n.saturating_sub(1), n + 1, 0] {
+            streams.push((c.clone(), d));
+        }
+        if c.len() > 3 {
+            streams.push((c[..c.len() / 2].to_vec(), n));
+            streams.push((c[..c.len() - 1].to_vec(), n));
+        }
+        let mut t = c.clone();
+        t.extend_from_slice(b"trailing garbage");
+        streams.push((t, n));
+        for _ in 0..40 {
+            let mut f = c.clone();
+            let i = rng.below(f.len());
+            f[i] ^= 1 << rng.below(8);
+            streams.push((f, n));
+        }
+        // A smaller window declared in the header (CINFO 0..7).
+        for cinfo in 0..8u8 {
+            let mut w = c.clone();
+            w[0] = (cinfo << 4) | 8;
+            w[1] = 0;
+            let fcheck = 31 - ((u16::from(w[0]) << 8) % 31) as u8;
+            w[1] = if fcheck == 31 { 0 } else { fcheck };
+            streams.push((w, n));
+        }
+    }
+    for _ in 0..200 {
+        let len = rng.below(64);
+        let mut r = rng.bytes(len);
+        if r.len() >= 2 {
+            r[0] = 0x78;
+            r[1] = 0x5e;
+        }
+        streams.push((r, rng.below(5000)));
+    }
+    assert!(streams.len() > 500);
+    for (i, (s, d)) in streams.iter().enumerate() {
+        let fast = zlib_decompress(s, *d);
+        let reference = zlib_decompress_reference(s, *d);
+        assert_eq!(format!("{fast:?}"), format!("{reference:?}"), "stream {i}");
+    }
+}

@@ -256,8 +256,8 @@ fn read_file(
     };
     // mkfs.jffs2 read()s page_size bytes at a time until read() returns 0 (§3.6.3); a
     // page size of 0 therefore reads nothing at all (§8 B-4).
-    if page_size > 0 {
-        let per_batch = (BATCH_BYTES / page_size).max(1);
+    if let Some(per_batch) = BATCH_BYTES.checked_div(page_size) {
+        let per_batch = per_batch.max(1);
         let mut eof = false;
         while !eof {
             let mut batch: Vec<Vec<u8>> = Vec::with_capacity(per_batch);
