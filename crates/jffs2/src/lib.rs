@@ -7,6 +7,7 @@
 //! that carry byte offsets or paths.
 
 pub mod compress;
+pub mod convert;
 pub mod crc;
 pub mod dump;
 pub mod extract;

@@ -87,10 +87,7 @@ pub fn convert_endian(
     log: &mut dyn Write,
 ) -> io::Result<ConvertReport> {
     let from = opts.from;
-    let to = match from {
-        Endian::Little => Endian::Big,
-        Endian::Big => Endian::Little,
-    };
+    let to = other(from);
     let mut c = Converter {
         from,
         to,
@@ -158,6 +155,40 @@ pub fn convert_endian(
         p = region_end;
     }
     Ok(c.report)
+}
+
+/// One whole, valid node in the other byte order, with every CRC recomputed: what a
+/// rewriter copies "pristine" into an image of the other byte order. `None` unless `src`
+/// is exactly one node (`totlen == src.len()`) whose header CRC is right and whose known
+/// fixed part converts without a CRC that was already wrong.
+pub fn swap_node(src: &[u8], from: Endian) -> Option<Vec<u8>> {
+    let h = NodeHeader::decode(src, from, 0).ok()?;
+    if !h.crc_ok(from) || h.totlen as usize != src.len() {
+        return None;
+    }
+    let mut c = Converter {
+        from,
+        to: other(from),
+        recalc: false,
+        report: ConvertReport::default(),
+    };
+    let mut b = src.to_vec();
+    c.node(&h, src, &mut b, 0);
+    (c.report.truncated == 0 && c.report.bad_crcs_kept == 0).then_some(b)
+}
+
+/// A JFFS2 POSIX ACL xattr value in the other byte order (see [`convert_endian`]).
+pub fn swap_acl(value: &[u8], from: Endian) -> Vec<u8> {
+    let mut out = value.to_vec();
+    convert_acl(value, &mut out, from, other(from));
+    out
+}
+
+fn other(e: Endian) -> Endian {
+    match e {
+        Endian::Little => Endian::Big,
+        Endian::Big => Endian::Little,
+    }
 }
 
 /// `S_IFMT` and the two device types of a Linux mode.

@@ -57,7 +57,7 @@ mod oob;
 pub mod views;
 
 pub use content::{dump_content, ContentOptions, ContentReport, Deviation};
-pub use convert::{convert_endian, ConvertOptions, ConvertReport};
+pub use convert::{convert_endian, swap_acl, swap_node, ConvertOptions, ConvertReport};
 pub use oob::peel_oob;
 
 /// An error of the dump tools' input handling.

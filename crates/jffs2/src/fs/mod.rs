@@ -65,9 +65,10 @@ use crate::scan::{KernelMsg, Level, RefState, Scan};
 pub use build::build_with;
 pub use dirent::Dirent;
 pub use md5::Md5;
+pub use read::NodeData;
 pub use readinode::{DataNode, Frag, Inode, InodeKind, ReadFailure};
 pub use tree::{Tree, TreeEntry, TreeOptions, PATH_MAX};
-pub use xattr::{Xattr, XattrError, XattrSummary};
+pub use xattr::{RawXattr, Xattr, XattrError, XattrSummary};
 
 /// `PAGE_SIZE` of the reference kernel (Debian amd64).
 pub const PAGE_SIZE: u32 = 4096;

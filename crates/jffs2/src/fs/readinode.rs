@@ -737,7 +737,9 @@ impl Fs<'_> {
                     Level::Err,
                     "jffs2_do_read_inode_internal",
                     Some(loff),
-                    format!("CRC failed for read_inode of inode {ino} at physical location 0x{loff:x}"),
+                    format!(
+                        "CRC failed for read_inode of inode {ino} at physical location 0x{loff:x}"
+                    ),
                 ));
                 return Err(FsError::LatestNodeCrc { ino, offset: loff });
             }

@@ -178,6 +178,17 @@ pub struct Xattr {
     pub value: Result<Vec<u8>, &'static str>,
 }
 
+/// An extended attribute as stored on flash (see [`Fs::raw_xattrs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawXattr {
+    /// JFFS2 prefix number (`xprefix`).
+    pub xprefix: u8,
+    /// Name without the prefix, as stored.
+    pub name: Vec<u8>,
+    /// Value as stored (POSIX ACLs in the JFFS2 format).
+    pub value: Vec<u8>,
+}
+
 /// Counts of the build's notice line (§9.4).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct XattrSummary {
@@ -504,46 +515,9 @@ impl Fs<'_> {
     /// ACLs converted. Problems found are returned beside.
     pub fn xattrs(&self, inode: &Inode) -> (Vec<Xattr>, Vec<Problem>) {
         let mut problems = Vec::new();
-        let Some(bound) = self.xattr.per_ino.get(&inode.ino) else {
-            return (Vec::new(), problems);
-        };
-        let mut loaded: Vec<(Bound, Loaded)> = Vec::new();
-        for b in bound {
-            match self.load_datum(b.xid) {
-                Ok(l) => loaded.push((*b, l)),
-                Err(e) => problems.push(Problem::Xattr(e)),
-            }
-        }
-        // Duplicate names: the larger xseqno stays.
-        let mut keep: BTreeMap<(u8, Vec<u8>), usize> = BTreeMap::new();
-        for (i, (b, l)) in loaded.iter().enumerate() {
-            let key = (l.xprefix, super::dirent::c_name(&l.name).to_vec());
-            match keep.get(&key).copied() {
-                None => {
-                    keep.insert(key, i);
-                }
-                Some(j) => {
-                    let (loser, winner) = if loaded[j].0.xseqno > b.xseqno {
-                        (i, j)
-                    } else {
-                        (j, i)
-                    };
-                    keep.insert(key, winner);
-                    problems.push(Problem::Xattr(XattrError::DuplicateName {
-                        offset: self
-                            .scan
-                            .refs
-                            .get(loaded[loser].0.node)
-                            .map_or(0, |r| r.offset),
-                        ino: inode.ino,
-                        name: loaded[loser].1.name.clone(),
-                    }));
-                }
-            }
-        }
+        let selected = self.selected_xattrs(inode, &mut problems);
         let mut out = Vec::new();
-        for &i in keep.values() {
-            let l = &loaded[i].1;
+        for l in &selected {
             let (prefix, acl): (&[u8], bool) = match l.xprefix {
                 xprefix::USER => (b"user.", false),
                 xprefix::SECURITY => (b"security.", false),
@@ -587,6 +561,81 @@ impl Fs<'_> {
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         (out, problems)
+    }
+
+    /// The extended attributes of an inode as stored: the datums [`Fs::xattrs`] lists (bound,
+    /// loadable, duplicates resolved, a known prefix), with their JFFS2 prefix number, name
+    /// and value as on flash (POSIX ACLs in the JFFS2 format of the image's byte order). What
+    /// a rewriter copies to keep exactly what Linux shows.
+    pub fn raw_xattrs(&self, inode: &Inode) -> Vec<RawXattr> {
+        let mut problems = Vec::new();
+        self.selected_xattrs(inode, &mut problems)
+            .into_iter()
+            .filter(|l| {
+                matches!(
+                    l.xprefix,
+                    xprefix::USER
+                        | xprefix::SECURITY
+                        | xprefix::ACL_ACCESS
+                        | xprefix::ACL_DEFAULT
+                        | xprefix::TRUSTED
+                )
+            })
+            .map(|l| RawXattr {
+                xprefix: l.xprefix,
+                name: l.name,
+                value: l.value,
+            })
+            .collect()
+    }
+
+    /// The loadable datums bound to an inode, duplicates by name resolved by the larger
+    /// xseqno (`check_xattr_ref_inode`), in xid order of the winners.
+    fn selected_xattrs(&self, inode: &Inode, problems: &mut Vec<Problem>) -> Vec<Loaded> {
+        let Some(bound) = self.xattr.per_ino.get(&inode.ino) else {
+            return Vec::new();
+        };
+        let mut loaded: Vec<(Bound, Loaded)> = Vec::new();
+        for b in bound {
+            match self.load_datum(b.xid) {
+                Ok(l) => loaded.push((*b, l)),
+                Err(e) => problems.push(Problem::Xattr(e)),
+            }
+        }
+        // Duplicate names: the larger xseqno stays.
+        let mut keep: BTreeMap<(u8, Vec<u8>), usize> = BTreeMap::new();
+        for (i, (b, l)) in loaded.iter().enumerate() {
+            let key = (l.xprefix, super::dirent::c_name(&l.name).to_vec());
+            match keep.get(&key).copied() {
+                None => {
+                    keep.insert(key, i);
+                }
+                Some(j) => {
+                    let (loser, winner) = if loaded[j].0.xseqno > b.xseqno {
+                        (i, j)
+                    } else {
+                        (j, i)
+                    };
+                    keep.insert(key, winner);
+                    problems.push(Problem::Xattr(XattrError::DuplicateName {
+                        offset: self
+                            .scan
+                            .refs
+                            .get(loaded[loser].0.node)
+                            .map_or(0, |r| r.offset),
+                        ino: inode.ino,
+                        name: loaded[loser].1.name.clone(),
+                    }));
+                }
+            }
+        }
+        let mut winners: Vec<usize> = keep.into_values().collect();
+        winners.sort_unstable();
+        let mut slots: Vec<Option<Loaded>> = loaded.into_iter().map(|(_, l)| Some(l)).collect();
+        winners
+            .into_iter()
+            .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+            .collect()
     }
 }
 

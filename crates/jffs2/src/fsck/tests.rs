@@ -651,7 +651,8 @@ fn kernel_log_keeps_the_messages_of_an_inode_that_fails_to_read() {
     }
     i.dirent(1, 4, 6, dt::CHR, b"tty");
     // A file whose only node fails its data CRC: the notice, then "no data nodes", -EIO.
-    i.data(7, 1, 5, 0, b"lost!").dirent(1, 5, 7, dt::REG, b"lost");
+    i.data(7, 1, 5, 0, b"lost!")
+        .dirent(1, 5, 7, dt::REG, b"lost");
     let mut img = i.build();
     let offs = node_offsets(&img, NODETYPE_INODE);
     let last = *offs.last().expect("inode nodes");
@@ -664,6 +665,9 @@ fn kernel_log_keeps_the_messages_of_an_inode_that_fails_to_read() {
         "warning: (<pid>) jffs2_do_read_inode_internal: no data nodes found for ino #7".to_string(),
     ];
     for w in &want {
-        assert!(log.iter().any(|l| l.contains(w.as_str())), "{w}\nnot in {log:#?}");
+        assert!(
+            log.iter().any(|l| l.contains(w.as_str())),
+            "{w}\nnot in {log:#?}"
+        );
     }
 }

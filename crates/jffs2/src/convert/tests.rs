@@ -1,0 +1,492 @@
+//! Unit tests of the conversion on hand-made dirty images: what Linux shows is kept, nothing
+//! dead is written, in every output geometry.
+
+use super::*;
+use crate::compress::COMPR_ZLIB;
+use crate::format::{dt, pad4, XattrNode, XrefNode};
+use crate::fs::{Tree, TreeOptions};
+use crate::scan::{scan, Geometry, ScanOptions};
+
+const LE: Endian = Endian::Little;
+const BE: Endian = Endian::Big;
+const ES: u32 = 16384;
+const S_IFDIR: u32 = 0o040000;
+const S_IFREG: u32 = 0o100000;
+const S_IFLNK: u32 = 0o120000;
+const S_IFCHR: u32 = 0o020000;
+
+/// An image built node by node (version numbers as a kernel would have left them).
+struct Img {
+    e: Endian,
+    nodes: Vec<Vec<u8>>,
+}
+
+impl Img {
+    fn new(e: Endian) -> Self {
+        Img {
+            e,
+            nodes: Vec::new(),
+        }
+    }
+
+    fn dirent(&mut self, pino: u32, version: u32, ino: u32, dtype: u8, name: &[u8]) -> &mut Self {
+        let mut b = Vec::new();
+        DirentNode {
+            pino,
+            version,
+            ino,
+            mctime: 1000 + version,
+            dtype,
+            ..Default::default()
+        }
+        .encode(self.e, name, &mut b);
+        self.nodes.push(b);
+        self
+    }
+
+    fn inode(&mut self, n: InodeNode, data: &[u8]) -> &mut Self {
+        let mut b = Vec::new();
+        n.encode(self.e, data, &mut b);
+        self.nodes.push(b);
+        self
+    }
+
+    fn dir(&mut self, ino: u32, version: u32) -> &mut Self {
+        self.inode(
+            InodeNode {
+                ino,
+                version,
+                mode: S_IFDIR | 0o755,
+                mtime: 500,
+                ctime: 500,
+                ..Default::default()
+            },
+            &[],
+        )
+    }
+
+    /// A data node; compressed with zlib when `zlib`.
+    fn data(
+        &mut self,
+        ino: u32,
+        version: u32,
+        isize: u32,
+        ofs: u32,
+        data: &[u8],
+        zlib: bool,
+    ) -> &mut Self {
+        let (compr, stored) = if zlib {
+            let (c, n) = crate::compress::zlib_compress(data, data.len()).expect("compressible");
+            assert_eq!(n, data.len());
+            (COMPR_ZLIB, c)
+        } else {
+            (COMPR_NONE, data.to_vec())
+        };
+        self.inode(
+            InodeNode {
+                ino,
+                version,
+                mode: S_IFREG | 0o640,
+                uid: 7,
+                gid: 8,
+                isize,
+                mtime: 600 + version,
+                ctime: 600 + version,
+                offset: ofs,
+                dsize: data.len() as u32,
+                compr,
+                ..Default::default()
+            },
+            &stored,
+        )
+    }
+
+    fn build(&self) -> Vec<u8> {
+        let cfg = LayoutConfig {
+            endian: self.e,
+            erase_size: ES,
+            cleanmarker: Some(12),
+            summary: false,
+        };
+        let mut w = BlockWriter::new(Vec::new(), cfg);
+        for n in &self.nodes {
+            w.prepare(pad4(n.len() as u32), 0).unwrap();
+            w.write_node(n).unwrap();
+        }
+        let (mut out, _) = w.finish(EndPad::Block).unwrap();
+        out.resize((6 * ES as usize).max(out.len()), 0xFF);
+        out
+    }
+}
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(seed) ^ (i >> 7) as u8)
+        .collect()
+}
+
+/// A kernel-like dirty history: overwrites, a truncation, a rename, a deletion, a chmod,
+/// a hard link, a symlink, a device, xattrs.
+fn dirty(e: Endian) -> Vec<u8> {
+    let mut i = Img::new(e);
+    i.dir(2, 1).dirent(1, 1, 2, dt::DIR, b"etc");
+    // /etc/conf: written in two pages, then its middle overwritten, then chmod-ed.
+    i.data(3, 1, 8192, 0, &pattern(4096, 3), true)
+        .data(3, 2, 8192, 4096, &pattern(4096, 5), true)
+        .data(3, 3, 8192, 1000, &pattern(2000, 7), false);
+    i.inode(
+        InodeNode {
+            ino: 3,
+            version: 4,
+            mode: S_IFREG | 0o600,
+            uid: 7,
+            gid: 8,
+            isize: 8192,
+            mtime: 700,
+            ctime: 701,
+            ..Default::default()
+        },
+        &[],
+    );
+    i.dirent(2, 2, 3, dt::REG, b"conf");
+    // /etc/old renamed to /etc/new (new dirent, deletion dirent of the old name).
+    i.data(4, 1, 10, 0, b"0123456789", false)
+        .dirent(2, 3, 4, dt::REG, b"old")
+        .dirent(2, 4, 4, dt::REG, b"new")
+        .dirent(2, 5, 0, dt::UNKNOWN, b"old");
+    // /gone: created, then deleted.
+    i.data(5, 1, 4, 0, b"gone", false)
+        .dirent(1, 2, 5, dt::REG, b"gone")
+        .dirent(1, 3, 0, dt::UNKNOWN, b"gone");
+    // /log: 3 pages, truncated to 5000 bytes.
+    i.data(6, 1, 12288, 0, &pattern(12288, 11), true);
+    i.inode(
+        InodeNode {
+            ino: 6,
+            version: 2,
+            mode: S_IFREG | 0o644,
+            isize: 5000,
+            mtime: 800,
+            ctime: 800,
+            ..Default::default()
+        },
+        &[],
+    );
+    i.dirent(1, 4, 6, dt::REG, b"log");
+    // A hard link /etc/link to conf.
+    i.dirent(2, 6, 3, dt::REG, b"link");
+    // A symlink and a device.
+    i.inode(
+        InodeNode {
+            ino: 7,
+            version: 1,
+            mode: S_IFLNK | 0o777,
+            isize: 8,
+            dsize: 8,
+            ..Default::default()
+        },
+        b"etc/conf",
+    )
+    .dirent(1, 5, 7, dt::LNK, b"sl");
+    let dev = e.u16_bytes((4 << 8) | 64).to_vec();
+    i.inode(
+        InodeNode {
+            ino: 8,
+            version: 1,
+            mode: S_IFCHR | 0o620,
+            isize: 2,
+            dsize: 2,
+            ..Default::default()
+        },
+        &dev,
+    )
+    .dirent(1, 6, 8, dt::CHR, b"tty");
+    // A sparse file: data at 0 and at 20000, a hole between (ZERO node from a truncate-up).
+    i.data(9, 1, 100, 0, &pattern(100, 13), false);
+    i.inode(
+        InodeNode {
+            ino: 9,
+            version: 2,
+            mode: S_IFREG | 0o644,
+            isize: 20000,
+            offset: 100,
+            dsize: 19900,
+            compr: COMPR_ZERO,
+            ..Default::default()
+        },
+        &[],
+    );
+    i.data(9, 3, 20100, 20000, &pattern(100, 17), false)
+        .dirent(1, 7, 9, dt::REG, b"sparse");
+    // xattrs on /etc/conf: a user one and an old version of it replaced.
+    let mut b = Vec::new();
+    XattrNode {
+        xid: 1,
+        version: 1,
+        xprefix: xprefix::USER,
+        ..Default::default()
+    }
+    .encode(e, b"color", b"blue", &mut b);
+    i.nodes.push(b);
+    let mut b = Vec::new();
+    XrefNode {
+        ino: 3,
+        xid: 1,
+        xseqno: 2,
+        ..Default::default()
+    }
+    .encode(e, &mut b);
+    i.nodes.push(b);
+    i.build()
+}
+
+fn geometry(e: Endian, es: u32, cm: u32) -> Geometry {
+    Geometry {
+        endian: e,
+        erase_size: es,
+        cleanmarker_size: cm,
+    }
+}
+
+/// The tree Linux shows (paths, types, modes, owners, sizes, links, times, targets,
+/// devices, contents, xattrs), without inode numbers.
+fn shown(img: &[u8], g: &Geometry) -> (Tree, crate::scan::SpaceTotals) {
+    let mut s = scan(img, g, &ScanOptions::default());
+    let totals = s.totals();
+    let fs = crate::fs::build(img, &mut s);
+    (fs.tree(&TreeOptions::listing()), totals)
+}
+
+fn cfg(e: Endian, es: u32, cm: Option<u32>, summary: bool) -> ConvertConfig {
+    ConvertConfig {
+        layout: LayoutConfig {
+            endian: e,
+            erase_size: es,
+            cleanmarker: cm,
+            summary,
+        },
+        page_size: 4096,
+        recompress: false,
+        compressors: Compressors::default(),
+        pad: EndPad::Block,
+        threads: 2,
+    }
+}
+
+fn run(img: &[u8], g: &Geometry, c: &ConvertConfig) -> (Vec<u8>, ConvertReport) {
+    let mut s = scan(img, g, &ScanOptions::default());
+    let fs = crate::fs::build(img, &mut s);
+    let (mut out, report) = convert(&fs, c, Vec::new()).expect("converts");
+    // Five blocks at least, as a partition would have.
+    let es = c.layout.erase_size as usize;
+    if out.len() < 5 * es {
+        out.resize(5 * es, 0xFF);
+    }
+    (out, report)
+}
+
+fn assert_same_bytes(a: &[u8], b: &[u8]) {
+    assert_eq!(a.len(), b.len(), "lengths");
+    if let Some(at) = a.iter().zip(b).position(|(x, y)| x != y) {
+        panic!("images differ first at 0x{at:08x}");
+    }
+}
+
+fn same_tree(a: &Tree, b: &Tree) {
+    assert_eq!(a.entries.len(), b.entries.len());
+    for (x, y) in a.entries.iter().zip(&b.entries) {
+        assert_eq!(x, y);
+    }
+}
+
+/// Nothing dead: no obsolete or superseded node, no deletion dirent, and every node of the
+/// output is one the fs reads as live.
+fn assert_clean(img: &[u8], g: &Geometry) {
+    let mut s = scan(img, g, &ScanOptions::default());
+    assert_eq!(s.totals().dirty, 0, "dirty space");
+    assert!(
+        s.log.is_empty() || s.log.iter().all(|m| m.text.contains("xattr")),
+        "{:?}",
+        s.log
+    );
+    let fs = crate::fs::build(img, &mut s);
+    for ino in fs.live_inodes() {
+        let i = fs.read_inode(ino).expect("readable");
+        assert!(
+            i.obsoleted.is_empty(),
+            "ino {ino}: superseded nodes {:?}",
+            i.obsoleted
+        );
+        assert!(i.problems.is_empty(), "ino {ino}: {:?}", i.problems);
+    }
+    assert!(fs.build_problems().is_empty(), "{:?}", fs.build_problems());
+}
+
+#[test]
+fn dirty_image_keeps_what_linux_shows_and_drops_the_rest() {
+    let img = dirty(LE);
+    let g = geometry(LE, ES, 12);
+    let (before, before_space) = shown(&img, &g);
+    assert!(before.problems.is_empty(), "{:?}", before.problems);
+    let names: Vec<String> = before
+        .entries
+        .iter()
+        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [".", "etc", "etc/conf", "etc/link", "etc/new", "log", "sl", "sparse", "tty"]
+    );
+    let (out, report) = run(&img, &g, &cfg(LE, ES, Some(12), false));
+    let (after, after_space) = shown(&out, &g);
+    same_tree(&before, &after);
+    assert_clean(&out, &g);
+    assert!(report.dropped.is_empty(), "{:?}", report.dropped);
+    assert!(report.copied > 0 && report.rewritten > 0, "{report:?}");
+    assert!(
+        after_space.used < before_space.used,
+        "{after_space:?} vs {before_space:?}"
+    );
+    // The truncated and overwritten files were rewritten within their pages.
+    assert_eq!(report.kept_undecodable, 0);
+}
+
+#[test]
+fn every_geometry_byte_order_and_summary() {
+    let img = dirty(LE);
+    let g = geometry(LE, ES, 12);
+    let (before, _) = shown(&img, &g);
+    for (e, es, cm, summary) in [
+        (BE, 65536, Some(12), false),
+        (LE, 131072, None, true),
+        (BE, 8192, None, true),
+        (LE, 16384, Some(16), false),
+    ] {
+        let (out, _) = run(&img, &g, &cfg(e, es, cm, summary));
+        let g2 = geometry(e, es, cm.unwrap_or(0));
+        let (after, _) = shown(&out, &g2);
+        same_tree(&before, &after);
+        assert_clean(&out, &g2);
+        if summary {
+            let s = scan(&out, &g2, &ScanOptions::default());
+            let with_nodes = s.blocks.iter().filter(|b| b.used > 0).count();
+            let summarised = s
+                .blocks
+                .iter()
+                .filter(|b| b.summary == crate::scan::SummaryUse::Used)
+                .count();
+            assert_eq!(with_nodes, summarised, "{e:?} {es}");
+        }
+    }
+}
+
+#[test]
+fn there_and_back_again_in_the_other_byte_order() {
+    let img = dirty(BE);
+    let g = geometry(BE, ES, 12);
+    let (before, _) = shown(&img, &g);
+    let (le, _) = run(&img, &g, &cfg(LE, ES, Some(12), false));
+    let gl = geometry(LE, ES, 12);
+    let (back, _) = run(&le, &gl, &cfg(BE, ES, Some(12), false));
+    let (after, _) = shown(&back, &g);
+    same_tree(&before, &after);
+    // A clean image converted to its own geometry is byte for byte the same.
+    let (again, _) = run(&back, &g, &cfg(BE, ES, Some(12), false));
+    assert_same_bytes(&back, &again);
+}
+
+#[test]
+fn recompression_keeps_every_byte() {
+    let img = dirty(LE);
+    let g = geometry(LE, ES, 12);
+    let (before, _) = shown(&img, &g);
+    let mut c = cfg(LE, ES, Some(12), false);
+    c.recompress = true;
+    c.compressors.set_mode(crate::compress::Mode::None);
+    let (out, _) = run(&img, &g, &c);
+    let (after, _) = shown(&out, &g);
+    same_tree(&before, &after);
+    let mut s = scan(&out, &g, &ScanOptions::default());
+    let fs = crate::fs::build(&out, &mut s);
+    for ino in fs.live_inodes() {
+        let i = fs.read_inode(ino).expect("readable");
+        for dn in &i.nodes {
+            assert!(
+                matches!(dn.compr, COMPR_NONE | COMPR_ZERO),
+                "ino {ino}: {dn:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn output_does_not_depend_on_threads_and_pages_are_respected() {
+    let img = dirty(LE);
+    let g = geometry(LE, ES, 12);
+    let mut c = cfg(LE, ES, Some(12), false);
+    c.recompress = true;
+    c.page_size = 1024;
+    c.threads = 1;
+    let (a, _) = run(&img, &g, &c);
+    c.threads = 2;
+    let (b, _) = run(&img, &g, &c);
+    assert_same_bytes(&a, &b);
+    let mut s = scan(&a, &g, &ScanOptions::default());
+    let fs = crate::fs::build(&a, &mut s);
+    for ino in fs.live_inodes() {
+        let i = fs.read_inode(ino).expect("readable");
+        for dn in i
+            .nodes
+            .iter()
+            .filter(|d| d.compr != COMPR_ZERO && d.size > 0)
+        {
+            assert_eq!(u64::from(dn.ofs) / 1024, (dn.end() - 1) / 1024, "{dn:?}");
+        }
+    }
+}
+
+#[test]
+fn unreadable_inodes_are_dropped_and_reported() {
+    let mut i = Img::new(LE);
+    i.dir(2, 1).dirent(1, 1, 2, dt::DIR, b"d");
+    // A device with two data nodes: Linux cannot read it.
+    for (version, ofs) in [(1, 0), (2, 2)] {
+        i.inode(
+            InodeNode {
+                ino: 3,
+                version,
+                mode: S_IFCHR | 0o600,
+                isize: 4,
+                offset: ofs,
+                dsize: 2,
+                ..Default::default()
+            },
+            &[1, 2],
+        );
+    }
+    i.dirent(2, 2, 3, dt::CHR, b"bad");
+    let img = i.build();
+    let g = geometry(LE, ES, 12);
+    let (out, report) = run(&img, &g, &cfg(LE, ES, Some(12), false));
+    assert_eq!(report.dropped.len(), 1, "{:?}", report.dropped);
+    assert_eq!(report.dropped[0].ino, 3);
+    assert_eq!(report.dropped[0].path.as_deref(), Some(&b"/d/bad"[..]));
+    let (after, _) = shown(&out, &g);
+    let names: Vec<&[u8]> = after.entries.iter().map(|e| &e.path[..]).collect();
+    assert_eq!(names, [&b"."[..], b"d"]);
+    assert_clean(&out, &g);
+}
+
+#[test]
+fn a_too_small_erase_size_is_an_error() {
+    let img = dirty(LE);
+    let g = geometry(LE, ES, 12);
+    let mut s = scan(&img, &g, &ScanOptions::default());
+    let fs = crate::fs::build(&img, &mut s);
+    let mut c = cfg(LE, ES, Some(12), false);
+    c.layout.erase_size = 4096;
+    assert!(matches!(
+        convert(&fs, &c, Vec::new()),
+        Err(ConvertError::Geometry(_))
+    ));
+}
