@@ -2,9 +2,9 @@
 # Benchmark of jffs2-fsck on a ~128 MB image against the inflate floor, on the same machine,
 # in one run. Prints a Markdown table for docs/BENCHMARKS.md.
 #
-#   bench/fsck.sh [IMAGE] [RUNS]     (defaults: /tmp/usrbin.img, 5)
+#   bench/fsck.sh [IMAGE] [RUNS]     (defaults: bench/out/fsck-bench.img, 5)
 #
-# IMAGE is made when missing with `mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l`. jffs2-fsck
+# The default IMAGE is made when missing with `mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l`. jffs2-fsck
 # checks everything (every CRC, every data node decompressed, the tree built as Linux
 # would); the "inflate floor" is the CPU time needed only to decompress the data of every
 # inode node on one thread (crates/jffs2/examples/inflate_floor.rs), shown as is and
@@ -12,7 +12,7 @@
 # mtd-utils work, `jffs2dump -c` (CRC check of every node, no decompression), is shown too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-IMG=${1:-/tmp/usrbin.img}
+IMG=${1:-${BENCH_OUT:-bench/out}/fsck-bench.img}
 RUNS=${2:-5}
 OUT=${BENCH_OUT:-bench/out}
 mkdir -p "$OUT"

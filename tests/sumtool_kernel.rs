@@ -12,203 +12,18 @@
 //! unless `JFFS2_SKIP_KERNEL=1` (outside CI).
 
 mod common;
+#[path = "common/kernel.rs"]
+mod kernel;
 #[path = "common/sumtool.rs"]
 mod sumtool_common;
 
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use common::{mkfs_jffs2, random, run, text};
+use kernel::*;
 use sumtool_common::*;
-
-// ------------------------------------------------------------------------------------------
-// Harness glue (as in tests/kernel_harness.rs)
-
-fn harness_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel/harness.py")
-}
-
-fn loud(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "\n{msg}\n");
-}
-
-fn setup() -> &'static Result<(), String> {
-    static SETUP: OnceLock<Result<(), String>> = OnceLock::new();
-    SETUP.get_or_init(|| {
-        let out = Command::new("python3")
-            .arg(harness_path())
-            .arg("setup")
-            .output()
-            .map_err(|e| format!("cannot run python3: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "harness setup failed ({}): {} {}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout).trim(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
-    })
-}
-
-fn kernel_available() -> bool {
-    let reason = match setup() {
-        Ok(()) => return true,
-        Err(r) => r,
-    };
-    let ci = std::env::var("CI")
-        .map(|v| v == "true" || v == "1")
-        .unwrap_or(false);
-    let skip = std::env::var("JFFS2_SKIP_KERNEL")
-        .map(|v| v == "1")
-        .unwrap_or(false);
-    let msg = format!(
-        "************************************************************\n\
-         KERNEL SUITE SKIPPED: {reason}\n\
-         ************************************************************"
-    );
-    loud(&msg);
-    if skip && !ci {
-        return false;
-    }
-    panic!(
-        "the kernel suite could not run ({reason}); {}",
-        if ci {
-            "CI=true: it must run in CI"
-        } else {
-            "set JFFS2_SKIP_KERNEL=1 to skip it explicitly"
-        }
-    );
-}
-
-fn json_str(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-fn json_path(p: &Path) -> String {
-    json_str(p.to_str().expect("utf-8 path"))
-}
-
-/// One image for the harness (read-only, remounted once for a second mount time).
-struct Image {
-    id: String,
-    path: PathBuf,
-    erase: u32,
-    partition: Option<u64>,
-    expect_dir: Option<PathBuf>,
-    ignore: Vec<&'static str>,
-}
-
-impl Image {
-    fn to_json(&self) -> String {
-        let mut f = vec![
-            format!("\"id\": {}", json_str(&self.id)),
-            format!("\"path\": {}", json_path(&self.path)),
-            format!("\"erase_size\": {}", self.erase),
-            "\"mode\": \"ro\"".to_string(),
-            "\"remount\": true".to_string(),
-        ];
-        if let Some(p) = self.partition {
-            f.push(format!("\"pad_to\": {p}"));
-        }
-        if let Some(d) = &self.expect_dir {
-            f.push(format!("\"expect_dir\": {}", json_path(d)));
-        }
-        let ig: Vec<String> = self.ignore.iter().map(|s| json_str(s)).collect();
-        f.push(format!("\"compare_ignore\": [{}]", ig.join(", ")));
-        format!("{{{}}}", f.join(", "))
-    }
-}
-
-/// Runs `harness.py <cmd>` on `images` (one boot for up to 16); returns its stdout and the
-/// result file.
-fn harness(work: &Path, cmd: &str, images: &[Image]) -> (String, PathBuf) {
-    let spec = work.join(format!("{cmd}-spec.json"));
-    let result = work.join(format!("{cmd}-result.json"));
-    let body: Vec<String> = images.iter().map(Image::to_json).collect();
-    fs::write(
-        &spec,
-        format!(
-            "{{\"timeout\": 600, \"images\": [\n{}\n]}}\n",
-            body.join(",\n")
-        ),
-    )
-    .unwrap();
-    let out = Command::new("python3")
-        .arg(harness_path())
-        .arg(cmd)
-        .arg("--spec")
-        .arg(&spec)
-        .arg("--out")
-        .arg(&result)
-        .output()
-        .expect("run harness");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let code = out.status.code().unwrap_or(-1);
-    println!(
-        "--- harness {cmd} (exit {code}) ---\n{text}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(code == 0 || code == 1, "harness error (exit {code})");
-    (text, result)
-}
-
-/// Per image of a result file: (id, first mount seconds, remount seconds, bad messages).
-fn mount_times(result: &Path) -> Vec<(String, f64, f64, usize)> {
-    let script = r#"
-import json, sys
-sys.path.insert(0, sys.argv[2])
-import harness
-out = json.load(open(sys.argv[1]))
-for r in out["results"]:
-    rm = r.get("remount", {}).get("mount_seconds", -1)
-    bad = len(harness.bad_messages(r.get("jffs2_messages", [])))
-    print(f"TIME {r['id']} {r.get('mount_seconds', -1)} {rm} {bad}")
-"#;
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(result)
-        .arg(harness_path().parent().unwrap())
-        .output()
-        .expect("python3");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 5 && f[0] == "TIME").then(|| {
-                (
-                    f[1].to_string(),
-                    f[2].parse().unwrap_or(-1.0),
-                    f[3].parse().unwrap_or(-1.0),
-                    f[4].parse().unwrap_or(99),
-                )
-            })
-        })
-        .collect()
-}
-
-fn ok(report: &str, id: &str) -> bool {
-    report
-        .lines()
-        .any(|l| l.starts_with(&format!("RESULT {id} OK ")))
-}
 
 // ------------------------------------------------------------------------------------------
 // Tests
@@ -434,24 +249,9 @@ fn kernel_written_images_summarized_mount_as_recorded() {
         .prefix("jffs2-kernel-sumtool-fx-")
         .tempdir()
         .unwrap();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel");
     let mut images = Vec::new();
     let mut metas = Vec::new();
-    let mut names: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "img"))
-        .collect();
-    names.sort();
-    for p in names {
-        let meta = p.with_extension("json");
-        let text = fs::read_to_string(&meta).unwrap();
-        let es: u32 = text
-            .split("\"erase_size\":")
-            .nth(1)
-            .and_then(|r| r.trim_start().split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|v| v.parse().ok())
-            .expect("erase_size");
+    for (p, meta, es) in kernel_fixtures() {
         let name = p.file_stem().unwrap().to_string_lossy().into_owned();
         let out = work.path().join(format!("{name}.img"));
         let es_s = es.to_string();
@@ -469,32 +269,8 @@ fn kernel_written_images_summarized_mount_as_recorded() {
     assert!(images.len() >= 5);
     let (_, result) = harness(work.path(), "run", &images);
     // The listing of each summarised image against the one recorded for the original.
-    let script = r#"
-import json, sys
-sys.path.insert(0, sys.argv[2])
-import harness
-out = json.load(open(sys.argv[1]))
-for r, meta in zip(out["results"], sys.argv[3:]):
-    m = json.load(open(meta))
-    diffs = harness.compare(m["listing"] or [], r.get("listing") or [], exact=True)
-    bad = harness.bad_messages(r.get("jffs2_messages", []))
-    print(f"FIXTURE {r['id']} mount_ok={r.get('mount_ok')} recorded_ok={m['mount']['mount_ok']} "
-          f"diffs={len(diffs)} bad={len(bad)} seconds={r.get('mount_seconds')}")
-    for d in diffs[:20]:
-        print(f"  DIFF {json.dumps(d)}")
-    for b in bad:
-        print(f"  KMSG <{b['level']}> {b['msg']}")
-"#;
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(&result)
-        .arg(harness_path().parent().unwrap())
-        .args(&metas)
-        .output()
-        .expect("python3");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    eprintln!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    let text = compare_with_recorded(&result, &metas);
+    eprintln!("{text}");
     let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("FIXTURE")).collect();
     assert_eq!(lines.len(), images.len(), "{text}");
     for l in lines {

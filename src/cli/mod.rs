@@ -2,6 +2,7 @@
 //! atomic output, progress bars, and the `argv[0]` dispatch that lets `mkfs.jffs2` (and
 //! later `sumtool`, `jffs2dump`, `jffs2reader`, `fsck.jffs2`) symlinks act as drop-ins.
 
+pub mod convert;
 pub mod dump;
 pub mod fsck;
 pub mod getopt;
@@ -105,6 +106,15 @@ pub fn sumtool_main() -> i32 {
     };
     let tool = Tool { name: name.into() };
     sumtool::main(&tool, args.get(1..).unwrap_or(&[]))
+}
+
+/// Entry point of `jffs2-convert`.
+pub fn convert_main() -> i32 {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let tool = Tool {
+        name: "jffs2-convert".into(),
+    };
+    convert::main(&tool, args.get(1..).unwrap_or(&[]))
 }
 
 /// Entry point of `jffs2-fsck`: `fsck.jffs2` (accepting fsck(8)'s generic options) when

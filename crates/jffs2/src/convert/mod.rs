@@ -41,11 +41,12 @@ use rayon::prelude::*;
 use crate::compress::{Compressed, Compressors, COMPR_NONE, COMPR_ZERO};
 use crate::dump::{swap_acl, swap_node};
 use crate::format::{
-    xprefix, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode,
+    xprefix, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode, INODE_SIZE,
     NODE_ACCURATE, XATTR_SIZE, XREF_SIZE,
 };
 use crate::fs::{DataNode, Fs, FsError, Inode, InodeKind, NodeData};
 use crate::layout::{record_size, BlockWriter, EndPad, LayoutConfig};
+use crate::scan::{Detection, Geometry, Scan, ScanOptions};
 
 #[cfg(test)]
 mod tests;
@@ -109,6 +110,12 @@ pub enum ConvertError {
     /// The root directory cannot be read: Linux would not mount the input.
     #[error("the root directory cannot be read ({0}): Linux would not mount this image")]
     RootUnreadable(FsError),
+    /// The input cannot be read as JFFS2.
+    #[error("{0}")]
+    Input(String),
+    /// Linux would not mount the input.
+    #[error("Linux would not mount the input: {0}")]
+    Unmountable(String),
     /// The output could not be written.
     #[error("writing the image: {0}")]
     Write(#[from] io::Error),
@@ -127,8 +134,13 @@ const ROUND: usize = 512;
 
 /// One unit of output, in write order.
 enum Item {
-    /// A node copied from the input (byte-swapped when the byte order changes).
-    Copy { offset: u32, rec: u32 },
+    /// A node copied from the input (byte-swapped when the byte order changes); data
+    /// nodes carry their description, for a split at a block end.
+    Copy {
+        offset: u32,
+        rec: u32,
+        data: Option<DataNode>,
+    },
     /// A data node's visible ranges, rewritten.
     Data {
         tmpl: InodeNode,
@@ -159,17 +171,140 @@ enum Item {
 enum Ready {
     /// Finished node bytes and their summary record size.
     Node(Vec<u8>, u32),
-    /// Pieces of rewritten data: template, then (file offset, compressed) in order.
-    Pieces(InodeNode, Vec<(u32, Compressed)>),
+    /// A copied data node (output byte order), split at write time if it would leave
+    /// a dirty block tail.
+    DataCopy(Vec<u8>, DataNode),
+    /// Rewritten data: the template, then the chunks in file order.
+    Pieces(InodeNode, Vec<Chunk>),
     /// A node with a version still to assign (inode or dirent, by owner inode).
     Versioned(Item),
 }
+
+/// An input image made ready for conversion: padded as flashed, its geometry known.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The image in whole erase blocks, at least 5 (padded with 0xFF).
+    pub image: Vec<u8>,
+    /// Length of the image as given.
+    pub input_len: u64,
+    /// The geometry it is read with (detected unless given).
+    pub geometry: Geometry,
+    /// What the detection said.
+    pub detection: Detection,
+}
+
+/// What the input's own layout was, for output defaults ("keep what it had").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputLayout {
+    /// Cleanmarker size found in the input (`None`: no block has one).
+    pub cleanmarker: Option<u32>,
+    /// Some block carried a summary Linux uses.
+    pub summary: bool,
+    /// Bytes the input's live and dirty nodes took (the kernel's used + dirty + wasted +
+    /// unchecked space: what a full partition would be).
+    pub used: u64,
+}
+
+impl Source {
+    /// Detects the geometry of `image` (unless `erase_size` / `endian` are given) and pads
+    /// it to whole erase blocks as a partition would be.
+    pub fn new(
+        mut image: Vec<u8>,
+        erase_size: Option<u32>,
+        endian: Option<Endian>,
+    ) -> Result<Source, ConvertError> {
+        let input_len = image.len() as u64;
+        if image.is_empty() {
+            return Err(ConvertError::Input("the input is empty".into()));
+        }
+        if input_len > u64::from(u32::MAX) {
+            return Err(ConvertError::Input(format!(
+                "the input is {input_len} bytes; JFFS2 addresses at most 4 GiB"
+            )));
+        }
+        let detection = crate::scan::detect(&image);
+        if detection.confidence <= 0.0 {
+            let why = detection
+                .evidence
+                .last()
+                .cloned()
+                .unwrap_or_else(|| "no JFFS2 node found".to_string());
+            return Err(ConvertError::Input(format!("not a JFFS2 image: {why}")));
+        }
+        let mut geometry = detection.geometry;
+        if let Some(e) = endian {
+            geometry.endian = e;
+        }
+        if let Some(es) = erase_size {
+            geometry.erase_size = es;
+        }
+        let es = geometry.erase_size.max(1) as usize;
+        let want = image.len().div_ceil(es).max(5).saturating_mul(es);
+        let cap = (u32::MAX as usize / es) * es;
+        let want = want.min(cap.max(image.len()));
+        if want > image.len() {
+            image.resize(want, 0xFF);
+        }
+        Ok(Source {
+            image,
+            input_len,
+            geometry,
+            detection,
+        })
+    }
+
+    /// Scans the image as Linux mounts it; an error if the mount would fail.
+    pub fn scan(&self) -> Result<Scan, ConvertError> {
+        // Read as a read-only mount shows it (a ROCOMPAT node does not stop a conversion).
+        let opts = ScanOptions {
+            read_only: true,
+            ..ScanOptions::default()
+        };
+        let s = crate::scan::scan(&self.image, &self.geometry, &opts);
+        if let Some(f) = &s.failure {
+            return Err(ConvertError::Unmountable(f.to_string()));
+        }
+        Ok(s)
+    }
+}
+
+/// The cleanmarkers, summaries and space of a scanned input.
+pub fn input_layout(scan: &Scan) -> InputLayout {
+    let cleanmarker = scan
+        .refs
+        .iter()
+        .find(|r| r.kind == NodeKind::Cleanmarker)
+        .map(|r| r.len);
+    let summary = scan
+        .blocks
+        .iter()
+        .any(|b| b.summary == crate::scan::SummaryUse::Used);
+    let t = scan.totals();
+    InputLayout {
+        cleanmarker,
+        summary,
+        used: t.used + t.dirty + t.wasted + t.unchecked,
+    }
+}
+
+/// Progress callback: `(done, total)` in work items; called from the writing thread.
+pub type ProgressFn<'a> = &'a dyn Fn(u64, u64);
 
 /// Converts the filesystem `fs` into `out`. See the module documentation.
 pub fn convert<W: Write>(
     fs: &Fs,
     cfg: &ConvertConfig,
     out: W,
+) -> Result<(W, ConvertReport), ConvertError> {
+    convert_with_progress(fs, cfg, out, None)
+}
+
+/// [`convert`] with a progress callback.
+pub fn convert_with_progress<W: Write>(
+    fs: &Fs,
+    cfg: &ConvertConfig,
+    out: W,
+    progress: Option<ProgressFn<'_>>,
 ) -> Result<(W, ConvertReport), ConvertError> {
     let lc = cfg.layout;
     if lc.erase_size < MIN_ERASE || lc.erase_size % 4 != 0 {
@@ -201,7 +336,13 @@ pub fn convert<W: Write>(
     let mut versions: HashMap<u32, u32> = plan.next_version;
     let mut buf = Vec::new();
     let worker = Worker { fs, cfg };
+    let total = plan.items.len() as u64;
+    let mut done = 0u64;
     for round in plan.items.chunks(ROUND) {
+        if let Some(p) = progress {
+            p(done, total);
+        }
+        done += round.len() as u64;
         let ready: Vec<Ready> =
             pool.install(|| round.par_iter().map(|it| worker.ready(it)).collect());
         for (r, it) in ready.into_iter().zip(round) {
@@ -217,20 +358,42 @@ pub fn convert<W: Write>(
                     }
                     emit(&mut w, &bytes, rec, &mut report)?;
                 }
-                Ready::Pieces(tmpl, pieces) => {
-                    for (ofs, c) in pieces {
-                        let version = next(&mut versions, tmpl.ino);
-                        let node = InodeNode {
-                            version,
-                            offset: ofs,
-                            dsize: c.consumed as u32,
-                            compr: c.compr,
-                            ..tmpl.clone()
+                Ready::DataCopy(bytes, dn) => {
+                    let room = w.room(18) as usize;
+                    if bytes.len() <= room || room < SPLIT_MIN {
+                        report.copied += 1;
+                        emit(&mut w, &bytes, 18, &mut report)?;
+                    } else {
+                        // It would leave a gap Linux counts as dirt: split it, same version
+                        // and header, its data filling the block (§6.2: pieces of one version
+                        // that do not overlap all stand).
+                        let data = match fs.node_data(&dn) {
+                            Ok(NodeData::Bytes(b)) => Some(b),
+                            Ok(NodeData::Zeros(_)) => None,
+                            Err(_) => {
+                                report.copied += 1;
+                                report.kept_undecodable += 1;
+                                emit(&mut w, &bytes, 18, &mut report)?;
+                                continue;
+                            }
                         };
-                        buf.clear();
-                        node.encode(lc.endian, &c.data, &mut buf);
-                        report.rewritten += 1;
-                        emit(&mut w, &buf, 18, &mut report)?;
+                        let Ok(tmpl) = InodeNode::decode(&bytes, lc.endian, 0) else {
+                            return Err(ConvertError::Internal("copied node unreadable".into()));
+                        };
+                        let chunk = Chunk {
+                            ofs: dn.ofs,
+                            len: dn.size,
+                            data,
+                            spec: None,
+                        };
+                        let mut same = |_: u32| tmpl.version;
+                        write_chunk(&mut w, cfg, &tmpl, &chunk, &mut same, &mut buf, &mut report)?;
+                    }
+                }
+                Ready::Pieces(tmpl, chunks) => {
+                    let mut fresh = |ino: u32| next(&mut versions, ino);
+                    for chunk in &chunks {
+                        write_chunk(&mut w, cfg, &tmpl, chunk, &mut fresh, &mut buf, &mut report)?;
                     }
                 }
                 Ready::Versioned(item) => {
@@ -267,6 +430,9 @@ pub fn convert<W: Write>(
             }
         }
     }
+    if let Some(p) = progress {
+        p(total, total);
+    }
     let (out, size) = w.finish(cfg.pad)?;
     report.image_size = size;
     Ok((out, report))
@@ -288,6 +454,87 @@ fn emit<W: Write>(
     w.prepare(node.len() as u32, rec)?;
     w.write_node(node)?;
     report.node_bytes += node.len() as u64;
+    Ok(())
+}
+
+/// Room below which a block is closed rather than a data node split into it: the kernel
+/// counts a tail of up to 196 bytes (`ISDIRTY`, §1.10) as wasted, a larger one as dirt.
+const SPLIT_MIN: usize = INODE_SIZE + MIN_DATA_LEN as usize;
+
+/// `JFFS2_MIN_DATA_LEN`.
+const MIN_DATA_LEN: u32 = 128;
+
+/// A range of file data to write as one or more data nodes.
+struct Chunk {
+    /// File offset.
+    ofs: u32,
+    /// Length.
+    len: u32,
+    /// The bytes; `None` for a hole (ZERO nodes).
+    data: Option<Vec<u8>>,
+    /// The whole chunk compressed in advance (used when it fits).
+    spec: Option<Compressed>,
+}
+
+/// Writes a chunk as mkfs.jffs2 writes a page (§3.6.3 of the mtd-utils notes): a node as
+/// large as the block's room allows, the rest in the next block. `version` gives each
+/// node's version (fresh ones, or the copied node's own).
+fn write_chunk<W: Write>(
+    w: &mut BlockWriter<W>,
+    cfg: &ConvertConfig,
+    tmpl: &InodeNode,
+    chunk: &Chunk,
+    version: &mut dyn FnMut(u32) -> u32,
+    buf: &mut Vec<u8>,
+    report: &mut ConvertReport,
+) -> Result<(), ConvertError> {
+    let e = cfg.layout.endian;
+    let Some(data) = &chunk.data else {
+        // A hole: one ZERO node, no payload.
+        w.prepare(INODE_SIZE as u32, 18)?;
+        let node = InodeNode {
+            version: version(tmpl.ino),
+            offset: chunk.ofs,
+            dsize: chunk.len,
+            compr: COMPR_ZERO,
+            ..tmpl.clone()
+        };
+        buf.clear();
+        node.encode(e, &[], buf);
+        report.rewritten += 1;
+        return emit(w, buf, 18, report).map_err(ConvertError::from);
+    };
+    let len = data.len();
+    let mut pos = 0usize;
+    let mut spec = chunk.spec.as_ref();
+    while pos < len {
+        w.prepare(SPLIT_MIN as u32, 18)?;
+        let room = (w.room(18) as usize).saturating_sub(INODE_SIZE);
+        let space = room.min(len - pos);
+        let fresh;
+        let c = match spec.take() {
+            Some(s) if pos == 0 && space == len && s.consumed == len => s,
+            _ => {
+                fresh = cfg.compressors.compress(&data[pos..], space);
+                &fresh
+            }
+        };
+        if c.consumed == 0 {
+            return Err(ConvertError::Internal("compressor consumed nothing".into()));
+        }
+        let node = InodeNode {
+            version: version(tmpl.ino),
+            offset: chunk.ofs + pos as u32,
+            dsize: c.consumed as u32,
+            compr: c.compr,
+            ..tmpl.clone()
+        };
+        buf.clear();
+        node.encode(e, &c.data, buf);
+        report.rewritten += 1;
+        emit(w, buf, 18, report)?;
+        pos += c.consumed;
+    }
     Ok(())
 }
 
@@ -419,6 +666,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 .push(Item::Copy {
                     offset: r.offset,
                     rec: 18,
+                    data: None,
                 }),
             None if inode.faked && inode.ino == 1 => {}
             _ => items.push(Item::Meta {
@@ -433,6 +681,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 items.push(Item::Copy {
                     offset: de.offset,
                     rec,
+                    data: None,
                 });
             } else {
                 items.push(Item::Dirent {
@@ -478,6 +727,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 items.push(Item::Copy {
                     offset: dn.offset,
                     rec: 18,
+                    data: Some(dn.clone()),
                 });
             } else {
                 items.push(Item::Data {
@@ -501,6 +751,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                     items.push(Item::Copy {
                         offset: r.offset,
                         rec: 18,
+                        data: None,
                     })
                 }
                 _ => items.push(Item::Meta {
@@ -519,6 +770,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 items.push(Item::Copy {
                     offset: r.offset,
                     rec: 18,
+                    data: None,
                 });
                 return;
             }
@@ -617,7 +869,16 @@ impl Worker<'_, '_> {
     fn ready(&self, it: &Item) -> Ready {
         let to = self.cfg.layout.endian;
         match it {
-            Item::Copy { offset, rec } => Ready::Node(self.copy(*offset), *rec),
+            Item::Copy {
+                offset,
+                rec,
+                data: None,
+            } => Ready::Node(self.copy(*offset), *rec),
+            Item::Copy {
+                offset,
+                data: Some(dn),
+                ..
+            } => Ready::DataCopy(self.copy(*offset), dn.clone()),
             Item::Data { tmpl, dn, ranges } => self.data(tmpl, dn, ranges),
             Item::Meta { node, payload } => Ready::Versioned(Item::Meta {
                 node: node.clone(),
@@ -679,24 +940,22 @@ impl Worker<'_, '_> {
         }
     }
 
-    /// The visible ranges of a data node, split at page boundaries and compressed.
+    /// The visible ranges of a data node, split at page boundaries and compressed (the
+    /// writer splits further at block ends).
     fn data(&self, tmpl: &InodeNode, dn: &DataNode, ranges: &[(u64, u64)]) -> Ready {
         let page = u64::from(self.cfg.page_size);
-        let mut pieces = Vec::new();
+        let mut chunks = Vec::new();
         if dn.compr == COMPR_ZERO {
             // A hole stays a hole: one ZERO node per visible range.
             for &(s, e) in ranges {
-                pieces.push((
-                    s as u32,
-                    Compressed {
-                        compr: COMPR_ZERO,
-                        consumed: (e - s) as usize,
-                        data: Vec::new(),
-                        stats: Default::default(),
-                    },
-                ));
+                chunks.push(Chunk {
+                    ofs: s as u32,
+                    len: (e - s) as u32,
+                    data: None,
+                    spec: None,
+                });
             }
-            return Ready::Pieces(tmpl.clone(), pieces);
+            return Ready::Pieces(tmpl.clone(), chunks);
         }
         let data = match self.fs.node_data(dn) {
             Ok(NodeData::Bytes(b)) => b,
@@ -710,23 +969,17 @@ impl Worker<'_, '_> {
                 let end = ((at / page + 1) * page).min(e);
                 let lo = (at - u64::from(dn.ofs)) as usize;
                 let hi = (end - u64::from(dn.ofs)) as usize;
-                let Some(chunk) = data.get(lo..hi) else { break };
-                let mut pos = 0;
-                while pos < chunk.len() {
-                    let c = self
-                        .cfg
-                        .compressors
-                        .compress(&chunk[pos..], chunk.len() - pos);
-                    if c.consumed == 0 {
-                        break;
-                    }
-                    let consumed = c.consumed;
-                    pieces.push(((at as usize + pos) as u32, c));
-                    pos += consumed;
-                }
+                let Some(bytes) = data.get(lo..hi) else { break };
+                let spec = self.cfg.compressors.compress(bytes, bytes.len());
+                chunks.push(Chunk {
+                    ofs: at as u32,
+                    len: bytes.len() as u32,
+                    data: Some(bytes.to_vec()),
+                    spec: Some(spec),
+                });
                 at = end;
             }
         }
-        Ready::Pieces(tmpl.clone(), pieces)
+        Ready::Pieces(tmpl.clone(), chunks)
     }
 }

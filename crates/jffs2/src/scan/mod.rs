@@ -363,6 +363,23 @@ pub enum MountFailure {
     Other(String),
 }
 
+impl std::fmt::Display for MountFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MountFailure::Incompat { offset, nodetype } => write!(
+                f,
+                "node type 0x{nodetype:04x} at 0x{offset:08x} is INCOMPAT and unknown to Linux"
+            ),
+            MountFailure::RoCompat { offset, nodetype } => write!(
+                f,
+                "node type 0x{nodetype:04x} at 0x{offset:08x} is ROCOMPAT: read-only mounts only"
+            ),
+            MountFailure::TooFewBlocks(n) => write!(f, "too few erase blocks ({n}; 5 needed)"),
+            MountFailure::Other(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Everything the scan found.
 #[derive(Debug, Clone)]
 pub struct Scan {

@@ -1,0 +1,487 @@
+//! `jffs2-convert`: offline garbage collection and re-layout of a JFFS2 image
+//! ([`jffs2::convert`]). The output options are mkfs.jffs2's, with its grammar.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use jffs2::compress::{Compressors, Mode};
+use jffs2::convert::{self, ConvertConfig, ConvertReport, Source};
+use jffs2::format::Endian;
+use jffs2::layout::{EndPad, LayoutConfig};
+
+use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
+use super::output::Output;
+use super::{Progress, Tool};
+
+/// Exit status: converted, nothing left out.
+const EXIT_OK: i32 = 0;
+/// Converted; something Linux could not read, or never shows, was left out (reported).
+const EXIT_DROPPED: i32 = 1;
+/// The input cannot be converted (unreadable, not JFFS2, not mountable) or the output
+/// cannot be written.
+const EXIT_OPERATIONAL: i32 = 8;
+/// Usage error.
+const EXIT_USAGE: i32 = 16;
+
+const SHORT: &str = "i:o:e:s:c:nlbp::m:x:X:y:vhV";
+
+const OPT_SUMMARY: u32 = 1000;
+const OPT_NO_SUMMARY: u32 = 1001;
+const OPT_INPUT_ERASEBLOCK: u32 = 1002;
+const OPT_INPUT_ENDIAN: u32 = 1003;
+const OPT_OOBSIZE: u32 = 1004;
+const OPT_INPUT_PAGESIZE: u32 = 1005;
+const OPT_JSON: u32 = 1006;
+const OPT_THREADS: u32 = 1007;
+const OPT_NO_PROGRESS: u32 = 1008;
+
+const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
+    LongOpt { name, has_arg, id }
+}
+
+const LONG: &[LongOpt] = &[
+    lo("input", HasArg::Required, b'i' as u32),
+    lo("output", HasArg::Required, b'o' as u32),
+    lo("eraseblock", HasArg::Required, b'e' as u32),
+    lo("pagesize", HasArg::Required, b's' as u32),
+    lo("cleanmarker", HasArg::Required, b'c' as u32),
+    lo("no-cleanmarkers", HasArg::No, b'n' as u32),
+    lo("little-endian", HasArg::No, b'l' as u32),
+    lo("big-endian", HasArg::No, b'b' as u32),
+    lo("pad", HasArg::Optional, b'p' as u32),
+    lo("compression-mode", HasArg::Required, b'm' as u32),
+    lo("disable-compressor", HasArg::Required, b'x' as u32),
+    lo("enable-compressor", HasArg::Required, b'X' as u32),
+    lo("compressor-priority", HasArg::Required, b'y' as u32),
+    lo("verbose", HasArg::No, b'v' as u32),
+    lo("help", HasArg::No, b'h' as u32),
+    lo("version", HasArg::No, b'V' as u32),
+    lo("summary", HasArg::No, OPT_SUMMARY),
+    lo("no-summary", HasArg::No, OPT_NO_SUMMARY),
+    lo("input-eraseblock", HasArg::Required, OPT_INPUT_ERASEBLOCK),
+    lo("input-endian", HasArg::Required, OPT_INPUT_ENDIAN),
+    lo("oobsize", HasArg::Required, OPT_OOBSIZE),
+    lo("input-pagesize", HasArg::Required, OPT_INPUT_PAGESIZE),
+    lo("json", HasArg::No, OPT_JSON),
+    lo("threads", HasArg::Required, OPT_THREADS),
+    lo("no-progress", HasArg::No, OPT_NO_PROGRESS),
+];
+
+/// The help text.
+pub const HELP: &str = "Usage: jffs2-convert -i INPUT -o OUTPUT [OPTIONS]
+
+Rewrites a JFFS2 image as Linux would show it mounted: every file, directory, link,
+device, owner, mode, time and extended attribute is kept; obsolete, superseded and
+deleted nodes are dropped (offline garbage collection); the output can have another
+erase size, page size, cleanmarker layout, byte order, compression, and summaries.
+Live nodes are copied unchanged where the new layout allows; the rest is rewritten
+within page boundaries, compressed on all cores.
+
+Input:
+  -i, --input=FILE          The image (a partition dump, dirty or clean)
+      --input-eraseblock=SIZE  Its erase size (detected when not given)
+      --input-endian=little|big  Its byte order (detected when not given)
+      --oobsize=N           The input is a raw NAND dump with N bytes of OOB after
+                            every page: they are removed first
+      --input-pagesize=N    NAND page size of such a dump (default 2048)
+
+Output (mkfs.jffs2's options; default: what the input had):
+  -o, --output=FILE         The new image (written to a temporary file, then renamed)
+  -e, --eraseblock=SIZE     Erase block size (default: the input's)
+  -s, --pagesize=SIZE       Page size: no data node crosses a multiple of it
+                            (default 4KiB; the target's PAGE_SIZE)
+  -c, --cleanmarker=SIZE    Cleanmarker size (default 12)
+  -n, --no-cleanmarkers     No cleanmarkers
+                            (default: cleanmarkers if the input has them)
+  -l, --little-endian       Little-endian output
+  -b, --big-endian          Big-endian output (default: the input's byte order)
+  -p, --pad[=SIZE]          Pad the output with 0xFF to SIZE, or to the end of the
+                            final erase block (default: to the end of the final block)
+      --summary             Write an erase block summary in every block
+      --no-summary          Write no summaries (default: summaries if the input had)
+  -m, --compression-mode=MODE  none, priority, size or favourlzo
+  -x, --disable-compressor=NAME
+  -X, --enable-compressor=NAME
+  -y, --compressor-priority=PRIORITY:NAME
+                            Any of these recompresses every data node with the
+                            given compressors; without them compressed data is
+                            copied as it is and only rewritten nodes are compressed
+                            (with mkfs.jffs2's defaults: zlib, then rtime)
+
+Other:
+  -v, --verbose             Report what was copied, rewritten and left out
+      --json                The report as JSON on stdout
+      --threads=N           Compression threads (default: one per core)
+      --no-progress         No progress bar (shown only when stderr is a terminal)
+  -h, --help                This text
+  -V, --version             Version information
+
+Exit status: 0 converted; 1 converted, but something Linux cannot read or never
+shows was left out (each named on stderr); 8 the input cannot be converted (not
+JFFS2, unreadable, or Linux would not mount it) or the output cannot be written;
+16 usage error.
+";
+
+struct Args {
+    input: Option<OsString>,
+    output: Option<OsString>,
+    erase: Option<u32>,
+    page_size: u32,
+    cleanmarker: Option<u32>,
+    no_cleanmarkers: bool,
+    endian: Option<Endian>,
+    pad: EndPad,
+    summary: Option<bool>,
+    compressors: Compressors,
+    recompress: bool,
+    input_erase: Option<u32>,
+    input_endian: Option<Endian>,
+    oobsize: usize,
+    input_pagesize: usize,
+    verbose: bool,
+    json: bool,
+    threads: usize,
+    progress: bool,
+}
+
+/// Runs jffs2-convert with `args` (without the program name); returns the exit status.
+pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
+    let a = match parse(tool, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    run(tool, &a)
+}
+
+fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
+    let usage = |msg: &str| -> i32 {
+        tool.error(msg);
+        eprintln!("Try '{} --help' for more information.", tool.name);
+        EXIT_USAGE
+    };
+    let mut a = Args {
+        input: None,
+        output: None,
+        erase: None,
+        page_size: 4096,
+        cleanmarker: None,
+        no_cleanmarkers: false,
+        endian: None,
+        pad: EndPad::Block,
+        summary: None,
+        compressors: Compressors::mkfs_default(),
+        recompress: false,
+        input_erase: None,
+        input_endian: None,
+        oobsize: 0,
+        input_pagesize: 2048,
+        verbose: false,
+        json: false,
+        threads: 0,
+        progress: true,
+    };
+    let mut compr_prior = -1i64;
+    let mut operands = Vec::new();
+    for p in getopt_long(args, SHORT, LONG) {
+        let (id, arg) = match p {
+            Parsed::Opt { id, arg } => (id, arg),
+            Parsed::Operand(w) => {
+                operands.push(w);
+                continue;
+            }
+            Parsed::Error(msg) => return Err(usage(&msg)),
+        };
+        let s = arg.as_deref().map(text).unwrap_or_default();
+        let size = |what: &str| -> Result<u32, i32> {
+            match erase_size(&s) {
+                Ok((v, raised)) => {
+                    if let Some(orig) = raised {
+                        tool.warning(&format!(
+                            "{what}: erase size 0x{:x} too small. Increasing to 8KiB minimum",
+                            orig as u32
+                        ));
+                    }
+                    Ok(v)
+                }
+                Err(EraseSizeError::Unrecognisable) => {
+                    Err(usage(&format!("{what}: unrecognisable size '{s}'")))
+                }
+                Err(EraseSizeError::UnknownUnits) => {
+                    Err(usage(&format!("{what}: unknown units in '{s}'")))
+                }
+            }
+        };
+        match id {
+            0x69 /* i */ => a.input = arg,
+            0x6f /* o */ => a.output = arg,
+            0x65 /* e */ => a.erase = Some(size("--eraseblock")?),
+            0x73 /* s */ => {
+                let v = strtol_int(&s);
+                if !(512..=1 << 20).contains(&v) || v.count_ones() != 1 {
+                    return Err(usage(&format!(
+                        "--pagesize: {s} is not a power of two between 512 and 1MiB"
+                    )));
+                }
+                a.page_size = v as u32;
+            }
+            0x63 /* c */ => {
+                let v = strtol_int(&s);
+                if v < 12 || v % 4 != 0 {
+                    return Err(usage("cleanmarker size must be >= 12 and a multiple of 4"));
+                }
+                a.cleanmarker = Some(v as u32);
+            }
+            0x6e /* n */ => a.no_cleanmarkers = true,
+            0x6c /* l */ => a.endian = Some(Endian::Little),
+            0x62 /* b */ => a.endian = Some(Endian::Big),
+            0x70 /* p */ => {
+                a.pad = match arg {
+                    None => EndPad::Block,
+                    Some(_) => match strtol_int(&s) {
+                        -1 => EndPad::Block,
+                        v if v < 0 => return Err(usage(&format!("--pad: bad size '{s}'"))),
+                        v => EndPad::Size(i64::from(v)),
+                    },
+                }
+            }
+            OPT_SUMMARY => a.summary = Some(true),
+            OPT_NO_SUMMARY => a.summary = Some(false),
+            0x6d /* m */ => match s.parse::<Mode>() {
+                Ok(m) => {
+                    a.compressors.set_mode(m);
+                    a.recompress = true;
+                }
+                Err(_) => return Err(usage(&format!("Unknown compression mode {s}"))),
+            },
+            0x78 | 0x58 /* x X */ => {
+                if a.compressors.set_enabled(&s, id == 0x58).is_err() {
+                    return Err(usage(&format!("Unknown compressor name {s}")));
+                }
+                a.recompress = true;
+            }
+            0x79 /* y */ => {
+                let (v, rest) = strtol(&s);
+                if rest.len() != s.len() {
+                    compr_prior = i64::from(v as i32);
+                }
+                let name = rest.strip_prefix(':').unwrap_or("");
+                if compr_prior < 0 || a.compressors.set_priority(name, compr_prior as i32).is_err()
+                {
+                    return Err(usage(&format!("Cannot parse {s}")));
+                }
+                a.recompress = true;
+            }
+            OPT_INPUT_ERASEBLOCK => a.input_erase = Some(size("--input-eraseblock")?),
+            OPT_INPUT_ENDIAN => {
+                a.input_endian = Some(match s.as_str() {
+                    "little" | "le" | "l" => Endian::Little,
+                    "big" | "be" | "b" => Endian::Big,
+                    _ => return Err(usage(&format!("--input-endian: '{s}' is not little or big"))),
+                })
+            }
+            OPT_OOBSIZE | OPT_INPUT_PAGESIZE => {
+                let v = strtol_int(&s);
+                if v <= 0 {
+                    return Err(usage(&format!("bad size '{s}'")));
+                }
+                if id == OPT_OOBSIZE {
+                    a.oobsize = v as usize;
+                } else {
+                    a.input_pagesize = v as usize;
+                }
+            }
+            0x76 /* v */ => a.verbose = true,
+            OPT_JSON => a.json = true,
+            OPT_THREADS => {
+                let v = strtol_int(&s);
+                if !(1..=1024).contains(&v) {
+                    return Err(usage(&format!("--threads: '{s}' is not between 1 and 1024")));
+                }
+                a.threads = v as usize;
+            }
+            OPT_NO_PROGRESS => a.progress = false,
+            0x68 /* h */ => {
+                print!("{HELP}");
+                return Err(EXIT_OK);
+            }
+            0x56 /* V */ => {
+                println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
+                return Err(EXIT_OK);
+            }
+            _ => {}
+        }
+    }
+    if let Some(w) = operands.first() {
+        return Err(usage(&format!("unexpected operand '{}'", text(w))));
+    }
+    if a.input.is_none() || a.output.is_none() {
+        return Err(usage("an input (-i) and an output (-o) are required"));
+    }
+    if a.no_cleanmarkers && a.cleanmarker.is_some() {
+        return Err(usage("-c and -n contradict each other"));
+    }
+    Ok(a)
+}
+
+fn run(tool: &Tool, a: &Args) -> i32 {
+    let fail = |msg: &str| -> i32 {
+        tool.error(msg);
+        EXIT_OPERATIONAL
+    };
+    let (Some(input), Some(output)) = (&a.input, &a.output) else {
+        return EXIT_USAGE;
+    };
+    let in_path = PathBuf::from(input);
+    let mut raw = match std::fs::read(&in_path) {
+        Ok(b) => b,
+        Err(e) => return fail(&format!("{}: {e}", in_path.display())),
+    };
+    if a.oobsize > 0 {
+        if let Err(e) = jffs2::dump::peel_oob(&mut raw, a.input_pagesize, a.oobsize) {
+            return fail(&format!("{}: {e}", in_path.display()));
+        }
+    }
+    let src = match Source::new(raw, a.input_erase, a.input_endian) {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("{}: {e}", in_path.display())),
+    };
+    let mut scan = match src.scan() {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("{}: {e}", in_path.display())),
+    };
+    let had = convert::input_layout(&scan);
+    let g = src.geometry;
+    let erase = a.erase.unwrap_or(g.erase_size);
+    if erase < 8192 || erase % 4 != 0 {
+        return fail(&format!(
+            "erase size 0x{erase:x}: a JFFS2 erase block is a multiple of 4 of at least 8KiB"
+        ));
+    }
+    let cleanmarker = if a.no_cleanmarkers {
+        None
+    } else {
+        a.cleanmarker.or(had.cleanmarker)
+    };
+    if cleanmarker.is_some_and(|c| c >= erase) {
+        return fail("cleanmarker size must be < eraseblock size");
+    }
+    let cfg = ConvertConfig {
+        layout: LayoutConfig {
+            endian: a.endian.unwrap_or(g.endian),
+            erase_size: erase,
+            cleanmarker,
+            summary: a.summary.unwrap_or(had.summary),
+        },
+        page_size: a.page_size,
+        recompress: a.recompress,
+        compressors: a.compressors.clone(),
+        pad: a.pad,
+        threads: a.threads,
+    };
+    let fs = jffs2::fs::build(&src.image, &mut scan);
+    let mut out = match Output::file(PathBuf::from(output)) {
+        Ok(o) => o,
+        Err(e) => return fail(&format!("{}: {e}", PathBuf::from(output).display())),
+    };
+    let bar = if a.progress && !a.json {
+        Progress::new("jffs2-convert")
+    } else {
+        None
+    };
+    let set = |d: u64, t: u64| {
+        if let Some(b) = &bar {
+            b.set(d, t);
+        }
+    };
+    let result = convert::convert_with_progress(&fs, &cfg, out.writer(), Some(&set));
+    if let Some(b) = bar {
+        b.finish();
+    }
+    let report = match result {
+        Ok((_, r)) => r,
+        Err(e) => {
+            out.abandon();
+            return fail(&e.to_string());
+        }
+    };
+    if let Err(e) = out.commit() {
+        return fail(&format!("{}: {e}", PathBuf::from(output).display()));
+    }
+    for d in &report.dropped {
+        let path = d
+            .path
+            .as_deref()
+            .map_or_else(String::new, |p| format!(" {}", String::from_utf8_lossy(p)));
+        tool.warning(&format!("left out (inode #{}{path}): {}", d.ino, d.what));
+    }
+    if a.json {
+        println!("{}", json(&report, &cfg, src.input_len, had.used));
+    } else if a.verbose {
+        eprintln!("{}", summary(&report, &cfg, src.input_len, had.used));
+    }
+    if report.dropped.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_DROPPED
+    }
+}
+
+fn summary(r: &ConvertReport, cfg: &ConvertConfig, input_len: u64, used: u64) -> String {
+    let l = &cfg.layout;
+    format!(
+        "{} inodes, {} directory entries, {} xattr nodes: {} nodes copied, {} written anew \
+         ({} kept undecodable), {} left out; {} bytes of nodes (input used {used}) in {} erase \
+         blocks of {} KiB, {}, cleanmarkers {}, summaries {}; output {} bytes (input {input_len})",
+        r.inodes,
+        r.dirents,
+        r.xattrs,
+        r.copied,
+        r.rewritten,
+        r.kept_undecodable,
+        r.dropped.len(),
+        r.node_bytes,
+        r.image_size.div_ceil(u64::from(l.erase_size)),
+        l.erase_size / 1024,
+        l.endian.name(),
+        l.cleanmarker
+            .map_or_else(|| "none".to_string(), |c| format!("{c} bytes")),
+        if l.summary { "yes" } else { "no" },
+        r.image_size
+    )
+}
+
+fn json(r: &ConvertReport, cfg: &ConvertConfig, input_len: u64, used: u64) -> String {
+    let l = &cfg.layout;
+    let dropped: Vec<serde_json::Value> = r
+        .dropped
+        .iter()
+        .map(|d| {
+            serde_json::json!({
+                "ino": d.ino,
+                "path": d.path.as_deref().map(|p| String::from_utf8_lossy(p).into_owned()),
+                "what": d.what,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "input": {"bytes": input_len, "used": used},
+        "output": {
+            "bytes": r.image_size,
+            "node_bytes": r.node_bytes,
+            "erase_size": l.erase_size,
+            "endian": l.endian.name(),
+            "cleanmarker": l.cleanmarker,
+            "summary": l.summary,
+            "page_size": cfg.page_size,
+        },
+        "inodes": r.inodes,
+        "dirents": r.dirents,
+        "xattr_nodes": r.xattrs,
+        "copied": r.copied,
+        "rewritten": r.rewritten,
+        "kept_undecodable": r.kept_undecodable,
+        "dropped": dropped,
+    })
+    .to_string()
+}

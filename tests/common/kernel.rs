@@ -1,0 +1,255 @@
+//! Glue between Rust tests and the kernel harness (`tests/kernel/harness.py`): setup with a
+//! loud, never-silent skip, image specs, runs, mount times and the comparison of guest
+//! listings with the ones recorded in `fixtures/kernel/`. Included with `#[path]` by the
+//! kernel suites that need it.
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub fn harness_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel/harness.py")
+}
+
+pub fn loud(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "\n{msg}\n");
+}
+
+pub fn setup() -> &'static Result<(), String> {
+    static SETUP: OnceLock<Result<(), String>> = OnceLock::new();
+    SETUP.get_or_init(|| {
+        let out = Command::new("python3")
+            .arg(harness_path())
+            .arg("setup")
+            .output()
+            .map_err(|e| format!("cannot run python3: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "harness setup failed ({}): {} {}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout).trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    })
+}
+
+pub fn kernel_available() -> bool {
+    let reason = match setup() {
+        Ok(()) => return true,
+        Err(r) => r,
+    };
+    let ci = std::env::var("CI")
+        .map(|v| v == "true" || v == "1")
+        .unwrap_or(false);
+    let skip = std::env::var("JFFS2_SKIP_KERNEL")
+        .map(|v| v == "1")
+        .unwrap_or(false);
+    let msg = format!(
+        "************************************************************\n\
+         KERNEL SUITE SKIPPED: {reason}\n\
+         ************************************************************"
+    );
+    loud(&msg);
+    if skip && !ci {
+        return false;
+    }
+    panic!(
+        "the kernel suite could not run ({reason}); {}",
+        if ci {
+            "CI=true: it must run in CI"
+        } else {
+            "set JFFS2_SKIP_KERNEL=1 to skip it explicitly"
+        }
+    );
+}
+
+pub fn json_str(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+pub fn json_path(p: &Path) -> String {
+    json_str(p.to_str().expect("utf-8 path"))
+}
+
+/// One image for the harness (read-only, remounted once for a second mount time).
+pub struct Image {
+    pub id: String,
+    pub path: PathBuf,
+    pub erase: u32,
+    pub partition: Option<u64>,
+    pub expect_dir: Option<PathBuf>,
+    pub ignore: Vec<&'static str>,
+}
+
+impl Image {
+    fn to_json(&self) -> String {
+        let mut f = vec![
+            format!("\"id\": {}", json_str(&self.id)),
+            format!("\"path\": {}", json_path(&self.path)),
+            format!("\"erase_size\": {}", self.erase),
+            "\"mode\": \"ro\"".to_string(),
+            "\"remount\": true".to_string(),
+        ];
+        if let Some(p) = self.partition {
+            f.push(format!("\"pad_to\": {p}"));
+        }
+        if let Some(d) = &self.expect_dir {
+            f.push(format!("\"expect_dir\": {}", json_path(d)));
+        }
+        let ig: Vec<String> = self.ignore.iter().map(|s| json_str(s)).collect();
+        f.push(format!("\"compare_ignore\": [{}]", ig.join(", ")));
+        format!("{{{}}}", f.join(", "))
+    }
+}
+
+/// Runs `harness.py <cmd>` on `images` (one boot for up to 16); returns its stdout and the
+/// result file.
+pub fn harness(work: &Path, cmd: &str, images: &[Image]) -> (String, PathBuf) {
+    let spec = work.join(format!("{cmd}-spec.json"));
+    let result = work.join(format!("{cmd}-result.json"));
+    let body: Vec<String> = images.iter().map(Image::to_json).collect();
+    fs::write(
+        &spec,
+        format!(
+            "{{\"timeout\": 600, \"images\": [\n{}\n]}}\n",
+            body.join(",\n")
+        ),
+    )
+    .unwrap();
+    let out = Command::new("python3")
+        .arg(harness_path())
+        .arg(cmd)
+        .arg("--spec")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&result)
+        .output()
+        .expect("run harness");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let code = out.status.code().unwrap_or(-1);
+    println!(
+        "--- harness {cmd} (exit {code}) ---\n{text}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(code == 0 || code == 1, "harness error (exit {code})");
+    (text, result)
+}
+
+/// Per image of a result file: (id, first mount seconds, remount seconds, bad messages).
+pub fn mount_times(result: &Path) -> Vec<(String, f64, f64, usize)> {
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import harness
+out = json.load(open(sys.argv[1]))
+for r in out["results"]:
+    rm = r.get("remount", {}).get("mount_seconds", -1)
+    bad = len(harness.bad_messages(r.get("jffs2_messages", [])))
+    print(f"TIME {r['id']} {r.get('mount_seconds', -1)} {rm} {bad}")
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(result)
+        .arg(harness_path().parent().unwrap())
+        .output()
+        .expect("python3");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 5 && f[0] == "TIME").then(|| {
+                (
+                    f[1].to_string(),
+                    f[2].parse().unwrap_or(-1.0),
+                    f[3].parse().unwrap_or(-1.0),
+                    f[4].parse().unwrap_or(99),
+                )
+            })
+        })
+        .collect()
+}
+
+pub fn ok(report: &str, id: &str) -> bool {
+    report
+        .lines()
+        .any(|l| l.starts_with(&format!("RESULT {id} OK ")))
+}
+
+/// The kernel-written fixtures: (image, its JSON record, erase size), sorted by name.
+pub fn kernel_fixtures() -> Vec<(PathBuf, PathBuf, u32)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel");
+    let mut names: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "img"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|p| {
+            let meta = p.with_extension("json");
+            let text = fs::read_to_string(&meta).unwrap();
+            let es: u32 = text
+                .split("\"erase_size\":")
+                .nth(1)
+                .and_then(|r| r.trim_start().split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|v| v.parse().ok())
+                .expect("erase_size");
+            (p, meta, es)
+        })
+        .collect()
+}
+
+/// Compares the guest listing of each image of `result` with the listing recorded in the
+/// matching fixture record (`metas`, in the same order), exactly, and collects the jffs2
+/// complaints. One line per image: `FIXTURE id mount_ok=… recorded_ok=… diffs=N bad=N
+/// seconds=…`, then up to 20 `DIFF` and every `KMSG` line.
+pub fn compare_with_recorded(result: &Path, metas: &[PathBuf]) -> String {
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import harness
+out = json.load(open(sys.argv[1]))
+for r, meta in zip(out["results"], sys.argv[3:]):
+    m = json.load(open(meta))
+    diffs = harness.compare(m["listing"] or [], r.get("listing") or [], exact=True)
+    bad = harness.bad_messages(r.get("jffs2_messages", []))
+    print(f"FIXTURE {r['id']} mount_ok={r.get('mount_ok')} recorded_ok={m['mount']['mount_ok']} "
+          f"diffs={len(diffs)} bad={len(bad)} seconds={r.get('mount_seconds')}")
+    for d in diffs[:20]:
+        print(f"  DIFF {json.dumps(d)}")
+    for b in bad:
+        print(f"  KMSG <{b['level']}> {b['msg']}")
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(result)
+        .arg(harness_path().parent().unwrap())
+        .args(metas)
+        .output()
+        .expect("python3");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
