@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 
 use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
 use super::num::{erase_size, EraseSizeError};
+use super::output::Output;
 use super::{Progress, Tool};
 
 /// Exit code: no errors.
@@ -50,6 +51,7 @@ const OPT_WITH_POSIX_ACL: u32 = 1009;
 const OPT_IGNORE_MTIME: u32 = 1010;
 const OPT_VERSION: u32 = 1011;
 const OPT_NO_PROGRESS: u32 = 1012;
+const OPT_REPAIR: u32 = 1013;
 
 const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
     LongOpt { name, has_arg, id }
@@ -74,6 +76,7 @@ const LONG: &[LongOpt] = &[
     lo("ignore-mtime", HasArg::No, OPT_IGNORE_MTIME),
     lo("version", HasArg::No, OPT_VERSION),
     lo("no-progress", HasArg::No, OPT_NO_PROGRESS),
+    lo("repair", HasArg::Required, OPT_REPAIR),
 ];
 
 /// The help text.
@@ -89,6 +92,10 @@ Options:
       --json              Print one JSON document (findings and summary)
       --kernel-log        Print what Linux 6.1 logs mounting the image and reading
                           every file (dmesg style), instead of the findings
+      --repair=OUT        Also write to OUT the image Linux would have shown: what it
+                          can read, in the same layout, without dead nodes (the
+                          garbage collection of jffs2-convert); what is left out is
+                          named. IMAGE itself is never written
       --compare=DIR       Factory verification: the image's tree must equal DIR
                           (names, types, modes, owners, sizes, contents, link
                           targets, device numbers, times, xattrs)
@@ -108,7 +115,9 @@ As fsck.jffs2, fsck(8)'s -a -p -y -n -f -V -C[fd] are accepted (the check never
 writes; -C shows the progress bar).
 
 Exit status: 0 consistent, 4 errors found (or differences from --compare),
-8 operational error (unreadable, empty, not JFFS2), 16 usage error.
+8 operational error (unreadable, empty, not JFFS2), 16 usage error. With
+--repair: 1 when OUT was written and IMAGE had errors or something was left out
+(errors corrected), 0 when IMAGE was consistent, 8 when no repair was possible.
 ";
 
 struct Args {
@@ -125,6 +134,7 @@ struct Args {
     ignore_mtime: bool,
     progress: bool,
     image: Option<OsString>,
+    repair: Option<PathBuf>,
 }
 
 enum Parse {
@@ -148,6 +158,7 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
         ignore_mtime: false,
         progress: true,
         image: None,
+        repair: None,
     };
     let usage_error = |msg: &str| {
         tool.error(msg);
@@ -228,6 +239,7 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
                     }
                     OPT_IGNORE_MTIME => a.ignore_mtime = true,
                     OPT_NO_PROGRESS => a.progress = false,
+                    OPT_REPAIR => a.repair = Some(PathBuf::from(arg)),
                     OPT_VERSION => {
                         println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
                         return Parse::Exit(EXIT_OK);
@@ -309,7 +321,20 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
             return EXIT_OPERATIONAL;
         }
     };
-    let code = report.verdict().exit_code();
+    let mut code = report.verdict().exit_code();
+    if let Some(out) = &a.repair {
+        match repair(tool, &PathBuf::from(&image_path), out, &report) {
+            Ok(dropped) => {
+                if code != EXIT_OK || dropped {
+                    code = EXIT_CORRECTED;
+                }
+            }
+            Err(msg) => {
+                tool.error(&format!("--repair: {msg}"));
+                code = EXIT_OPERATIONAL;
+            }
+        }
+    }
     let out = if a.json {
         let mut s =
             serde_json::to_string_pretty(&to_json(&shown, &report, a.verbose)).unwrap_or_default();
@@ -329,6 +354,74 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         return EXIT_OPERATIONAL;
     }
     code
+}
+
+/// fsck(8): "filesystem errors corrected".
+const EXIT_CORRECTED: i32 = 1;
+
+/// `--repair=OUT`: the image Linux would have shown, in the input's own layout, through the
+/// conversion of `jffs2-convert` (`jffs2::convert`). Returns whether anything was left out.
+fn repair(tool: &Tool, image: &PathBuf, out: &PathBuf, report: &Report) -> Result<bool, String> {
+    use jffs2::convert::{self, ConvertConfig, Source};
+    use jffs2::layout::{EndPad, LayoutConfig};
+    let raw = read_image(image).map_err(|e| format!("{}: {e}", image.display()))?;
+    let input_len = raw.len() as u64;
+    let g = report.geometry.geometry;
+    let src = Source::new(raw, Some(g.erase_size), Some(g.endian)).map_err(|e| e.to_string())?;
+    let mut scan = src.scan().map_err(|e| e.to_string())?;
+    let had = convert::input_layout(&scan);
+    let es = u64::from(g.erase_size);
+    let cfg = ConvertConfig {
+        layout: LayoutConfig {
+            endian: g.endian,
+            erase_size: g.erase_size,
+            cleanmarker: had.cleanmarker,
+            summary: had.summary,
+        },
+        page_size: 4096,
+        recompress: false,
+        compressors: jffs2::compress::Compressors::mkfs_default(),
+        // A whole-partition dump stays a whole partition.
+        pad: if input_len % es == 0 {
+            EndPad::Size(input_len as i64)
+        } else {
+            EndPad::Block
+        },
+        threads: 0,
+    };
+    let fs = jffs2::fs::build(&src.image, &mut scan);
+    let mut output = Output::file(out.clone()).map_err(|e| format!("{}: {e}", out.display()))?;
+    let result = convert::convert(&fs, &cfg, output.writer());
+    let (_, r) = match result {
+        Ok(x) => x,
+        Err(e) => {
+            output.abandon();
+            return Err(e.to_string());
+        }
+    };
+    output
+        .commit()
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+    for d in &r.dropped {
+        let path = d
+            .path
+            .as_deref()
+            .map_or_else(String::new, |p| format!(" {}", String::from_utf8_lossy(p)));
+        tool.warning(&format!(
+            "--repair left out (inode #{}{path}): {}",
+            d.ino, d.what
+        ));
+    }
+    eprintln!(
+        "{}: repaired image written to {}: {} inodes, {} nodes copied, {} written anew, {} left out",
+        tool.name,
+        out.display(),
+        r.inodes,
+        r.copied,
+        r.rewritten,
+        r.dropped.len()
+    );
+    Ok(!r.dropped.is_empty())
 }
 
 /// Reads the whole image once (a regular file, or a block/character device read to its end).

@@ -253,3 +253,39 @@ for r, meta in zip(out["results"], sys.argv[3:]):
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Compares, in one result file, the guest listing of image `b` with that of image `a`
+/// (exactly), and reports both images' jffs2 complaints. One line: `PAIR a b mount_a=…
+/// mount_b=… diffs=N bad_a=N bad_b=N`, then up to 20 `DIFF` lines.
+pub fn compare_two(result: &Path, a: usize, b: usize) -> String {
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import harness
+out = json.load(open(sys.argv[1]))
+ra, rb = out["results"][int(sys.argv[3])], out["results"][int(sys.argv[4])]
+diffs = harness.compare(ra.get("listing") or [], rb.get("listing") or [], exact=True)
+bad_a = harness.bad_messages(ra.get("jffs2_messages", []))
+bad_b = harness.bad_messages(rb.get("jffs2_messages", []))
+print(f"PAIR {ra['id']} {rb['id']} mount_a={ra.get('mount_ok')} mount_b={rb.get('mount_ok')} "
+      f"entries={len(rb.get('listing') or [])} diffs={len(diffs)} bad_a={len(bad_a)} bad_b={len(bad_b)}")
+for d in diffs[:20]:
+    print(f"  DIFF {json.dumps(d)}")
+for m in bad_a + bad_b:
+    print(f"  KMSG <{m['level']}> {m['msg']}")
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(result)
+        .arg(harness_path().parent().unwrap())
+        .arg(a.to_string())
+        .arg(b.to_string())
+        .output()
+        .expect("python3");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}

@@ -135,11 +135,12 @@ const ROUND: usize = 512;
 /// One unit of output, in write order.
 enum Item {
     /// A node copied from the input (byte-swapped when the byte order changes); data
-    /// nodes carry their description, for a split at a block end.
+    /// nodes carry their description and the inode's current attributes, for a split at a
+    /// block end.
     Copy {
         offset: u32,
         rec: u32,
-        data: Option<DataNode>,
+        data: Option<(DataNode, InodeNode)>,
     },
     /// A data node's visible ranges, rewritten.
     Data {
@@ -149,6 +150,9 @@ enum Item {
     },
     /// An inode node without data (or with a raw payload: symlink target).
     Meta { node: InodeNode, payload: Vec<u8> },
+    /// A regular file's closing metadata node: the copy at `copy` if nothing of the inode
+    /// got a fresh version before it, else `node` with the next version.
+    LastMeta { copy: Option<u32>, node: InodeNode },
     /// A directory entry written anew.
     Dirent {
         pino: u32,
@@ -173,11 +177,13 @@ enum Ready {
     Node(Vec<u8>, u32),
     /// A copied data node (output byte order), split at write time if it would leave
     /// a dirty block tail.
-    DataCopy(Vec<u8>, DataNode),
+    DataCopy(Vec<u8>, DataNode, InodeNode),
     /// Rewritten data: the template, then the chunks in file order.
     Pieces(InodeNode, Vec<Chunk>),
     /// A node with a version still to assign (inode or dirent, by owner inode).
     Versioned(Item),
+    /// The closing metadata node: its copy (when copyable) and the fresh alternative.
+    LastMeta(Option<Vec<u8>>, InodeNode),
 }
 
 /// An input image made ready for conversion: padded as flashed, its geometry known.
@@ -333,6 +339,7 @@ pub fn convert_with_progress<W: Write>(
         .map_err(|e| ConvertError::Internal(e.to_string()))?;
 
     let mut w = BlockWriter::new(out, lc);
+    let first_version: HashMap<u32, u32> = plan.next_version.clone();
     let mut versions: HashMap<u32, u32> = plan.next_version;
     let mut buf = Vec::new();
     let worker = Worker { fs, cfg };
@@ -358,15 +365,18 @@ pub fn convert_with_progress<W: Write>(
                     }
                     emit(&mut w, &bytes, rec, &mut report)?;
                 }
-                Ready::DataCopy(bytes, dn) => {
+                Ready::DataCopy(bytes, dn, tmpl) => {
                     let room = w.room(18) as usize;
                     if bytes.len() <= room || room < SPLIT_MIN {
                         report.copied += 1;
                         emit(&mut w, &bytes, 18, &mut report)?;
                     } else {
-                        // It would leave a gap Linux counts as dirt: split it, same version
-                        // and header, its data filling the block (§6.2: pieces of one version
-                        // that do not overlap all stand).
+                        // It would leave a block tail Linux counts as dirt: rewritten instead,
+                        // its data filling the block, with fresh versions and the inode's
+                        // current attributes. (Not pieces of its own version: Linux compares
+                        // a node with its neighbours in the version tree even when they do not
+                        // overlap, and drops one of two equal versions — the kernel test of
+                        // tests/convert_kernel.rs lost data that way.)
                         let data = match fs.node_data(&dn) {
                             Ok(NodeData::Bytes(b)) => Some(b),
                             Ok(NodeData::Zeros(_)) => None,
@@ -377,23 +387,44 @@ pub fn convert_with_progress<W: Write>(
                                 continue;
                             }
                         };
-                        let Ok(tmpl) = InodeNode::decode(&bytes, lc.endian, 0) else {
-                            return Err(ConvertError::Internal("copied node unreadable".into()));
-                        };
                         let chunk = Chunk {
                             ofs: dn.ofs,
                             len: dn.size,
                             data,
                             spec: None,
                         };
-                        let mut same = |_: u32| tmpl.version;
-                        write_chunk(&mut w, cfg, &tmpl, &chunk, &mut same, &mut buf, &mut report)?;
+                        let mut fresh = |ino: u32| next(&mut versions, ino);
+                        write_chunk(
+                            &mut w,
+                            cfg,
+                            &tmpl,
+                            &chunk,
+                            &mut fresh,
+                            &mut buf,
+                            &mut report,
+                        )?;
                     }
                 }
                 Ready::Pieces(tmpl, chunks) => {
                     let mut fresh = |ino: u32| next(&mut versions, ino);
                     for chunk in &chunks {
                         write_chunk(&mut w, cfg, &tmpl, chunk, &mut fresh, &mut buf, &mut report)?;
+                    }
+                }
+                Ready::LastMeta(copy, node) => {
+                    let untouched = versions.get(&node.ino) == first_version.get(&node.ino);
+                    match copy {
+                        Some(bytes) if untouched => {
+                            report.copied += 1;
+                            emit(&mut w, &bytes, 18, &mut report)?;
+                        }
+                        _ => {
+                            let version = next(&mut versions, node.ino);
+                            buf.clear();
+                            InodeNode { version, ..node }.encode(lc.endian, &[], &mut buf);
+                            report.rewritten += 1;
+                            emit(&mut w, &buf, 18, &mut report)?;
+                        }
                     }
                 }
                 Ready::Versioned(item) => {
@@ -709,7 +740,6 @@ impl<'f, 'a> Planner<'f, 'a> {
         order.sort_unstable();
         let latest = inode.latest;
         let mut latest_copied = false;
-        let first = items.len();
         let tmpl = self.template(inode);
         for (_, n) in order {
             let Some(dn) = inode.nodes.get(n) else {
@@ -727,7 +757,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 items.push(Item::Copy {
                     offset: dn.offset,
                     rec: 18,
-                    data: Some(dn.clone()),
+                    data: Some((dn.clone(), tmpl.clone())),
                 });
             } else {
                 items.push(Item::Data {
@@ -737,28 +767,18 @@ impl<'f, 'a> Planner<'f, 'a> {
                 });
             }
         }
-        let rewrites = items[first..]
-            .iter()
-            .any(|it| matches!(it, Item::Data { .. }));
-        if !latest_copied && !rewrites {
-            // Nothing rewritten carries the current attributes: the metadata node, when it
-            // is the latest, is copied; otherwise they go last in a new metadata node. (A
-            // copied metadata node below rewritten data would no longer be the latest, and
-            // Linux would drop it, §6.4.)
-            let meta_latest = latest.is_some_and(|l| !inode.nodes.iter().any(|d| d.node == l));
-            match latest.and_then(|l| self.fs.scan().refs.get(l)) {
-                Some(r) if meta_latest && self.copyable(r.offset).is_some() => {
-                    items.push(Item::Copy {
-                        offset: r.offset,
-                        rec: 18,
-                        data: None,
-                    })
-                }
-                _ => items.push(Item::Meta {
-                    node: tmpl,
-                    payload: Vec::new(),
-                }),
-            }
+        if !latest_copied {
+            // The current attributes must be on the node with the highest version: the
+            // metadata node is copied when it is the latest and nothing of the inode got a
+            // fresh version on the way (a split or rewritten data node); otherwise a fresh
+            // metadata node goes last, or Linux would drop the copy as superseded (§6.4).
+            // Decided when written, so that converting a clean image again copies it.
+            let meta = latest.filter(|l| !inode.nodes.iter().any(|d| d.node == *l));
+            let copy = meta
+                .and_then(|l| self.fs.scan().refs.get(l))
+                .filter(|r| self.copyable(r.offset).is_some())
+                .map(|r| r.offset);
+            items.push(Item::LastMeta { copy, node: tmpl });
         }
     }
 
@@ -876,14 +896,17 @@ impl Worker<'_, '_> {
             } => Ready::Node(self.copy(*offset), *rec),
             Item::Copy {
                 offset,
-                data: Some(dn),
+                data: Some((dn, tmpl)),
                 ..
-            } => Ready::DataCopy(self.copy(*offset), dn.clone()),
+            } => Ready::DataCopy(self.copy(*offset), dn.clone(), tmpl.clone()),
             Item::Data { tmpl, dn, ranges } => self.data(tmpl, dn, ranges),
             Item::Meta { node, payload } => Ready::Versioned(Item::Meta {
                 node: node.clone(),
                 payload: payload.clone(),
             }),
+            Item::LastMeta { copy, node } => {
+                Ready::LastMeta(copy.map(|o| self.copy(o)), node.clone())
+            }
             Item::Dirent {
                 pino,
                 ino,

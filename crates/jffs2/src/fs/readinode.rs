@@ -585,6 +585,10 @@ impl Fs<'_> {
 
         // Apply in ascending version order; among equal versions (a pristine GC copy beside
         // its original) the first met that overlaps wins and the other is dropped (§6.2).
+        // Modelled for overlapping nodes only: Linux (`jffs2_add_tn_to_tree`) compares a
+        // node with the neighbours its version-tree search path meets, overlapping or not,
+        // so two equal versions side by side can lose one of them there — a layout the
+        // kernel's own writers never produce and ours never write (`crate::convert`).
         let mut order: Vec<usize> = (0..good.len()).collect();
         order.sort_by_key(|&i| good[i].dn.version);
         let mut map: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
