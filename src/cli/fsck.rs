@@ -361,7 +361,12 @@ const EXIT_CORRECTED: i32 = 1;
 
 /// `--repair=OUT`: the image Linux would have shown, in the input's own layout, through the
 /// conversion of `jffs2-convert` (`jffs2::convert`). Returns whether anything was left out.
-fn repair(tool: &Tool, image: &PathBuf, out: &PathBuf, report: &Report) -> Result<bool, String> {
+fn repair(
+    tool: &Tool,
+    image: &PathBuf,
+    out: &std::path::Path,
+    report: &Report,
+) -> Result<bool, String> {
     use jffs2::convert::{self, ConvertConfig, Source};
     use jffs2::layout::{EndPad, LayoutConfig};
     let raw = read_image(image).map_err(|e| format!("{}: {e}", image.display()))?;
@@ -390,7 +395,8 @@ fn repair(tool: &Tool, image: &PathBuf, out: &PathBuf, report: &Report) -> Resul
         threads: 0,
     };
     let fs = jffs2::fs::build(&src.image, &mut scan);
-    let mut output = Output::file(out.clone()).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut output =
+        Output::file(out.to_path_buf()).map_err(|e| format!("{}: {e}", out.display()))?;
     let result = convert::convert(&fs, &cfg, output.writer());
     let (_, r) = match result {
         Ok(x) => x,
