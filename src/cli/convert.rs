@@ -10,6 +10,7 @@ use jffs2::format::Endian;
 use jffs2::layout::{EndPad, LayoutConfig};
 
 use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::input::Input;
 use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
 use super::output::Output;
 use super::{Progress, Tool};
@@ -333,22 +334,38 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         return EXIT_USAGE;
     };
     let in_path = PathBuf::from(input);
-    let mut raw = match std::fs::read(&in_path) {
-        Ok(b) => b,
-        Err(e) => return fail(&format!("{}: {e}", in_path.display())),
-    };
-    if a.oobsize > 0 {
+    let named = |e: &dyn std::fmt::Display| fail(&format!("{}: {e}", in_path.display()));
+    // The input is mapped (no copy of its bytes; it is never written), unless OOB bytes
+    // must be peeled out of it first.
+    let mut mapped: Option<Input> = None;
+    let src = if a.oobsize > 0 {
+        let mut raw = match std::fs::read(&in_path) {
+            Ok(b) => b,
+            Err(e) => return named(&e),
+        };
         if let Err(e) = jffs2::dump::peel_oob(&mut raw, a.input_pagesize, a.oobsize) {
-            return fail(&format!("{}: {e}", in_path.display()));
+            return named(&e);
         }
-    }
-    let src = match Source::new(raw, a.input_erase, a.input_endian) {
+        Source::new(raw, a.input_erase, a.input_endian)
+    } else {
+        let file = match std::fs::File::open(&in_path) {
+            Ok(f) => f,
+            Err(e) => return named(&e),
+        };
+        let input = match Input::load(&file) {
+            Ok(i) => mapped.insert(i),
+            Err(e) => return named(&e),
+        };
+        let len = input.len;
+        Source::in_place(input.buf_mut(), len, a.input_erase, a.input_endian)
+    };
+    let src = match src {
         Ok(s) => s,
-        Err(e) => return fail(&format!("{}: {e}", in_path.display())),
+        Err(e) => return named(&e),
     };
     let mut scan = match src.scan() {
         Ok(s) => s,
-        Err(e) => return fail(&format!("{}: {e}", in_path.display())),
+        Err(e) => return named(&e),
     };
     let had = convert::input_layout(&scan);
     let g = src.geometry;

@@ -6,6 +6,7 @@ pub mod convert;
 pub mod dump;
 pub mod fsck;
 pub mod getopt;
+pub mod input;
 pub mod mkfs;
 pub mod num;
 pub mod output;

@@ -5,13 +5,14 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use jffs2::format::Endian;
 use jffs2::sumtool::{self, Cleanmarkers, SumtoolConfig, SumtoolError};
 
 use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::input::Input;
 use super::num::{erase_size, strtol_int, EraseSizeError};
 use super::output::Output;
 use super::Tool;
@@ -279,129 +280,4 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         );
     }
     Ok(0)
-}
-
-/// Spare room after the input for the padding to whole erase blocks: the largest erase size
-/// the detection considers (16 MiB), and 5 such blocks for tiny images. Only address space:
-/// pages are used only where the padding is written.
-const SPARE: usize = 5 * 16 * 1024 * 1024;
-
-/// The input image with spare room after it: a private, copy-on-write mapping of the file
-/// (no copy of its bytes) over an anonymous reservation, or, for what cannot be mapped (a
-/// pipe, an empty file), a buffer it is read into.
-struct Input {
-    map: Option<(*mut u8, usize)>,
-    vec: Vec<u8>,
-    /// Length of the input.
-    len: usize,
-}
-
-impl Input {
-    fn load(file: &File) -> std::io::Result<Input> {
-        let meta = file.metadata()?;
-        let size = meta.len();
-        if meta.is_file() && size > 0 && size <= (isize::MAX as u64) / 2 {
-            if let Some(m) = Self::map(file, size as usize) {
-                return Ok(m);
-            }
-        }
-        let mut vec = Vec::with_capacity((size as usize).saturating_add(1 << 20));
-        let mut f = file;
-        f.read_to_end(&mut vec)?;
-        let len = vec.len();
-        Ok(Input {
-            map: None,
-            vec,
-            len,
-        })
-    }
-
-    fn map(file: &File, len: usize) -> Option<Input> {
-        use std::os::fd::AsRawFd;
-        let total = len.checked_add(SPARE)?;
-        // SAFETY: a fresh anonymous private mapping; the file is then mapped privately at its
-        // start with MAP_FIXED, replacing part of that reservation. Both stay valid until
-        // `drop` unmaps `total` bytes. The mapping is private, so writes (the padding) never
-        // reach the file. If the file shrank while mapped, reading its vanished pages would
-        // raise SIGBUS: the input is a file the user named, not shared with a writer.
-        unsafe {
-            let base = libc::mmap(
-                std::ptr::null_mut(),
-                total,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            );
-            if base == libc::MAP_FAILED {
-                return None;
-            }
-            // Read-only and populated: the page-cache pages are mapped, never copied.
-            let f = libc::mmap(
-                base,
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_FIXED | libc::MAP_POPULATE,
-                file.as_raw_fd(),
-                0,
-            );
-            if f == libc::MAP_FAILED {
-                libc::munmap(base, total);
-                return None;
-            }
-            // The file's last page is made writable for the padding that starts inside it
-            // (copy-on-write: one page is copied, the file is never written).
-            let page = libc::sysconf(libc::_SC_PAGESIZE).max(4096) as usize;
-            let last = (len / page) * page;
-            if last < len
-                && libc::mprotect(
-                    (base as *mut u8).add(last) as *mut libc::c_void,
-                    page,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                ) != 0
-            {
-                libc::munmap(base, total);
-                return None;
-            }
-            Some(Input {
-                map: Some((base as *mut u8, total)),
-                vec: Vec::new(),
-                len,
-            })
-        }
-    }
-
-    /// The input and the spare room after it.
-    fn buf(&self) -> &[u8] {
-        match self.map {
-            // SAFETY: the mapping is `total` bytes long and lives as long as `self`.
-            Some((p, total)) => unsafe { std::slice::from_raw_parts(p, total) },
-            None => &self.vec,
-        }
-    }
-
-    /// Mutable view of [`Input::buf`] (for the padding).
-    fn buf_mut(&mut self) -> &mut [u8] {
-        match self.map {
-            // SAFETY: as in `buf`; `&mut self` makes the view unique.
-            Some((p, total)) => unsafe { std::slice::from_raw_parts_mut(p, total) },
-            None => {
-                // The read buffer: its spare capacity becomes 0xFF room.
-                let cap = self.vec.capacity();
-                self.vec.resize(cap, 0xFF);
-                &mut self.vec
-            }
-        }
-    }
-}
-
-impl Drop for Input {
-    fn drop(&mut self) {
-        if let Some((p, total)) = self.map.take() {
-            // SAFETY: unmaps exactly the reservation made in `map`.
-            unsafe {
-                libc::munmap(p as *mut libc::c_void, total);
-            }
-        }
-    }
 }

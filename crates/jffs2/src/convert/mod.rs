@@ -33,6 +33,7 @@
 //! Inodes Linux cannot read, the entries naming them, and inodes no directory reaches are
 //! left out and reported ([`Dropped`]). Output bytes never depend on the number of threads.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, Write};
 
@@ -188,9 +189,9 @@ enum Ready {
 
 /// An input image made ready for conversion: padded as flashed, its geometry known.
 #[derive(Debug, Clone)]
-pub struct Source {
+pub struct Source<'a> {
     /// The image in whole erase blocks, at least 5 (padded with 0xFF).
-    pub image: Vec<u8>,
+    pub image: Cow<'a, [u8]>,
     /// Length of the image as given.
     pub input_len: u64,
     /// The geometry it is read with (detected unless given).
@@ -199,61 +200,96 @@ pub struct Source {
     pub detection: Detection,
 }
 
-/// What the input's own layout was, for output defaults ("keep what it had").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InputLayout {
-    /// Cleanmarker size found in the input (`None`: no block has one).
-    pub cleanmarker: Option<u32>,
-    /// Some block carried a summary Linux uses.
-    pub summary: bool,
-    /// Bytes the input's live and dirty nodes took (the kernel's used + dirty + wasted +
-    /// unchecked space: what a full partition would be).
-    pub used: u64,
+/// Bytes an image of `len` bytes takes as flashed in blocks of `es`: whole blocks, at least 5
+/// (the smallest partition Linux mounts), never beyond the 32-bit flash size.
+pub fn flashed_len(len: usize, es: u32) -> usize {
+    let es = es.max(1) as usize;
+    let want = len.div_ceil(es).max(5).saturating_mul(es);
+    let cap = (u32::MAX as usize / es) * es;
+    want.min(cap.max(len))
 }
 
-impl Source {
+/// Detects the geometry of `image` unless given; an error if it is not JFFS2.
+fn geometry_of(
+    image: &[u8],
+    erase_size: Option<u32>,
+    endian: Option<Endian>,
+) -> Result<(Geometry, Detection), ConvertError> {
+    if image.is_empty() {
+        return Err(ConvertError::Input("the input is empty".into()));
+    }
+    let len = image.len() as u64;
+    if len > u64::from(u32::MAX) {
+        return Err(ConvertError::Input(format!(
+            "the input is {len} bytes; JFFS2 addresses at most 4 GiB"
+        )));
+    }
+    let detection = crate::scan::detect(image);
+    if detection.confidence <= 0.0 {
+        let why = detection
+            .evidence
+            .last()
+            .cloned()
+            .unwrap_or_else(|| "no JFFS2 node found".to_string());
+        return Err(ConvertError::Input(format!("not a JFFS2 image: {why}")));
+    }
+    let mut geometry = detection.geometry;
+    if let Some(e) = endian {
+        geometry.endian = e;
+    }
+    if let Some(es) = erase_size {
+        geometry.erase_size = es;
+    }
+    Ok((geometry, detection))
+}
+
+impl Source<'static> {
     /// Detects the geometry of `image` (unless `erase_size` / `endian` are given) and pads
     /// it to whole erase blocks as a partition would be.
     pub fn new(
         mut image: Vec<u8>,
         erase_size: Option<u32>,
         endian: Option<Endian>,
-    ) -> Result<Source, ConvertError> {
+    ) -> Result<Source<'static>, ConvertError> {
+        let (geometry, detection) = geometry_of(&image, erase_size, endian)?;
         let input_len = image.len() as u64;
-        if image.is_empty() {
-            return Err(ConvertError::Input("the input is empty".into()));
-        }
-        if input_len > u64::from(u32::MAX) {
-            return Err(ConvertError::Input(format!(
-                "the input is {input_len} bytes; JFFS2 addresses at most 4 GiB"
-            )));
-        }
-        let detection = crate::scan::detect(&image);
-        if detection.confidence <= 0.0 {
-            let why = detection
-                .evidence
-                .last()
-                .cloned()
-                .unwrap_or_else(|| "no JFFS2 node found".to_string());
-            return Err(ConvertError::Input(format!("not a JFFS2 image: {why}")));
-        }
-        let mut geometry = detection.geometry;
-        if let Some(e) = endian {
-            geometry.endian = e;
-        }
-        if let Some(es) = erase_size {
-            geometry.erase_size = es;
-        }
-        let es = geometry.erase_size.max(1) as usize;
-        let want = image.len().div_ceil(es).max(5).saturating_mul(es);
-        let cap = (u32::MAX as usize / es) * es;
-        let want = want.min(cap.max(image.len()));
+        let want = flashed_len(image.len(), geometry.erase_size);
         if want > image.len() {
             image.resize(want, 0xFF);
         }
         Ok(Source {
-            image,
+            image: Cow::Owned(image),
             input_len,
+            geometry,
+            detection,
+        })
+    }
+}
+
+impl<'a> Source<'a> {
+    /// [`Source::new`] without a copy: the image is the first `len` bytes of `buf`, whose
+    /// room after them receives the 0xFF padding (an error if it is too small).
+    pub fn in_place(
+        buf: &'a mut [u8],
+        len: usize,
+        erase_size: Option<u32>,
+        endian: Option<Endian>,
+    ) -> Result<Source<'a>, ConvertError> {
+        let image = buf
+            .get(..len)
+            .ok_or_else(|| ConvertError::Internal("input length beyond its buffer".into()))?;
+        let (geometry, detection) = geometry_of(image, erase_size, endian)?;
+        let want = flashed_len(len, geometry.erase_size);
+        let padded = buf.get_mut(..want.max(len)).ok_or_else(|| {
+            ConvertError::Input(format!(
+                "no room to pad the input to {want} bytes (erase size 0x{:x})",
+                geometry.erase_size
+            ))
+        })?;
+        padded[len..].fill(0xFF);
+        Ok(Source {
+            image: Cow::Borrowed(padded),
+            input_len: len as u64,
             geometry,
             detection,
         })
@@ -272,6 +308,18 @@ impl Source {
         }
         Ok(s)
     }
+}
+
+/// What the input's own layout was, for output defaults ("keep what it had").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputLayout {
+    /// Cleanmarker size found in the input (`None`: no block has one).
+    pub cleanmarker: Option<u32>,
+    /// Some block carried a summary Linux uses.
+    pub summary: bool,
+    /// Bytes the input's live and dirty nodes took (the kernel's used + dirty + wasted +
+    /// unchecked space: what a full partition would be).
+    pub used: u64,
 }
 
 /// The cleanmarkers, summaries and space of a scanned input.
@@ -326,7 +374,6 @@ pub fn convert_with_progress<W: Write>(
         )));
     }
     let mut report = ConvertReport::default();
-    let plan = Planner::new(fs, cfg).plan(&mut report)?;
     let threads = if cfg.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -337,6 +384,7 @@ pub fn convert_with_progress<W: Write>(
         .thread_name(|i| format!("jffs2-convert-{i}"))
         .build()
         .map_err(|e| ConvertError::Internal(e.to_string()))?;
+    let plan = pool.install(|| Planner::new(fs, cfg).plan(&mut report))?;
 
     let mut w = BlockWriter::new(out, lc);
     let first_version: HashMap<u32, u32> = plan.next_version.clone();
@@ -594,6 +642,12 @@ impl<'f, 'a> Planner<'f, 'a> {
 
     fn plan(&self, report: &mut ConvertReport) -> Result<Plan, ConvertError> {
         // The inodes Linux shows: everything reachable from the root.
+        // Every inode the build kept, read on all cores first (reads are independent).
+        let live: Vec<u32> = self.fs.live_inodes().filter(|&i| i != 1).collect();
+        let mut read: HashMap<u32, Result<Inode, FsError>> = live
+            .par_iter()
+            .map(|&i| (i, self.fs.read_inode(i)))
+            .collect();
         let root = self
             .fs
             .read_inode(1)
@@ -617,7 +671,10 @@ impl<'f, 'a> Planner<'f, 'a> {
                     kept.push(de);
                     continue;
                 }
-                match self.fs.read_inode(de.ino) {
+                let r = read
+                    .remove(&de.ino)
+                    .unwrap_or_else(|| self.fs.read_inode(de.ino));
+                match r {
                     Ok(i) => {
                         let is_dir = i.kind == InodeKind::Dir;
                         shown.insert(de.ino, i);
