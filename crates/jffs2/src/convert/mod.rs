@@ -393,122 +393,142 @@ pub fn convert_with_progress<W: Write>(
     let worker = Worker { fs, cfg };
     let total = plan.items.len() as u64;
     let mut done = 0u64;
-    for round in plan.items.chunks(ROUND) {
-        if let Some(p) = progress {
-            p(done, total);
-        }
-        done += round.len() as u64;
-        let ready: Vec<Ready> =
-            pool.install(|| round.par_iter().map(|it| worker.ready(it)).collect());
-        for (r, it) in ready.into_iter().zip(round) {
-            match r {
-                Ready::Node(bytes, rec) => {
-                    match it {
-                        Item::Copy { .. } => report.copied += 1,
-                        Item::Data { .. } => {
-                            report.copied += 1;
-                            report.kept_undecodable += 1;
-                        }
-                        _ => report.rewritten += 1,
-                    }
-                    emit(&mut w, &bytes, rec, &mut report)?;
-                }
-                Ready::DataCopy(bytes, dn, tmpl) => {
-                    let room = w.room(18) as usize;
-                    if bytes.len() <= room || room < SPLIT_MIN {
-                        report.copied += 1;
-                        emit(&mut w, &bytes, 18, &mut report)?;
-                    } else {
-                        // It would leave a block tail Linux counts as dirt: rewritten instead,
-                        // its data filling the block, with fresh versions and the inode's
-                        // current attributes. (Not pieces of its own version: Linux compares
-                        // a node with its neighbours in the version tree even when they do not
-                        // overlap, and drops one of two equal versions — the kernel test of
-                        // tests/convert_kernel.rs lost data that way.)
-                        let data = match fs.node_data(&dn) {
-                            Ok(NodeData::Bytes(b)) => Some(b),
-                            Ok(NodeData::Zeros(_)) => None,
-                            Err(_) => {
+    // Round k+1 is compressed (on the pool, from a helper thread) while round k is written.
+    let rounds: Vec<&[Item]> = plan.items.chunks(ROUND).collect();
+    let prepare = |round: &[Item]| -> Vec<Ready> {
+        pool.install(|| round.par_iter().map(|it| worker.ready(it)).collect())
+    };
+    std::thread::scope(|scope| -> Result<(), ConvertError> {
+        let mut ahead = rounds.first().map(|r| scope.spawn(move || prepare(r)));
+        for (k, round) in rounds.iter().enumerate() {
+            if let Some(p) = progress {
+                p(done, total);
+            }
+            done += round.len() as u64;
+            let ready: Vec<Ready> = match ahead.take().map(|h| h.join()) {
+                Some(Ok(v)) => v,
+                _ => return Err(ConvertError::Internal("a compression thread failed".into())),
+            };
+            ahead = rounds.get(k + 1).map(|r| scope.spawn(move || prepare(r)));
+            for (r, it) in ready.into_iter().zip(round.iter()) {
+                match r {
+                    Ready::Node(bytes, rec) => {
+                        match it {
+                            Item::Copy { .. } => report.copied += 1,
+                            Item::Data { .. } => {
                                 report.copied += 1;
                                 report.kept_undecodable += 1;
-                                emit(&mut w, &bytes, 18, &mut report)?;
-                                continue;
                             }
-                        };
-                        let chunk = Chunk {
-                            ofs: dn.ofs,
-                            len: dn.size,
-                            data,
-                            spec: None,
-                        };
-                        let mut fresh = |ino: u32| next(&mut versions, ino);
-                        write_chunk(
-                            &mut w,
-                            cfg,
-                            &tmpl,
-                            &chunk,
-                            &mut fresh,
-                            &mut buf,
-                            &mut report,
-                        )?;
+                            _ => report.rewritten += 1,
+                        }
+                        emit(&mut w, &bytes, rec, &mut report)?;
                     }
-                }
-                Ready::Pieces(tmpl, chunks) => {
-                    let mut fresh = |ino: u32| next(&mut versions, ino);
-                    for chunk in &chunks {
-                        write_chunk(&mut w, cfg, &tmpl, chunk, &mut fresh, &mut buf, &mut report)?;
-                    }
-                }
-                Ready::LastMeta(copy, node) => {
-                    let untouched = versions.get(&node.ino) == first_version.get(&node.ino);
-                    match copy {
-                        Some(bytes) if untouched => {
+                    Ready::DataCopy(bytes, dn, tmpl) => {
+                        let room = w.room(18) as usize;
+                        if bytes.len() <= room || room < SPLIT_MIN {
                             report.copied += 1;
                             emit(&mut w, &bytes, 18, &mut report)?;
-                        }
-                        _ => {
-                            let version = next(&mut versions, node.ino);
-                            buf.clear();
-                            InodeNode { version, ..node }.encode(lc.endian, &[], &mut buf);
-                            report.rewritten += 1;
-                            emit(&mut w, &buf, 18, &mut report)?;
+                        } else {
+                            // It would leave a block tail Linux counts as dirt: rewritten instead,
+                            // its data filling the block, with fresh versions and the inode's
+                            // current attributes. (Not pieces of its own version: Linux compares
+                            // a node with its neighbours in the version tree even when they do not
+                            // overlap, and drops one of two equal versions — the kernel test of
+                            // tests/convert_kernel.rs lost data that way.)
+                            let data = match fs.node_data(&dn) {
+                                Ok(NodeData::Bytes(b)) => Some(b),
+                                Ok(NodeData::Zeros(_)) => None,
+                                Err(_) => {
+                                    report.copied += 1;
+                                    report.kept_undecodable += 1;
+                                    emit(&mut w, &bytes, 18, &mut report)?;
+                                    continue;
+                                }
+                            };
+                            let chunk = Chunk {
+                                ofs: dn.ofs,
+                                len: dn.size,
+                                data,
+                                spec: None,
+                            };
+                            let mut fresh = |ino: u32| next(&mut versions, ino);
+                            write_chunk(
+                                &mut w,
+                                cfg,
+                                &tmpl,
+                                &chunk,
+                                &mut fresh,
+                                &mut buf,
+                                &mut report,
+                            )?;
                         }
                     }
-                }
-                Ready::Versioned(item) => {
-                    buf.clear();
-                    let rec = match item {
-                        Item::Meta { node, payload } => {
-                            let version = next(&mut versions, node.ino);
-                            InodeNode { version, ..node }.encode(lc.endian, &payload, &mut buf);
-                            18
+                    Ready::Pieces(tmpl, chunks) => {
+                        let mut fresh = |ino: u32| next(&mut versions, ino);
+                        for chunk in &chunks {
+                            write_chunk(
+                                &mut w,
+                                cfg,
+                                &tmpl,
+                                chunk,
+                                &mut fresh,
+                                &mut buf,
+                                &mut report,
+                            )?;
                         }
-                        Item::Dirent {
-                            pino,
-                            ino,
-                            dtype,
-                            name,
-                        } => {
-                            let version = next(&mut versions, pino);
-                            DirentNode {
-                                pino,
-                                version,
-                                ino,
-                                mctime: 0,
-                                dtype,
-                                ..Default::default()
+                    }
+                    Ready::LastMeta(copy, node) => {
+                        let untouched = versions.get(&node.ino) == first_version.get(&node.ino);
+                        match copy {
+                            Some(bytes) if untouched => {
+                                report.copied += 1;
+                                emit(&mut w, &bytes, 18, &mut report)?;
                             }
-                            .encode(lc.endian, &name, &mut buf);
-                            record_size(NodeKind::Dirent, name.len())
+                            _ => {
+                                let version = next(&mut versions, node.ino);
+                                buf.clear();
+                                InodeNode { version, ..node }.encode(lc.endian, &[], &mut buf);
+                                report.rewritten += 1;
+                                emit(&mut w, &buf, 18, &mut report)?;
+                            }
                         }
-                        _ => return Err(ConvertError::Internal("unversioned item".into())),
-                    };
-                    report.rewritten += 1;
-                    emit(&mut w, &buf, rec, &mut report)?;
+                    }
+                    Ready::Versioned(item) => {
+                        buf.clear();
+                        let rec = match item {
+                            Item::Meta { node, payload } => {
+                                let version = next(&mut versions, node.ino);
+                                InodeNode { version, ..node }.encode(lc.endian, &payload, &mut buf);
+                                18
+                            }
+                            Item::Dirent {
+                                pino,
+                                ino,
+                                dtype,
+                                name,
+                            } => {
+                                let version = next(&mut versions, pino);
+                                DirentNode {
+                                    pino,
+                                    version,
+                                    ino,
+                                    mctime: 0,
+                                    dtype,
+                                    ..Default::default()
+                                }
+                                .encode(lc.endian, &name, &mut buf);
+                                record_size(NodeKind::Dirent, name.len())
+                            }
+                            _ => return Err(ConvertError::Internal("unversioned item".into())),
+                        };
+                        report.rewritten += 1;
+                        emit(&mut w, &buf, rec, &mut report)?;
+                    }
                 }
             }
         }
-    }
+        Ok(())
+    })?;
     if let Some(p) = progress {
         p(total, total);
     }
