@@ -11,6 +11,8 @@
 # input's tree (jffs2-dump --list of both, compared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 TREE=${1:-/usr/bin}
 RUNS=${2:-5}
 OUT=${BENCH_OUT:-bench/out}
@@ -23,33 +25,18 @@ IMG=$OUT/convert-bench.img
 mkfs.jffs2 -r "$TREE" -e 0x20000 -n -l -o "$IMG"
 "$DUMP" --list "$IMG" > "$OUT/convert-in.list"
 
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-# time_cmd CMD... : RUNS runs; prints "median_wall median_cpu peak_rss_kib"
-time_cmd() {
-  local w u s rss walls=() cpus=() peak=0
-  for _ in $(seq "$RUNS"); do
-    rm -f "$SHM/convert-bench-out.img"
-    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$@" >/dev/null 2>"$OUT/stderr.txt" || true
-    read -r w u s rss < "$OUT/time.txt"
-    walls+=("$w")
-    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')")
-    [ "$rss" -gt "$peak" ] && peak=$rss
-  done
-  printf '%s %s %s\n' "$(printf '%s\n' "${walls[@]}" | median)" \
-    "$(printf '%s\n' "${cpus[@]}" | median)" "$peak"
-}
 
 echo "Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); load before: $(cut -d' ' -f1-3 /proc/loadavg); runs: $RUNS (median)"
 echo "Input: mkfs.jffs2 -r $TREE -e 0x20000 -n -l ($(stat -c %s "$IMG") bytes)"
 echo
 echo "| task | command | wall | CPU user+sys | peak RSS | output bytes | tree kept |"
 echo "|---|---|---|---|---|---|---|"
-read -r cw cc cr < <(time_cmd cp "$IMG" "$SHM/convert-bench-out.img")
+read -r cw cc cr < <(time_runs "$SHM/convert-bench-out.img" cp "$IMG" "$SHM/convert-bench-out.img")
 printf '| copy the file | `cp IN OUT` | %s s | %s s | %d MiB | %s | |\n' "$cw" "$cc" $((cr / 1024)) "$(stat -c %s "$IMG")"
 row() {
   local label=$1; shift
-  read -r w c r < <(time_cmd "$CONV" --no-progress -i "$IMG" -o "$SHM/convert-bench-out.img" "$@")
+  read -r w c r < <(time_runs "$SHM/convert-bench-out.img" "$CONV" --no-progress -i "$IMG" -o "$SHM/convert-bench-out.img" "$@")
   "$CONV" --no-progress -i "$IMG" -o "$SHM/convert-bench-out.img" "$@" >/dev/null 2>&1 || true
   "$DUMP" --list "$SHM/convert-bench-out.img" > "$OUT/convert-out.list" 2>/dev/null || true
   local kept=NO

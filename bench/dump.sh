@@ -12,6 +12,8 @@
 # is the CPU time needed only to decompress every data node (one thread), divided by cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 TREE=${1:-/usr/bin}
 RUNS=${2:-5}
 OUT=${BENCH_OUT:-bench/out}
@@ -35,23 +37,7 @@ fi
 
 JVER=$("$(dirname "$JEFFERSON")/python3" -m pip show jefferson 2>/dev/null | awk '/^Version/{print $2}' || true)
 
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-# time_cmd DEST CMD... : RUNS runs (DEST removed before each); "median_wall median_cpu peak_rss_kib"
-time_cmd() {
-  local dest=$1; shift
-  local w u s rss walls=() cpus=() peak=0
-  for _ in $(seq "$RUNS"); do
-    rm -rf "$dest"
-    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$@" >"$OUT/stdout.txt" 2>"$OUT/stderr.txt" || true
-    read -r w u s rss < "$OUT/time.txt"
-    walls+=("$w")
-    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')")
-    [ "$rss" -gt "$peak" ] && peak=$rss
-  done
-  printf '%s %s %s\n' "$(printf '%s\n' "${walls[@]}" | median)" \
-    "$(printf '%s\n' "${cpus[@]}" | median)" "$peak"
-}
 
 zf=() ff=()
 for _ in $(seq "$RUNS"); do
@@ -72,7 +58,7 @@ echo "| task | tool | wall | CPU user+sys | peak RSS | tree equals TREE |"
 echo "|---|---|---|---|---|---|"
 J=$SHM/bench-jefferson
 O=$SHM/bench-ours
-read -r jw jc jr < <(time_cmd "$J" "$JEFFERSON" -d "$J" "$IMG")
+read -r jw jc jr < <(time_runs "$J" "$JEFFERSON" -d "$J" "$IMG")
 jdiff=$( (diff -r --no-dereference "$TREE" "$J" 2>&1 || true) | wc -l)
 printf '| extract | jefferson | %s s | %s s | %d MiB | %s |\n' "$jw" "$jc" $((jr / 1024)) \
   "$([ "$jdiff" -eq 0 ] && echo yes || echo "no ($jdiff diff lines)")"
@@ -81,16 +67,16 @@ meta() { (cd "$1" && find . -printf '%P %y %m %U:%G %s %TY-%Tm-%Td/%TH:%TM %l\n'
 meta "$TREE" > "$OUT/tree.meta"
 meta "$J" > "$OUT/jefferson.meta"
 diff "$OUT/tree.meta" "$OUT/jefferson.meta" > "$OUT/jefferson.meta.diff" || true
-read -r ow oc or < <(time_cmd "$O" "$OURS" --extract="$O" "$IMG")
+read -r ow oc or < <(time_runs "$O" "$OURS" --extract="$O" "$IMG")
 meta "$O" > "$OUT/ours.meta"
 diff "$OUT/tree.meta" "$OUT/ours.meta" > "$OUT/ours.meta.diff" || true
 odiff=$( (diff -r --no-dereference "$TREE" "$O" 2>&1 || true) | wc -l)
 printf '| extract | jffs2-dump --extract | %s s | %s s | %d MiB | %s |\n' "$ow" "$oc" $((or / 1024)) \
   "$([ "$odiff" -eq 0 ] && echo yes || echo "no ($odiff diff lines)")"
-read -r cw cc cr < <(time_cmd /nonexistent jffs2dump -c "$IMG")
+read -r cw cc cr < <(time_runs /nonexistent jffs2dump -c "$IMG")
 jffs2dump -c "$IMG" > "$OUT/ref-c.txt" 2>&1 || true
 printf '| `-c` | mtd-utils jffs2dump | %s s | %s s | %d MiB | |\n' "$cw" "$cc" $((cr / 1024))
-read -r dw dc dr < <(time_cmd /nonexistent "$OURS" -c "$IMG")
+read -r dw dc dr < <(time_runs /nonexistent "$OURS" -c "$IMG")
 "$OURS" -c "$IMG" > "$OUT/ours-c.txt" 2>&1 || true
 same=$(cmp -s "$OUT/ref-c.txt" "$OUT/ours-c.txt" && echo "identical text" || echo "TEXT DIFFERS")
 printf '| `-c` | jffs2-dump | %s s | %s s | %d MiB | %s |\n' "$dw" "$dc" $((dr / 1024)) "$same"

@@ -12,6 +12,8 @@
 # mtd-utils work, `jffs2dump -c` (CRC check of every node, no decompression), is shown too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 IMG=${1:-${BENCH_OUT:-bench/out}/fsck-bench.img}
 RUNS=${2:-5}
 OUT=${BENCH_OUT:-bench/out}
@@ -25,21 +27,7 @@ if [ ! -f "$IMG" ]; then
   mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l -o "$IMG"
 fi
 
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-# time_cmd CMD... : RUNS runs; prints "median_wall median_cpu peak_rss_kib"
-time_cmd() {
-  local w u s rss walls=() cpus=() peak=0
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$@" >/dev/null 2>"$OUT/stderr.txt" || true
-    read -r w u s rss < "$OUT/time.txt"
-    walls+=("$w")
-    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')")
-    [ "$rss" -gt "$peak" ] && peak=$rss
-  done
-  printf '%s %s %s\n' "$(printf '%s\n' "${walls[@]}" | median)" \
-    "$(printf '%s\n' "${cpus[@]}" | median)" "$peak"
-}
 
 zf=() ff=()
 for _ in $(seq "$RUNS"); do
@@ -61,7 +49,7 @@ echo "| command | wall | CPU user+sys | peak RSS | vs zlib floor ($FLOOR2 s) | v
 echo "|---|---|---|---|---|---|---|"
 row() {
   local label=$1; shift
-  read -r wall cpu rss < <(time_cmd "$@")
+  read -r wall cpu rss < <(time_runs /nonexistent "$@")
   local rc=0
   "$@" >/dev/null 2>&1 || rc=$?
   printf '| `%s` | %s s | %s s | %d MiB | %.2fx | %.2fx | %s |\n' "$label" "$wall" "$cpu" $((rss / 1024)) \

@@ -11,6 +11,8 @@
 # bytes can be faster than that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 TREE=${1:-/usr/bin}
 RUNS=${2:-5}
 OUT=${BENCH_OUT:-bench/out}
@@ -21,7 +23,6 @@ OURS=$PWD/target/release/jffs2-mkfs
 REF=$(command -v mkfs.jffs2 || echo /usr/sbin/mkfs.jffs2)
 CORES=$(nproc)
 
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
 # time_cmd NAME CMD... : runs RUNS times, prints "median_seconds peak_rss_kib"
 time_cmd() {

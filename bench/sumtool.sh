@@ -12,6 +12,8 @@
 # jffs2dump finds anything "Wrong" in our output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 IMG=${1:-/tmp/usrbin.img}
 RUNS=${2:-5}
 OUT=${BENCH_OUT:-bench/out}
@@ -25,23 +27,7 @@ fi
 SHM=${BENCH_SHM:-/dev/shm}
 DISK=$(dirname "$IMG")
 
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-# time_cmd OUTFILE CMD... : RUNS runs; prints "median_wall median_cpu peak_rss_kib"
-time_cmd() {
-  local out=$1; shift
-  local w c rss walls=() cpus=() peak=0
-  for _ in $(seq "$RUNS"); do
-    rm -f "$out"
-    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$@" >/dev/null 2>"$OUT/stderr.txt"
-    read -r w u s rss < "$OUT/time.txt"
-    walls+=("$w")
-    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%.2f", u + s}')")
-    [ "$rss" -gt "$peak" ] && peak=$rss
-  done
-  printf '%s %s %s\n' "$(printf '%s\n' "${walls[@]}" | median)" \
-    "$(printf '%s\n' "${cpus[@]}" | median)" "$peak"
-}
 
 echo "input: $IMG ($(stat -c %s "$IMG") bytes); $RUNS runs each; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
@@ -51,10 +37,10 @@ for where in "$SHM" "$DISK"; do
   for tool in ref ours; do
     out="$where/bench-sumtool-$tool.img"
     if [ $tool = ref ]; then
-      r=$(time_cmd "$out" "$REF" -i "$IMG" -o "$out" -e 0x20000 -n -l)
+      r=$(time_runs "$out" "$REF" -i "$IMG" -o "$out" -e 0x20000 -n -l)
       name="mtd-utils sumtool"
     else
-      r=$(time_cmd "$out" "$OURS" -i "$IMG" -o "$out" -e 0x20000 -n -l)
+      r=$(time_runs "$out" "$OURS" -i "$IMG" -o "$out" -e 0x20000 -n -l)
       name="jffs2-sumtool"
     fi
     read -r wall cpu rss <<< "$r"

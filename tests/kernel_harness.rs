@@ -12,12 +12,14 @@
 
 use std::ffi::CString;
 use std::fs;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+
+#[path = "common/kernel.rs"]
+mod kernel;
+use kernel::{harness_path, json_path, json_str, kernel_available, loud};
 
 // ------------------------------------------------------------------------------------------
 // The image maker under test
@@ -114,71 +116,6 @@ fn run_ok(cmd: &mut Command, what: &str) {
 // ------------------------------------------------------------------------------------------
 // Availability of the kernel suite
 
-fn harness_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel/harness.py")
-}
-
-/// Prints to the process's real stderr, past libtest's output capture.
-fn loud(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "\n{msg}\n");
-}
-
-/// Ok(()) when qemu, the kernel and the initramfs are ready (the harness installs or fetches
-/// what is missing, once per machine; cached in ~/.cache/jffs2-tools-kernel).
-fn setup() -> &'static Result<(), String> {
-    static SETUP: OnceLock<Result<(), String>> = OnceLock::new();
-    SETUP.get_or_init(|| {
-        let out = Command::new("python3")
-            .arg(harness_path())
-            .arg("setup")
-            .output()
-            .map_err(|e| format!("cannot run python3: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "harness setup failed ({}): {} {}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout).trim(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
-    })
-}
-
-/// True when the kernel suite can run.  Otherwise fails the test, or, only with an explicit
-/// JFFS2_SKIP_KERNEL=1 outside CI, prints a loud skip message and returns false.
-fn kernel_available() -> bool {
-    let reason = match setup() {
-        Ok(()) => return true,
-        Err(r) => r,
-    };
-    let ci = std::env::var("CI")
-        .map(|v| v == "true" || v == "1")
-        .unwrap_or(false);
-    let skip = std::env::var("JFFS2_SKIP_KERNEL")
-        .map(|v| v == "1")
-        .unwrap_or(false);
-    let msg = format!(
-        "************************************************************\n\
-         KERNEL SUITE SKIPPED: {reason}\n\
-         ************************************************************"
-    );
-    if skip && !ci {
-        loud(&msg);
-        return false;
-    }
-    loud(&msg);
-    panic!(
-        "the kernel suite could not run ({reason}); {}",
-        if ci {
-            "CI=true: it must run in CI"
-        } else {
-            "set JFFS2_SKIP_KERNEL=1 to skip it explicitly"
-        }
-    );
-}
-
 // ------------------------------------------------------------------------------------------
 // Calling the harness
 
@@ -195,26 +132,6 @@ struct Image {
     remount: bool,
     expect_dir: Option<PathBuf>,
     ignore: Vec<&'static str>,
-}
-
-fn json_str(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-fn json_path(p: &Path) -> String {
-    json_str(p.to_str().expect("utf-8 path"))
 }
 
 impl Image {

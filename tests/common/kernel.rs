@@ -76,6 +76,7 @@ pub fn json_str(s: &str) -> String {
             '"' => o.push_str("\\\""),
             '\\' => o.push_str("\\\\"),
             '\n' => o.push_str("\\n"),
+            '\t' => o.push_str("\\t"),
             c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
             c => o.push(c),
         }
