@@ -550,6 +550,9 @@ fn emit<W: Write>(
     rec: u32,
     report: &mut ConvertReport,
 ) -> io::Result<()> {
+    if node.is_empty() {
+        return Ok(());
+    }
     w.prepare(node.len() as u32, rec)?;
     w.write_node(node)?;
     report.node_bytes += node.len() as u64;
@@ -1030,7 +1033,9 @@ impl Worker<'_, '_> {
         let img = self.fs.image();
         let from = self.fs.scan().geometry.endian;
         let to = self.cfg.layout.endian;
-        let b = &img[offset as usize..];
+        // Offsets come from nodes the scan and readinode read whole; an empty copy (nothing
+        // written) is the defensive answer to anything else.
+        let b = img.get(offset as usize..).unwrap_or(&[]);
         let totlen = from.get_u32(b, 4).unwrap_or(0) as usize;
         let node = &b[..totlen.min(b.len())];
         if from == to {
