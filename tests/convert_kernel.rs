@@ -96,16 +96,7 @@ fn converted_kernel_images_mount_as_recorded() {
     }
     assert!(images.len() >= 22, "{} images", images.len());
     let (_, result) = harness(w, "run", &images);
-    let text = compare_with_recorded(&result, &metas);
-    eprintln!("{text}");
-    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("FIXTURE")).collect();
-    assert_eq!(lines.len(), images.len(), "{text}");
-    for l in lines {
-        assert!(
-            l.contains("mount_ok=True recorded_ok=True diffs=0 bad=0"),
-            "converted fixture not shown as recorded: {l}\n{text}"
-        );
-    }
+    assert_shown_as_recorded(&result, &metas, "converted fixture");
 }
 
 #[test]

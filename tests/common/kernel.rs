@@ -290,3 +290,19 @@ for m in bad_a + bad_b:
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Asserts that every image of `result` mounted, and that Linux listed exactly what it recorded
+/// for the matching fixture (`metas`, in order), with no jffs2 complaint. `what` names the
+/// images in the failure message.
+pub fn assert_shown_as_recorded(result: &Path, metas: &[PathBuf], what: &str) {
+    let text = compare_with_recorded(result, metas);
+    eprintln!("{text}");
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("FIXTURE")).collect();
+    assert_eq!(lines.len(), metas.len(), "{text}");
+    for l in lines {
+        assert!(
+            l.contains("mount_ok=True recorded_ok=True diffs=0 bad=0"),
+            "{what} not shown as recorded: {l}\n{text}"
+        );
+    }
+}
