@@ -172,19 +172,19 @@ enum Item {
     Xref { ino: u32, xid: u32, xseqno: u32 },
 }
 
-/// An item made ready by a worker.
-enum Ready {
+/// An item made ready by a worker; copies in the input's byte order borrow the image.
+enum Ready<'a> {
     /// Finished node bytes and their summary record size.
-    Node(Vec<u8>, u32),
+    Node(Cow<'a, [u8]>, u32),
     /// A copied data node (output byte order), split at write time if it would leave
     /// a dirty block tail.
-    DataCopy(Vec<u8>, DataNode, InodeNode),
+    DataCopy(Cow<'a, [u8]>, DataNode, InodeNode),
     /// Rewritten data: the template, then the chunks in file order.
     Pieces(InodeNode, Vec<Chunk>),
     /// A node with a version still to assign (inode or dirent, by owner inode).
     Versioned(Item),
     /// The closing metadata node: its copy (when copyable) and the fresh alternative.
-    LastMeta(Option<Vec<u8>>, InodeNode),
+    LastMeta(Option<Cow<'a, [u8]>>, InodeNode),
 }
 
 /// An input image made ready for conversion: padded as flashed, its geometry known.
@@ -965,8 +965,8 @@ struct Worker<'f, 'a> {
     cfg: &'f ConvertConfig,
 }
 
-impl Worker<'_, '_> {
-    fn ready(&self, it: &Item) -> Ready {
+impl<'a> Worker<'_, 'a> {
+    fn ready(&self, it: &Item) -> Ready<'a> {
         let to = self.cfg.layout.endian;
         match it {
             Item::Copy {
@@ -1012,7 +1012,7 @@ impl Worker<'_, '_> {
                     ..Default::default()
                 }
                 .encode(to, name, value, &mut b);
-                Ready::Node(b, record_size(NodeKind::Xattr, 0))
+                Ready::Node(Cow::Owned(b), record_size(NodeKind::Xattr, 0))
             }
             Item::Xref { ino, xid, xseqno } => {
                 let mut b = Vec::with_capacity(XREF_SIZE);
@@ -1023,14 +1023,15 @@ impl Worker<'_, '_> {
                     ..Default::default()
                 }
                 .encode(to, &mut b);
-                Ready::Node(b, record_size(NodeKind::Xref, 0))
+                Ready::Node(Cow::Owned(b), record_size(NodeKind::Xref, 0))
             }
         }
     }
 
-    /// The node at `offset`, in the output byte order (the planner checked it is whole).
-    fn copy(&self, offset: u32) -> Vec<u8> {
-        let img = self.fs.image();
+    /// The node at `offset`, in the output byte order (the planner checked it is whole):
+    /// borrowed from the image when the byte order stays.
+    fn copy(&self, offset: u32) -> Cow<'a, [u8]> {
+        let img: &'a [u8] = self.fs.image();
         let from = self.fs.scan().geometry.endian;
         let to = self.cfg.layout.endian;
         // Offsets come from nodes the scan and readinode read whole; an empty copy (nothing
@@ -1039,15 +1040,15 @@ impl Worker<'_, '_> {
         let totlen = from.get_u32(b, 4).unwrap_or(0) as usize;
         let node = &b[..totlen.min(b.len())];
         if from == to {
-            node.to_vec()
+            Cow::Borrowed(node)
         } else {
-            swap_node(node, from).unwrap_or_else(|| node.to_vec())
+            Cow::Owned(swap_node(node, from).unwrap_or_else(|| node.to_vec()))
         }
     }
 
     /// The visible ranges of a data node, split at page boundaries and compressed (the
     /// writer splits further at block ends).
-    fn data(&self, tmpl: &InodeNode, dn: &DataNode, ranges: &[(u64, u64)]) -> Ready {
+    fn data(&self, tmpl: &InodeNode, dn: &DataNode, ranges: &[(u64, u64)]) -> Ready<'a> {
         let page = u64::from(self.cfg.page_size);
         let mut chunks = Vec::new();
         if dn.compr == COMPR_ZERO {
