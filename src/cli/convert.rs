@@ -9,7 +9,7 @@ use jffs2::convert::{self, ConvertConfig, ConvertReport, Source};
 use jffs2::format::Endian;
 use jffs2::layout::{EndPad, LayoutConfig};
 
-use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::input::Input;
 use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
 use super::output::Output;
@@ -36,10 +36,6 @@ const OPT_INPUT_PAGESIZE: u32 = 1005;
 const OPT_JSON: u32 = 1006;
 const OPT_THREADS: u32 = 1007;
 const OPT_NO_PROGRESS: u32 = 1008;
-
-const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
-    LongOpt { name, has_arg, id }
-}
 
 const LONG: &[LongOpt] = &[
     lo("input", HasArg::Required, b'i' as u32),

@@ -32,7 +32,7 @@ use jffs2::dump::{self, ContentOptions, ConvertOptions, ConvertReport};
 use jffs2::extract::ImageMap;
 use jffs2::format::Endian;
 
-use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::output::Output;
 use super::Tool;
 
@@ -56,10 +56,6 @@ const OPT_NO_OWNERS: u32 = 1011;
 const OPT_DEVTABLE: u32 = 1012;
 
 const SHORT: &str = "blce:rd:o:vVh";
-
-const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
-    LongOpt { name, has_arg, id }
-}
 
 /// jffs2dump's long options, `--recalccrc` with its `required_argument` quirk.
 const LONG_DROP_IN: &[LongOpt] = &[

@@ -21,7 +21,7 @@ use jffs2::scan::{BlockClass, BlockList, Level};
 use jffs2::source::XattrSelect;
 use serde_json::{json, Value};
 
-use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::num::{erase_size, EraseSizeError};
 use super::output::Output;
 use super::{Progress, Tool};
@@ -52,10 +52,6 @@ const OPT_IGNORE_MTIME: u32 = 1010;
 const OPT_VERSION: u32 = 1011;
 const OPT_NO_PROGRESS: u32 = 1012;
 const OPT_REPAIR: u32 = 1013;
-
-const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
-    LongOpt { name, has_arg, id }
-}
 
 const LONG: &[LongOpt] = &[
     lo("eraseblock", HasArg::Required, b'e' as u32),

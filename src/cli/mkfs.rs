@@ -13,7 +13,7 @@ use jffs2::layout::EndPad;
 use jffs2::mkfs::{self, MkfsConfig, MsgKind, Sink};
 use jffs2::source::{self, ScanOptions, WarningKind, XattrSelect};
 
-use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
 use super::output::Output;
 use super::{Progress, Tool};
@@ -27,10 +27,6 @@ const OPT_SUMMARY: u32 = 2000;
 const OPT_THREADS: u32 = 2001;
 const OPT_LIST_COMPRESSORS: u32 = 2002;
 const OPT_NO_PROGRESS: u32 = 2003;
-
-const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
-    LongOpt { name, has_arg, id }
-}
 
 const LONG: &[LongOpt] = &[
     lo("pad", HasArg::Optional, b'p' as u32),

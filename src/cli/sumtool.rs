@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use jffs2::format::Endian;
 use jffs2::sumtool::{self, Cleanmarkers, SumtoolConfig, SumtoolError};
 
-use super::getopt::{getopt_long, text, HasArg, LongOpt, Parsed};
+use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::input::Input;
 use super::num::{erase_size, strtol_int, EraseSizeError};
 use super::output::Output;
@@ -20,10 +20,6 @@ use super::Tool;
 const SHORT: &str = "o:i:e:hvVblnc:p";
 
 const OPT_FORCE_ERASEBLOCK: u32 = 2000;
-
-const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
-    LongOpt { name, has_arg, id }
-}
 
 const LONG: &[LongOpt] = &[
     lo("output", HasArg::Required, b'o' as u32),

@@ -178,12 +178,7 @@ pub fn load(
         ));
     }
     // What the kernel mounts: whole erase blocks, at least five (scan::as_flashed).
-    let es = detection.geometry.erase_size as usize;
-    let want = if es == 0 {
-        file_len
-    } else {
-        file_len.div_ceil(es).max(5).saturating_mul(es)
-    };
+    let want = jffs2::scan::flashed_len(file_len, detection.geometry.erase_size);
     let data = match file {
         Source::Map(m) if want != file_len => {
             // One mapping at a time: the detection's goes before the padded one comes.

@@ -200,15 +200,6 @@ pub struct Source<'a> {
     pub detection: Detection,
 }
 
-/// Bytes an image of `len` bytes takes as flashed in blocks of `es`: whole blocks, at least 5
-/// (the smallest partition Linux mounts), never beyond the 32-bit flash size.
-pub fn flashed_len(len: usize, es: u32) -> usize {
-    let es = es.max(1) as usize;
-    let want = len.div_ceil(es).max(5).saturating_mul(es);
-    let cap = (u32::MAX as usize / es) * es;
-    want.min(cap.max(len))
-}
-
 /// Detects the geometry of `image` unless given; an error if it is not JFFS2.
 fn geometry_of(
     image: &[u8],
@@ -253,7 +244,7 @@ impl Source<'static> {
     ) -> Result<Source<'static>, ConvertError> {
         let (geometry, detection) = geometry_of(&image, erase_size, endian)?;
         let input_len = image.len() as u64;
-        let want = flashed_len(image.len(), geometry.erase_size);
+        let want = crate::scan::flashed_len(image.len(), geometry.erase_size);
         if want > image.len() {
             image.resize(want, 0xFF);
         }
@@ -279,7 +270,7 @@ impl<'a> Source<'a> {
             .get(..len)
             .ok_or_else(|| ConvertError::Internal("input length beyond its buffer".into()))?;
         let (geometry, detection) = geometry_of(image, erase_size, endian)?;
-        let want = flashed_len(len, geometry.erase_size);
+        let want = crate::scan::flashed_len(len, geometry.erase_size);
         let padded = buf.get_mut(..want.max(len)).ok_or_else(|| {
             ConvertError::Input(format!(
                 "no room to pad the input to {want} bytes (erase size 0x{:x})",

@@ -467,10 +467,7 @@ pub fn check_with_progress(
         endian_given: opts.endian.is_some(),
     };
     // As flashed: whole erase blocks, at least 5 (the smallest partition Linux mounts).
-    let es = geometry.erase_size.max(1) as usize;
-    let want = image.len().div_ceil(es).max(5).saturating_mul(es);
-    let cap = (u32::MAX as usize / es) * es;
-    let want = want.min(cap.max(image.len()));
+    let want = scan::flashed_len(image.len(), geometry.erase_size.max(1));
     if want > image.len() {
         image.resize(want, 0xFF);
     }

@@ -141,6 +141,19 @@ pub(super) struct Engine<'a> {
     pub empty_blocks: u32,
 }
 
+/// Bytes an image of `len` bytes takes as flashed in blocks of `erase_size`: whole blocks,
+/// at least 5 (the smallest partition Linux mounts), not beyond the 32-bit flash size the
+/// kernel uses (§2; the scan never reads past it). `len` itself for an erase size of 0.
+pub fn flashed_len(len: usize, erase_size: u32) -> usize {
+    if erase_size == 0 {
+        return len;
+    }
+    let es = erase_size as usize;
+    let want = len.div_ceil(es).max(5).saturating_mul(es);
+    let cap = (u32::MAX as usize / es) * es;
+    want.min(cap.max(len))
+}
+
 /// The image as the kernel would see it flashed into the smallest partition it mounts: padded
 /// with 0xFF to a whole number of erase blocks, and to at least 5 blocks (§2). mkfs.jffs2
 /// images without `-p` end right after their last node; tools that check such an image as
@@ -150,9 +163,7 @@ pub fn as_flashed(image: &[u8], erase_size: u32) -> Cow<'_, [u8]> {
     if erase_size == 0 {
         return Cow::Borrowed(image);
     }
-    let es = erase_size as usize;
-    let blocks = image.len().div_ceil(es).max(5);
-    let want = blocks.saturating_mul(es);
+    let want = flashed_len(image.len(), erase_size);
     if want == image.len() {
         return Cow::Borrowed(image);
     }

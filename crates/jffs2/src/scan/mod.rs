@@ -53,7 +53,7 @@ mod summary;
 mod tests;
 
 pub use detect::{detect, Detection};
-pub use engine::{as_flashed, scan};
+pub use engine::{as_flashed, flashed_len, scan};
 
 /// Where the image came from, as the kernel sees it (`fs.c`, `wbuf.c`, §2 and §10.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

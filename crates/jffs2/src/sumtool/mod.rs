@@ -495,8 +495,7 @@ pub fn analyse(image: &[u8], cfg: &SumtoolConfig) -> Result<Analysis, SumtoolErr
 pub fn analyse_vec(buf: &mut Vec<u8>, cfg: &SumtoolConfig) -> Result<Analysis, SumtoolError> {
     let len = buf.len();
     let g = input_geometry(buf, cfg)?;
-    let es = g.geometry.erase_size as usize;
-    let want = len.div_ceil(es).max(5).saturating_mul(es);
+    let want = crate::scan::flashed_len(len, g.geometry.erase_size);
     buf.resize(want, 0xFF);
     analyse_flashed(buf, len as u64, g, cfg)
 }
@@ -512,8 +511,7 @@ pub fn analyse_in_place(
 ) -> Result<(Analysis, usize), SumtoolError> {
     let len = len.min(buf.len());
     let g = input_geometry(&buf[..len], cfg)?;
-    let es = g.geometry.erase_size as usize;
-    let want = len.div_ceil(es).max(5).saturating_mul(es);
+    let want = crate::scan::flashed_len(len, g.geometry.erase_size);
     if want <= buf.len() {
         buf[len..want].fill(0xFF);
         let a = analyse_flashed(&buf[..want], len as u64, g, cfg)?;
