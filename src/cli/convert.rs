@@ -331,6 +331,18 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     };
     let in_path = PathBuf::from(input);
     let named = |e: &dyn std::fmt::Display| fail(&format!("{}: {e}", in_path.display()));
+    // The output (a temporary file until complete; removed on any error) is opened first,
+    // so that its space is reserved on another core while the input is read. The input's
+    // size is the estimate: a conversion writes at most about what the input holds.
+    let mut out = match Output::file(PathBuf::from(output)) {
+        Ok(o) => o,
+        Err(e) => return fail(&format!("{}: {e}", PathBuf::from(output).display())),
+    };
+    if let Ok(m) = std::fs::metadata(&in_path) {
+        if m.is_file() {
+            out.preallocate(m.len());
+        }
+    }
     // The input is mapped (no copy of its bytes; it is never written), unless OOB bytes
     // must be peeled out of it first.
     let mut mapped: Option<Input> = None;
@@ -393,10 +405,6 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         threads: a.threads,
     };
     let fs = jffs2::fs::build(&src.image, &mut scan);
-    let mut out = match Output::file(PathBuf::from(output)) {
-        Ok(o) => o,
-        Err(e) => return fail(&format!("{}: {e}", PathBuf::from(output).display())),
-    };
     let bar = if a.progress && !a.json {
         Progress::new("jffs2-convert")
     } else {
@@ -413,6 +421,11 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     }
     let report = match result {
         Ok((_, r)) => r,
+        // A write error (a full disk) names the output; the temporary file is removed.
+        Err(e @ convert::ConvertError::Write(_)) => {
+            out.abandon();
+            return fail(&format!("{}: {e}", PathBuf::from(output).display()));
+        }
         Err(e) => {
             out.abandon();
             return fail(&e.to_string());

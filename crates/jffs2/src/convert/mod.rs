@@ -47,7 +47,7 @@ use crate::format::{
 };
 use crate::fs::{DataNode, Fs, FsError, Inode, InodeKind, NodeData};
 use crate::layout::{record_size, BlockWriter, EndPad, LayoutConfig};
-use crate::scan::{Detection, Geometry, Scan, ScanOptions};
+use crate::scan::{Detection, Geometry, NodeRef, Scan, ScanOptions};
 
 #[cfg(test)]
 mod tests;
@@ -131,7 +131,7 @@ pub enum ConvertError {
 /// The smallest erase size the output may have (the scan's own minimum).
 const MIN_ERASE: u32 = 8192;
 /// Work items compressed per parallel round.
-const ROUND: usize = 512;
+const ROUND: usize = 2048;
 
 /// One unit of output, in write order.
 enum Item {
@@ -401,7 +401,15 @@ pub fn convert_with_progress<W: Write>(
                 _ => return Err(ConvertError::Internal("a compression thread failed".into())),
             };
             ahead = rounds.get(k + 1).map(|r| scope.spawn(move || prepare(r)));
-            for (r, it) in ready.into_iter().zip(round.iter()) {
+            let mut ready: Vec<Option<Ready>> = ready.into_iter().map(Some).collect();
+            for i in 0..ready.len() {
+                let (Some(r), Some(it)) = (ready[i].take(), round.get(i)) else {
+                    continue;
+                };
+                if let Some((len, rec)) = movable(&r) {
+                    let (_, rest) = ready.split_at_mut(i + 1);
+                    fill(&mut w, rest, &round[i + 1..], len, rec, &mut report)?;
+                }
                 match r {
                     Ready::Node(bytes, rec) => {
                         match it {
@@ -526,6 +534,64 @@ pub fn convert_with_progress<W: Write>(
     let (out, size) = w.finish(cfg.pad)?;
     report.image_size = size;
     Ok((out, report))
+}
+
+/// Size and summary record size of a finished node whose place in the output is free: a
+/// copy that keeps its version (or a new xattr node), which no later decision depends on.
+fn movable(r: &Ready) -> Option<(usize, u32)> {
+    match r {
+        Ready::Node(b, rec) => Some((b.len(), *rec)),
+        Ready::DataCopy(b, ..) => Some((b.len(), 18)),
+        _ => None,
+    }
+}
+
+/// Before a node of `need` bytes that does not fit the current block: fills the block's
+/// room with later movable nodes of the round (the largest that fits, again and again) for
+/// as long as the room is more than the kernel would count as wasted. The kernel does not
+/// care where a node lies, only about versions, and these keep theirs; without this, the
+/// room would be left as dirt or filled by splitting a data node (decompressed and
+/// compressed again on the writing thread). `items` are the round's items after the
+/// current one, `rest` their ready forms (`None` once written).
+fn fill<W: Write>(
+    w: &mut BlockWriter<W>,
+    rest: &mut [Option<Ready>],
+    items: &[Item],
+    need: usize,
+    rec: u32,
+    report: &mut ConvertReport,
+) -> io::Result<()> {
+    loop {
+        let room = w.room(rec) as usize;
+        if need <= room || room < SPLIT_MIN {
+            return Ok(());
+        }
+        let mut best: Option<(usize, usize)> = None;
+        for (j, r) in rest.iter().enumerate() {
+            if let Some((len, rec_j)) = r.as_ref().and_then(movable) {
+                if len <= w.room(rec_j) as usize && best.is_none_or(|(_, l)| len > l) {
+                    best = Some((j, len));
+                }
+            }
+        }
+        let Some((j, _)) = best else {
+            return Ok(());
+        };
+        let (bytes, rec_j) = match rest[j].take() {
+            Some(Ready::Node(b, r)) => (b, r),
+            Some(Ready::DataCopy(b, ..)) => (b, 18),
+            _ => return Ok(()),
+        };
+        match items.get(j) {
+            Some(Item::Copy { .. }) => report.copied += 1,
+            Some(Item::Data { .. }) => {
+                report.copied += 1;
+                report.kept_undecodable += 1;
+            }
+            _ => report.rewritten += 1,
+        }
+        emit(w, &bytes, rec_j, report)?;
+    }
 }
 
 fn next(versions: &mut HashMap<u32, u32>, ino: u32) -> u32 {
@@ -716,18 +782,31 @@ impl<'f, 'a> Planner<'f, 'a> {
             }
         }
 
-        let mut items = Vec::new();
+        // Each inode's items are independent of the others': planned on all cores, then
+        // joined in inode order (xattr datums, shared between inodes, after each).
+        let per_inode: Vec<Vec<Item>> = shown
+            .par_iter()
+            .map(|(_, inode)| {
+                let mut v = Vec::new();
+                match inode.kind {
+                    InodeKind::Dir => self.plan_dir(inode, &dents, &mut v),
+                    InodeKind::File => self.plan_file(inode, &mut v),
+                    _ => self.plan_special(inode, &mut v),
+                }
+                v
+            })
+            .collect();
+        let mut items = Vec::with_capacity(per_inode.iter().map(Vec::len).sum());
         let mut next_version = HashMap::new();
         let mut datums: HashMap<(u8, Vec<u8>, Vec<u8>), u32> = HashMap::new();
         let mut xseqno = 0u32;
-        for (&ino, inode) in &shown {
+        for ((&ino, inode), mine) in shown.iter().zip(per_inode) {
             report.inodes += 1;
-            next_version.insert(ino, inode.highest_version.saturating_add(1));
-            match inode.kind {
-                InodeKind::Dir => self.plan_dir(inode, &dents, &mut items, report),
-                InodeKind::File => self.plan_file(inode, &mut items),
-                _ => self.plan_special(inode, &mut items),
+            if inode.kind == InodeKind::Dir {
+                report.dirents += dents.get(&ino).map_or(0, |d| d.len() as u64);
             }
+            next_version.insert(ino, inode.highest_version.saturating_add(1));
+            items.extend(mine);
             self.plan_xattrs(inode, &mut items, &mut datums, &mut xseqno, report);
         }
         Ok(Plan {
@@ -756,7 +835,6 @@ impl<'f, 'a> Planner<'f, 'a> {
         inode: &Inode,
         dents: &BTreeMap<u32, Vec<crate::fs::Dirent>>,
         items: &mut Vec<Item>,
-        report: &mut ConvertReport,
     ) {
         let kept = dents.get(&inode.ino).map(Vec::as_slice).unwrap_or(&[]);
         let newest_dent = kept.iter().map(|d| d.version).max().unwrap_or(0);
@@ -764,12 +842,11 @@ impl<'f, 'a> Planner<'f, 'a> {
         match latest {
             // The directory's own node is newer than every entry kept: copied, its times
             // stay in force (§6.4).
-            Some(r) if inode.version > newest_dent && self.copyable(r.offset).is_some() => items
-                .push(Item::Copy {
-                    offset: r.offset,
-                    rec: 18,
-                    data: None,
-                }),
+            Some(r) if inode.version > newest_dent && self.copyable(r) => items.push(Item::Copy {
+                offset: r.offset,
+                rec: 18,
+                data: None,
+            }),
             None if inode.faked && inode.ino == 1 => {}
             _ => items.push(Item::Meta {
                 node: self.template(inode),
@@ -777,8 +854,13 @@ impl<'f, 'a> Planner<'f, 'a> {
             }),
         }
         for de in kept {
-            report.dirents += 1;
-            if self.copyable(de.offset).is_some() {
+            if self
+                .fs
+                .scan()
+                .refs
+                .get(de.node)
+                .is_some_and(|r| self.copyable(r))
+            {
                 let rec = record_size(NodeKind::Dirent, de.name.len());
                 items.push(Item::Copy {
                     offset: de.offset,
@@ -822,7 +904,12 @@ impl<'f, 'a> Planner<'f, 'a> {
             let copy = whole
                 && !self.cfg.recompress
                 && (!crosses || dn.compr == COMPR_ZERO)
-                && self.copyable(dn.offset).is_some();
+                && self
+                    .fs
+                    .scan()
+                    .refs
+                    .get(dn.node)
+                    .is_some_and(|r| self.copyable(r));
             if copy {
                 latest_copied |= latest == Some(dn.node);
                 items.push(Item::Copy {
@@ -847,7 +934,7 @@ impl<'f, 'a> Planner<'f, 'a> {
             let meta = latest.filter(|l| !inode.nodes.iter().any(|d| d.node == *l));
             let copy = meta
                 .and_then(|l| self.fs.scan().refs.get(l))
-                .filter(|r| self.copyable(r.offset).is_some())
+                .filter(|r| self.copyable(r))
                 .map(|r| r.offset);
             items.push(Item::LastMeta { copy, node: tmpl });
         }
@@ -857,7 +944,7 @@ impl<'f, 'a> Planner<'f, 'a> {
     fn plan_special(&self, inode: &Inode, items: &mut Vec<Item>) {
         let latest = inode.latest.and_then(|l| self.fs.scan().refs.get(l));
         if let Some(r) = latest {
-            if self.copyable(r.offset).is_some() {
+            if self.copyable(r) {
                 items.push(Item::Copy {
                     offset: r.offset,
                     rec: 18,
@@ -926,18 +1013,26 @@ impl<'f, 'a> Planner<'f, 'a> {
         }
     }
 
-    /// The header of the node at `offset` when it can be copied: whole in the image,
-    /// ACCURATE, header CRC right, small enough for an output block.
-    fn copyable(&self, offset: u32) -> Option<NodeHeader> {
+    /// Whether the node of `r` can be copied: whole in the image, ACCURATE, header CRC
+    /// right, small enough for an output block. The scan checked the first three of every
+    /// node it read (§2: a node without ACCURATE is obsolete, never live); a node known from
+    /// a summary record only is checked here.
+    fn copyable(&self, r: &NodeRef) -> bool {
+        if !r.from_summary {
+            return r.len <= self.max_node;
+        }
         let img = self.fs.image();
         let e = self.fs.scan().geometry.endian;
-        let b = img.get(offset as usize..)?;
-        let h = NodeHeader::decode(b, e, u64::from(offset)).ok()?;
-        let ok = h.crc_ok(e)
+        let Some(b) = img.get(r.offset as usize..) else {
+            return false;
+        };
+        let Ok(h) = NodeHeader::decode(b, e, u64::from(r.offset)) else {
+            return false;
+        };
+        h.crc_ok(e)
             && h.nodetype & NODE_ACCURATE != 0
             && h.totlen <= self.max_node
-            && (h.totlen as usize) <= b.len();
-        ok.then_some(h)
+            && (h.totlen as usize) <= b.len()
     }
 }
 

@@ -14,7 +14,10 @@ use crate::format::{
     NODE_ACCURATE,
 };
 use crate::scan::{KernelMsg, Level, NodeRef, RefState};
+use rayon::prelude::*;
 
+/// Data nodes from which an inode's CRC checks run in parallel.
+const PAR_CHECKS: usize = 256;
 /// `JFFS2_MIN_NODE_HEADER`: the first read of every node (§6.1).
 const MIN_NODE_HEADER: usize = 40;
 
@@ -576,8 +579,16 @@ impl Fs<'_> {
         // Data CRCs (§6.2, §6.3): a bad node is dropped and older data shows through.
         let mut good: Vec<Tn> = Vec::with_capacity(c.tns.len());
         let mut bad: Vec<(Tn, u32, u32)> = Vec::new();
-        for tn in std::mem::take(&mut c.tns) {
-            match self.check_tn(&tn) {
+        // The checks are independent: a large file's run on all cores (same results, in
+        // the same order).
+        let tns = std::mem::take(&mut c.tns);
+        let checks: Vec<Result<(), (u32, u32)>> = if tns.len() >= PAR_CHECKS {
+            tns.par_iter().map(|tn| self.check_tn(tn)).collect()
+        } else {
+            tns.iter().map(|tn| self.check_tn(tn)).collect()
+        };
+        for (tn, check) in tns.into_iter().zip(checks) {
+            match check {
                 Ok(()) => good.push(tn),
                 Err((stored, computed)) => bad.push((tn, stored, computed)),
             }

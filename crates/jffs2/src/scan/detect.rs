@@ -66,93 +66,76 @@ fn is_ff(b: &[u8]) -> bool {
     b.iter().all(|&c| c == 0xFF)
 }
 
-/// Offset of the first non-0xFF aligned word at or after `p`, or `len`.
-fn skip_ff(img: &[u8], mut p: usize) -> usize {
-    while p + 32 <= img.len() && is_ff(&img[p..p + 32]) {
-        p += 32;
+/// The first 4-aligned offset `q >= p` with `q + 12 <= img.len()` whose word starts with
+/// the magic bytes `finder` looks for. `memmem` (SIMD) does the searching: in the wrong byte
+/// order, where nothing is a node, this is a pass over the whole image at memory speed.
+fn next_magic(img: &[u8], mut p: usize, finder: &memchr::memmem::Finder<'_>) -> Option<usize> {
+    while p + 12 <= img.len() {
+        let q = p + finder.find(&img[p..])?;
+        if q % 4 == 0 {
+            return (q + 12 <= img.len()).then_some(q);
+        }
+        p = q + 1;
     }
-    while p + 4 <= img.len() && is_ff(&img[p..p + 4]) {
-        p += 4;
-    }
-    if p + 4 > img.len() {
-        img.len()
-    } else {
-        p
-    }
+    None
 }
 
-/// The first word-aligned (relative to `p`) offset `q >= p` with `q + 4 <= end` whose word
-/// starts with the magic bytes `m` or is 0xFFFFFFFF; a value with `q + 4 > end` if none.
-/// Blocks of 16 words are tested without branches (vectorisable), then word by word.
-fn next_candidate(img: &[u8], mut p: usize, end: usize, m: [u8; 2]) -> usize {
-    let magic = u32::from(u16::from_le_bytes(m));
-    let hit = |c: &[u8]| {
-        let w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-        (w & 0xFFFF) == magic || w == u32::MAX
-    };
-    while p + 64 <= end {
-        let any = img[p..p + 64]
-            .chunks_exact(4)
-            .fold(false, |acc, c| acc | hit(c));
-        if any {
-            break;
-        }
-        p += 64;
-    }
-    while p + 4 <= end {
-        if hit(&img[p..p + 4]) {
-            return p;
-        }
-        p += 4;
-    }
-    p
+/// Bytes of the 4-aligned 0xFF words in `img[a..b]` (`a` aligned).
+fn ff_words(img: &[u8], a: usize, b: usize) -> u64 {
+    img.get(a..b.min(img.len())).map_or(0, |g| {
+        g.chunks_exact(4).filter(|c| is_ff(c)).count() as u64 * 4
+    })
 }
 
-/// Walks `img` like the kernel's resync: 0xFF runs skipped, a header with a valid magic and
-/// header CRC (ACCURATE bit forced) is a node and is skipped by `PAD(totlen)`, anything else
-/// advances 4 bytes.
+/// Walks `img` like the kernel's resync: a header with a valid magic and header CRC
+/// (ACCURATE bit forced) is a node and is skipped by `PAD(totlen)`; anything else advances
+/// 4 bytes (0xFF runs, which hold no magic, included: stepping over them word by word finds
+/// the same nodes). `ff_bytes` is left to [`count_ff`], for the byte order that wins.
 fn walk(img: &[u8], e: Endian) -> Walk {
     let mut w = Walk::default();
-    let len = img.len();
-    let mut p = 0usize;
     let m = e.u16_bytes(MAGIC);
-    while p + 12 <= len {
-        // Fast path over words that are neither a magic nor erased (most of an image read
-        // in the wrong byte order): the result is the same as advancing 4 bytes at a time.
-        p = next_candidate(img, p, len - 8, m);
-        if p + 12 > len {
-            break;
-        }
-        if is_ff(&img[p..p + 4]) {
-            let q = skip_ff(img, p);
-            w.ff_bytes += (q - p) as u64;
-            p = q;
+    let finder = memchr::memmem::Finder::new(&m);
+    let mut p = 0usize;
+    while let Some(q) = next_magic(img, p, &finder) {
+        p = q;
+        let nodetype = e.get_u16(img, p + 2).unwrap_or(0);
+        let totlen = e.get_u32(img, p + 4).unwrap_or(0);
+        let hdr_crc = e.get_u32(img, p + 8).unwrap_or(0);
+        let mut h = [0u8; 8];
+        h[0..2].copy_from_slice(&m);
+        h[2..4].copy_from_slice(&e.u16_bytes(nodetype | NODE_ACCURATE));
+        h[4..8].copy_from_slice(&e.u32_bytes(totlen));
+        if crc32(&h) == hdr_crc
+            && totlen >= 12
+            && (p as u64 + u64::from(totlen)) <= img.len() as u64
+        {
+            w.nodes.push(Node {
+                ofs: p as u32,
+                totlen,
+                nodetype,
+            });
+            w.node_bytes += u64::from(totlen);
+            p += pad4(totlen) as usize;
             continue;
-        }
-        let magic = e.get_u16(img, p).unwrap_or(0);
-        if magic == MAGIC {
-            let nodetype = e.get_u16(img, p + 2).unwrap_or(0);
-            let totlen = e.get_u32(img, p + 4).unwrap_or(0);
-            let hdr_crc = e.get_u32(img, p + 8).unwrap_or(0);
-            let mut h = [0u8; 8];
-            h[0..2].copy_from_slice(&e.u16_bytes(magic));
-            h[2..4].copy_from_slice(&e.u16_bytes(nodetype | NODE_ACCURATE));
-            h[4..8].copy_from_slice(&e.u32_bytes(totlen));
-            if crc32(&h) == hdr_crc && totlen >= 12 && (p as u64 + u64::from(totlen)) <= len as u64
-            {
-                w.nodes.push(Node {
-                    ofs: p as u32,
-                    totlen,
-                    nodetype,
-                });
-                w.node_bytes += u64::from(totlen);
-                p += pad4(totlen) as usize;
-                continue;
-            }
         }
         p += 4;
     }
     w
+}
+
+/// Erased bytes (aligned 0xFF words) outside the nodes `w` found.
+fn count_ff(img: &[u8], w: &mut Walk) {
+    let mut at = 0usize;
+    let mut ff = 0u64;
+    for n in &w.nodes {
+        let ofs = n.ofs as usize;
+        if ofs > at {
+            ff += ff_words(img, at, ofs);
+        }
+        at = at.max(ofs + pad4(n.totlen) as usize);
+    }
+    ff += ff_words(img, at, img.len());
+    w.ff_bytes = ff;
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -315,18 +298,19 @@ pub fn detect(image: &[u8]) -> Detection {
     }
 
     // Byte order.
-    let le = walk(img, Endian::Little);
-    let be = walk(img, Endian::Big);
+    // The two walks are independent: one per core.
+    let (le, be) = rayon::join(|| walk(img, Endian::Little), || walk(img, Endian::Big));
     ev.push(format!(
         "{} node headers with valid CRCs read little-endian, {} big-endian",
         le.nodes.len(),
         be.nodes.len()
     ));
-    let (e, w, other) = if le.node_bytes >= be.node_bytes {
+    let (e, mut w, other) = if le.node_bytes >= be.node_bytes {
         (Endian::Little, le, be)
     } else {
         (Endian::Big, be, le)
     };
+    count_ff(img, &mut w);
     if w.nodes.is_empty() {
         ev.push("no JFFS2 node header (magic 0x1985 with a valid header CRC) in either byte order: not a JFFS2 image".to_string());
         return unknown(ev, 0.0);
