@@ -14,6 +14,7 @@ pub mod extract;
 pub mod format;
 pub mod fs;
 pub mod fsck;
+pub mod fuzz;
 pub mod layout;
 pub mod mkfs;
 pub mod scan;

@@ -1,0 +1,368 @@
+//! Entry points for fuzzing (issue 8): one function per target of `fuzz/` (cargo-fuzz), also
+//! run over the committed seed and regression corpora by `tests/fuzz_corpus.rs`, so that
+//! every input that ever crashed stays a test.
+//!
+//! Each function takes arbitrary bytes and must never panic, hang, or allocate without
+//! bound; where a property can be checked cheaply it is asserted (a failed assertion is a
+//! crash the fuzzer reports):
+//!
+//! * [`nodes`]: every node decoder, in both byte orders; a node converted to the other byte
+//!   order and back is unchanged.
+//! * [`decompress`]: every decompressor on hostile data (the first byte chooses it, the next
+//!   two the output size); and every compressor's output decompresses to its input.
+//! * [`scan`]: geometry detection and the kernel's mount scan (with and without summaries);
+//!   the per-block accounting adds up to the flash size.
+//! * [`fs`]: the filesystem model: build, every inode read, the listing.
+//! * [`dump`]: the `jffs2dump -c` / `-c -v` printer and the endian converter.
+//! * [`extract`]: extraction into a fresh temporary directory; nothing is created outside it.
+//! * [`sumtool`]: analysis and summarising.
+//! * [`convert`]: conversion; when nothing is dropped the output shows the input's tree.
+//!
+//! Inputs larger than [`MAX_INPUT`] are cut there: the guarantees are about linear cost, and
+//! a fuzzer learns nothing from megabytes of input.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::compress::{self, Compressors, Kind};
+use crate::format::{DirentNode, Endian, InodeNode, NodeHeader, SummaryNode, XattrNode, XrefNode};
+use crate::scan::{ScanOptions, SummaryUse};
+
+/// The most bytes of an input the targets look at.
+pub const MAX_INPUT: usize = 1 << 20;
+
+fn cut(data: &[u8]) -> &[u8] {
+    &data[..data.len().min(MAX_INPUT)]
+}
+
+/// Node decoding: every decoder at every 4-byte offset of the first 4 KiB, both byte orders;
+/// a node swapped to the other byte order and back is the same bytes.
+pub fn nodes(data: &[u8]) {
+    let data = cut(data);
+    for e in [Endian::Little, Endian::Big] {
+        let mut p = 0usize;
+        while p < data.len().min(4096) {
+            let b = &data[p..];
+            let o = p as u64;
+            let _ = NodeHeader::decode(b, e, o).map(|h| (h.crc_ok(e), h.computed_crc(e)));
+            let _ = InodeNode::decode(b, e, o);
+            let _ = DirentNode::decode(b, e, o).map(|d| d.name(b).map(<[u8]>::len));
+            let _ = XattrNode::decode(b, e, o);
+            let _ = XrefNode::decode(b, e, o);
+            let _ = SummaryNode::decode(b, e, o);
+            if let Some(swapped) = crate::dump::swap_node(b, e) {
+                let other = match e {
+                    Endian::Little => Endian::Big,
+                    Endian::Big => Endian::Little,
+                };
+                let back = crate::dump::swap_node(&swapped, other);
+                assert_eq!(
+                    back.as_deref(),
+                    Some(&b[..swapped.len()]),
+                    "swapping a node twice changed it (offset {p})"
+                );
+            }
+            p += 4;
+        }
+    }
+}
+
+/// Decompressors on hostile data, and compressors' round trip.
+///
+/// Byte 0 chooses the compressor id (any value, unknown ones included), bytes 1–2 the output
+/// size (at most 64 KiB, as a node's `dsize` can claim); the rest is the compressed data.
+/// Then the input's first KiB is compressed with each compressor, and must
+/// decompress to the bytes it says it consumed.
+pub fn decompress(data: &[u8]) {
+    let data = cut(data);
+    if data.len() >= 3 {
+        let compr = data[0] % 16;
+        let dsize = usize::from(u16::from_le_bytes([data[1], data[2]])) + 1;
+        if let Ok(out) = compress::decompress(compr, &data[3..], dsize) {
+            assert_eq!(
+                out.len(),
+                dsize,
+                "compressor {compr} returned the wrong size"
+            );
+        }
+        // The kernel's swapped rubin ids as well.
+        let _ = compress::decompress(compress::COMPR_DYNRUBIN, &data[3..], dsize);
+        let _ = compress::decompress(compress::COMPR_RUBINMIPS, &data[3..], dsize);
+    }
+    // 1 KiB is enough to reach every path of the compressors (LZO's level 12 is slow).
+    let page = &data[..data.len().min(1024)];
+    if page.is_empty() {
+        return;
+    }
+    for kind in Kind::ALL {
+        let mut c = Compressors::mkfs_default();
+        for k in Kind::ALL {
+            let _ = c.set_enabled(k.name(), k == kind);
+        }
+        for room in [page.len(), page.len() / 2 + 1] {
+            let z = c.compress(page, room);
+            assert!(
+                z.consumed > 0 && z.consumed <= page.len(),
+                "{}",
+                kind.name()
+            );
+            let back = compress::decompress(z.compr, &z.data, z.consumed)
+                .unwrap_or_else(|e| panic!("{} output does not decompress: {e}", kind.name()));
+            assert_eq!(back, &page[..z.consumed], "{} round trip", kind.name());
+        }
+    }
+}
+
+/// Detection and the mount scan, with and without summaries; the accounting adds up.
+pub fn scan(data: &[u8]) {
+    let data = cut(data);
+    let d = crate::scan::detect(data);
+    let img = crate::scan::as_flashed(data, d.geometry.erase_size);
+    for summary in [true, false] {
+        let opts = ScanOptions {
+            summary,
+            ..ScanOptions::default()
+        };
+        let s = crate::scan::scan(&img, &d.geometry, &opts);
+        if s.failure.is_none() {
+            let t = s.totals();
+            let sum = t.used + t.dirty + t.wasted + t.unchecked + t.free;
+            let flash = (img.len() as u64 / u64::from(d.geometry.erase_size))
+                * u64::from(d.geometry.erase_size);
+            assert_eq!(
+                sum, flash,
+                "block accounting does not add up to the flash size"
+            );
+        }
+        if !summary {
+            assert!(
+                s.blocks.iter().all(|b| b.summary != SummaryUse::Used),
+                "a summary was used with summaries off"
+            );
+        }
+    }
+}
+
+/// The filesystem model: build, read every live inode, list the tree.
+pub fn fs(data: &[u8]) {
+    let data = cut(data);
+    let d = crate::scan::detect(data);
+    let img = crate::scan::as_flashed(data, d.geometry.erase_size);
+    let mut s = crate::scan::scan(&img, &d.geometry, &ScanOptions::default());
+    if s.failure.is_some() {
+        return;
+    }
+    let fs = crate::fs::build(&img, &mut s);
+    let inos: Vec<u32> = fs.live_inodes().collect();
+    for ino in inos {
+        if let Ok(inode) = fs.read_inode(ino) {
+            for n in &inode.nodes {
+                let _ = fs.node_data(n);
+            }
+        }
+    }
+    let _ = crate::extract::list(
+        &fs,
+        &mut io::sink(),
+        &crate::extract::ListOptions { xattrs: true },
+    );
+}
+
+/// The `jffs2dump -c` printer (plain and verbose, both byte orders) and the endian
+/// converter.
+pub fn dump(data: &[u8]) {
+    let data = cut(data);
+    for endian in [Endian::Little, Endian::Big] {
+        for verbose in [false, true] {
+            let opts = crate::dump::ContentOptions { endian, verbose };
+            let _ = crate::dump::dump_content(data, &opts, &mut io::sink());
+        }
+    }
+    for (from, recalc_crc) in [(Endian::Little, false), (Endian::Big, true)] {
+        let opts = crate::dump::ConvertOptions { from, recalc_crc };
+        let _ = crate::dump::convert_endian(data, &opts, &mut io::sink(), &mut io::sink());
+    }
+}
+
+static SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// A directory of its own under the system's temporary directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Option<Scratch> {
+        let n = SERIAL.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("jffs2-fuzz-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir(&p).ok()?;
+        Some(Scratch(p))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every path under `dir`, without following symlinks.
+fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        out.push(p.clone());
+        if is_dir {
+            walk(&p, out);
+        }
+    }
+}
+
+/// Extraction into a fresh directory `root/dest`: afterwards `root` holds `dest` and its
+/// device table, nothing else, and nothing under `dest` is a path that leaves it.
+pub fn extract(data: &[u8]) {
+    let data = cut(data);
+    let d = crate::scan::detect(data);
+    let img = crate::scan::as_flashed(data, d.geometry.erase_size);
+    let mut s = crate::scan::scan(&img, &d.geometry, &ScanOptions::default());
+    if s.failure.is_some() {
+        return;
+    }
+    let fs = crate::fs::build(&img, &mut s);
+    let Ok(plan) = crate::extract::Plan::build(&fs, true) else {
+        return;
+    };
+    let Some(root) = Scratch::new() else { return };
+    let dest = root.0.join("dest");
+    let table = root.0.join("dest.devtable");
+    let opts = crate::extract::ExtractOptions {
+        owners: false,
+        xattrs: false,
+        devices: false,
+        allow_non_empty: false,
+        devtable: Some(table.clone()),
+        stream: crate::extract::StreamOptions::default(),
+    };
+    let _ = crate::extract::extract(&fs, &plan, &dest, &opts);
+    let mut top = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(&root.0) {
+        top.extend(rd.flatten().map(|e| e.path()));
+    }
+    for p in &top {
+        assert!(
+            *p == dest || *p == table,
+            "extraction created {} outside its destination",
+            p.display()
+        );
+    }
+    let mut all = Vec::new();
+    walk(&dest, &mut all);
+    for p in all {
+        assert!(
+            p.starts_with(&dest),
+            "{} is outside the destination",
+            p.display()
+        );
+        if let Ok(t) = std::fs::read_link(&p) {
+            // Symlinks are created as the image says, but never followed by the extraction:
+            // check nothing was written through one (the walk does not follow them).
+            let _ = t;
+        }
+    }
+}
+
+/// sumtool's analysis and output, in the detected geometry.
+pub fn sumtool(data: &[u8]) {
+    let data = cut(data);
+    let d = crate::scan::detect(data);
+    let mut cfg = crate::sumtool::SumtoolConfig::new();
+    cfg.endian = d.geometry.endian;
+    cfg.erase_size = d.geometry.erase_size;
+    if let Ok((out, _, _)) = crate::sumtool::summarize(data, &cfg, Vec::new()) {
+        // The output is an image of the same geometry: it must scan without a kernel BUG.
+        let img = crate::scan::as_flashed(&out, cfg.erase_size);
+        let s = crate::scan::scan(&img, &d.geometry, &ScanOptions::default());
+        if let Some(f) = &s.failure {
+            assert!(
+                !f.to_string().contains("kernel BUG"),
+                "sumtool wrote an image the kernel would BUG() on: {f}"
+            );
+        }
+    }
+}
+
+/// Conversion; when nothing was dropped, the output lists exactly as the input.
+pub fn convert(data: &[u8]) {
+    let data = cut(data);
+    let Ok(src) = crate::convert::Source::new(data.to_vec(), None, None) else {
+        return;
+    };
+    let Ok(mut s) = src.scan() else { return };
+    let had = crate::convert::input_layout(&s);
+    let g = src.geometry;
+    let cfg = crate::convert::ConvertConfig {
+        layout: crate::layout::LayoutConfig {
+            endian: g.endian,
+            erase_size: g.erase_size.max(8192),
+            cleanmarker: had.cleanmarker.filter(|&c| c < g.erase_size.max(8192)),
+            summary: true,
+        },
+        page_size: 4096,
+        recompress: false,
+        compressors: Compressors::mkfs_default(),
+        pad: crate::layout::EndPad::None,
+        threads: 1,
+    };
+    let fs = crate::fs::build(&src.image, &mut s);
+    let Ok((out, report)) = crate::convert::convert(&fs, &cfg, Vec::new()) else {
+        return;
+    };
+    if !report.dropped.is_empty() || report.kept_undecodable > 0 {
+        return;
+    }
+    let mut before = Vec::new();
+    let _ = crate::extract::list(
+        &fs,
+        &mut before,
+        &crate::extract::ListOptions { xattrs: true },
+    );
+    let geom = crate::scan::Geometry {
+        endian: cfg.layout.endian,
+        erase_size: cfg.layout.erase_size,
+        cleanmarker_size: cfg.layout.cleanmarker.unwrap_or(0),
+    };
+    let img = crate::scan::as_flashed(&out, geom.erase_size);
+    let mut s2 = crate::scan::scan(&img, &geom, &ScanOptions::default());
+    assert!(
+        s2.failure.is_none(),
+        "the converted image does not mount: {:?}",
+        s2.failure
+    );
+    let fs2 = crate::fs::build(&img, &mut s2);
+    let mut after = Vec::new();
+    let _ = crate::extract::list(
+        &fs2,
+        &mut after,
+        &crate::extract::ListOptions { xattrs: true },
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&before),
+        String::from_utf8_lossy(&after),
+        "the converted image shows another tree"
+    );
+}
+
+/// The targets by name, for the corpus tests and tools.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("nodes", nodes),
+    ("decompress", decompress),
+    ("scan", scan),
+    ("fs", fs),
+    ("dump", dump),
+    ("extract", extract),
+    ("sumtool", sumtool),
+    ("convert", convert),
+];
