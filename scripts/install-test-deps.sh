@@ -11,6 +11,9 @@ pkgs=(
   fakeroot           # fakeroot compatibility test of the tree scan
   qemu-system-x86    # the kernel judge (issue 2)
   busybox-static cpio
+  time               # GNU time (/usr/bin/time -f %M): peak memory of the binaries (tests/hostile_cli.rs)
+  valgrind           # instruction counts: linear work on hostile images (tests/linear_time.rs)
+  util-linux         # taskset: one CPU for the counted runs
 )
 missing=()
 for p in "${pkgs[@]}"; do

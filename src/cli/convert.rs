@@ -422,9 +422,11 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     let report = match result {
         Ok((_, r)) => r,
         // A write error (a full disk) names the output; the temporary file is removed.
-        Err(e @ convert::ConvertError::Write(_)) => {
+        Err(convert::ConvertError::Write(e)) => {
             out.abandon();
-            return fail(&format!("{}: {e}", PathBuf::from(output).display()));
+            let shown = PathBuf::from(output);
+            let why = super::errno_text(&e);
+            return fail(&format!("{}: writing the image: {why}", shown.display()));
         }
         Err(e) => {
             out.abandon();

@@ -396,6 +396,12 @@ fn repair(
     let result = convert::convert(&fs, &cfg, output.writer());
     let (_, r) = match result {
         Ok(x) => x,
+        // A write error (a full disk) names the output; the temporary file is removed.
+        Err(convert::ConvertError::Write(e)) => {
+            output.abandon();
+            let why = super::errno_text(&e);
+            return Err(format!("{}: writing the image: {why}", out.display()));
+        }
         Err(e) => {
             output.abandon();
             return Err(e.to_string());

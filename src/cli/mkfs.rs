@@ -513,15 +513,28 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     }
     // The listing is flushed when `sink` is dropped at the end, after the statistics:
     // mkfs.jffs2's block-buffered stdout puts it there in a combined log (§3.8).
+    // A write error (a full disk): mkfs.jffs2's `sys_errmsg_die("write")` and the errno
+    // text; as jffs2-mkfs it names the output ("write OUT", then "error 28 (No space left
+    // on device)"). The temporary file is removed; OUT is left as it was.
+    let write_msg = match &o.output {
+        _ if tool.name == "mkfs.jffs2" => "write".to_string(),
+        Some(p) => format!("write {}", text(p)),
+        None => "write (standard output)".to_string(),
+    };
     let report = match result {
         Ok(r) => r,
+        Err(mkfs::MkfsError::Write(e)) => {
+            output.abandon();
+            tool.sys_error(&write_msg, &e);
+            return Err(Fatal(255));
+        }
         Err(e) => {
             output.abandon();
             return Err(die(&e.to_string()));
         }
     };
     if let Err(e) = output.commit() {
-        tool.sys_error("write", &e);
+        tool.sys_error(&write_msg, &e);
         return Err(Fatal(255));
     }
     if let EndPad::Size(size) = cfg.pad {

@@ -58,6 +58,13 @@ impl Tool {
     }
 }
 
+/// The text of an I/O error without Rust's " (os error N)" and what follows it (the
+/// temporary file's path, which is gone once the error is reported).
+pub fn errno_text(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}
+
 /// The base name of `argv[0]`.
 pub fn invoked_as(argv0: Option<&OsString>) -> String {
     argv0

@@ -128,10 +128,12 @@ impl<W: Write + Send + 'static> Drop for Behind<W> {
 
 enum Dest {
     Temp {
-        tmp: Option<Behind<NamedTempFile>>,
+        /// Writes to the temporary file through a `File` of its own: `NamedTempFile`'s
+        /// writes wrap errors with its path and lose the errno ("error 0 (Success)" for a
+        /// full disk).
+        w: Behind<File>,
+        tmp: NamedTempFile,
         path: PathBuf,
-        /// The temporary file (another handle), to reserve its space and trim it.
-        file: File,
         /// A thread reserving the file's space ahead of the writes.
         prealloc: Option<JoinHandle<()>>,
     },
@@ -173,8 +175,8 @@ impl Output {
             .tempfile_in(&dir)?;
         Ok(Output {
             dest: Dest::Temp {
-                file: tmp.as_file().try_clone()?,
-                tmp: Some(Behind::new(tmp)?),
+                w: Behind::new(tmp.as_file().try_clone()?)?,
+                tmp,
                 path,
                 prealloc: None,
             },
@@ -195,10 +197,10 @@ impl Output {
     /// without `fallocate` just skip it.
     pub fn preallocate(&mut self, len: u64) {
         use std::os::fd::AsRawFd;
-        let Dest::Temp { file, prealloc, .. } = &mut self.dest else {
+        let Dest::Temp { tmp, prealloc, .. } = &mut self.dest else {
             return;
         };
-        let (Ok(len), Ok(dup)) = (libc::off_t::try_from(len), file.try_clone()) else {
+        let (Ok(len), Ok(dup)) = (libc::off_t::try_from(len), tmp.as_file().try_clone()) else {
             return;
         };
         let t = std::thread::spawn(move || {
@@ -214,10 +216,7 @@ impl Output {
     /// The writer to write the image to.
     pub fn writer(&mut self) -> &mut dyn Write {
         match &mut self.dest {
-            Dest::Temp { tmp, .. } => match tmp {
-                Some(w) => w,
-                None => unreachable_writer(),
-            },
+            Dest::Temp { w, .. } => w,
             Dest::Direct(w) => w,
             Dest::Stdout(w) => w,
         }
@@ -228,18 +227,17 @@ impl Output {
     pub fn commit(self) -> io::Result<()> {
         match self.dest {
             Dest::Temp {
+                w,
                 tmp,
                 path,
-                file,
                 prealloc,
             } => {
-                let Some(w) = tmp else { return Ok(()) };
                 let written = w.written;
                 let reserved = prealloc.map(JoinHandle::join).is_some();
-                let tmp = w.finish()?;
+                drop(w.finish()?);
                 if reserved {
                     // Gives back what the estimate reserved beyond the output.
-                    file.set_len(written)?;
+                    tmp.as_file().set_len(written)?;
                 }
                 let mode = 0o644 & !umask();
                 tmp.as_file()
@@ -256,11 +254,6 @@ impl Output {
     pub fn abandon(self) {
         drop(self);
     }
-}
-
-fn unreachable_writer() -> &'static mut dyn Write {
-    // A writer that is never used: `tmp` is only None after commit, which consumes self.
-    Box::leak(Box::new(io::sink()))
 }
 
 fn umask() -> u32 {

@@ -94,10 +94,20 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         tool.error(msg);
         Fatal(255)
     };
+    // sumtool's system-error messages ("open input file", "write") name no file; invoked as
+    // `sumtool` they stay exactly so, as `jffs2-sumtool` they name it.
+    let about = |what: &str, path: &str| -> String {
+        if tool.name == "sumtool" {
+            what.to_string()
+        } else {
+            format!("{what} {path}")
+        }
+    };
     let mut cfg = SumtoolConfig::new();
     let mut verbose = false;
     let mut input: Option<(File, OsString)> = None;
     let mut output: Option<Output> = None;
+    let mut out_path = String::new();
     let mut erase_given = false;
     let mut cleanmarker: Option<u32> = None;
     let mut no_cleanmarkers = false;
@@ -121,10 +131,12 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 if output.is_some() {
                     return Err(die("output filename specified more than once"));
                 }
-                match Output::file(PathBuf::from(arg.unwrap_or_default())) {
+                let path = arg.unwrap_or_default();
+                out_path = text(&path);
+                match Output::file(PathBuf::from(path)) {
                     Ok(o) => output = Some(o),
                     Err(e) => {
-                        tool.sys_error("open output file", &e);
+                        tool.sys_error(&about("open output file", &out_path), &e);
                         return Err(Fatal(255));
                     }
                 }
@@ -137,7 +149,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 match File::open(&path) {
                     Ok(f) => input = Some((f, path)),
                     Err(e) => {
-                        tool.sys_error("open input file", &e);
+                        tool.sys_error(&about("open input file", &text(&path)), &e);
                         return Err(Fatal(255));
                     }
                 }
@@ -243,15 +255,22 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         });
         let _ = out.flush();
     }
+    // A write error (a full disk): sumtool's `sys_errmsg_die("write")`, naming the output as
+    // jffs2-sumtool ("write OUT", then "error 28 (No space left on device)").
     let report = match sumtool::write(image, &analysis, &cfg, output.writer()) {
         Ok((_, r)) => r,
+        Err(SumtoolError::Io(e)) => {
+            output.abandon();
+            tool.sys_error(&about("write", &out_path), &e);
+            return Err(Fatal(255));
+        }
         Err(e) => {
             output.abandon();
             return Err(die(&e.to_string()));
         }
     };
     if let Err(e) = output.commit() {
-        tool.sys_error("write", &e);
+        tool.sys_error(&about("write", &out_path), &e);
         return Err(Fatal(255));
     }
     if verbose {

@@ -355,8 +355,11 @@ pub fn convert(data: &[u8]) {
     );
 }
 
+/// A fuzz target's entry point.
+pub type Target = fn(&[u8]);
+
 /// The targets by name, for the corpus tests and tools.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("nodes", nodes),
     ("decompress", decompress),
     ("scan", scan),

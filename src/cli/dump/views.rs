@@ -569,7 +569,7 @@ pub fn run(
             .map_err(|e| stdout_failed(tool, &e))?;
         if bad > 0 {
             out.flush().map_err(|e| stdout_failed(tool, &e))?;
-            tool.warning(&format!("{bad} entries cannot be read (marked ?)"));
+            tool.warning(&format!("{shown}: {bad} entries cannot be read (marked ?)"));
         }
     }
     if let Some(p) = &a.cat {
@@ -641,6 +641,11 @@ fn extract_to(tool: &Tool, fs: &Fs<'_>, dir: &Path, a: &ViewArgs) -> Result<i32,
                 "{}: the destination is not empty (--force merges into it, never replacing anything)",
                 path.display()
             ));
+            return Err(Exit(1));
+        }
+        // A write error (a full disk) names the file relative to DIR: name DIR too.
+        Err(e @ extract::ExtractError::Write { .. }) => {
+            tool.error(&format!("{}: {e}", dir.display()));
             return Err(Exit(1));
         }
         Err(e) => {

@@ -130,8 +130,12 @@ pub enum ConvertError {
 
 /// The smallest erase size the output may have (the scan's own minimum).
 const MIN_ERASE: u32 = 8192;
-/// Work items compressed per parallel round.
+/// Work items compressed per parallel round, at most.
 const ROUND: usize = 2048;
+/// Bytes of file data (decompressed) a round may hold: with the round being written and the
+/// next one prepared, memory stays bounded whatever the nodes claim (a round of hostile
+/// 4 MiB nodes would otherwise hold gigabytes; `tests/hostile_cli.rs`).
+const ROUND_BYTES: u64 = 8 << 20;
 
 /// One unit of output, in write order.
 enum Item {
@@ -385,7 +389,7 @@ pub fn convert_with_progress<W: Write>(
     let total = plan.items.len() as u64;
     let mut done = 0u64;
     // Round k+1 is compressed (on the pool, from a helper thread) while round k is written.
-    let rounds: Vec<&[Item]> = plan.items.chunks(ROUND).collect();
+    let rounds = rounds(&plan.items);
     let prepare = |round: &[Item]| -> Vec<Ready> {
         pool.install(|| round.par_iter().map(|it| worker.ready(it)).collect())
     };
@@ -534,6 +538,31 @@ pub fn convert_with_progress<W: Write>(
     let (out, size) = w.finish(cfg.pad)?;
     report.image_size = size;
     Ok((out, report))
+}
+
+/// Consecutive runs of at most [`ROUND`] items and about [`ROUND_BYTES`] of data to decode.
+fn rounds(items: &[Item]) -> Vec<&[Item]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0usize, 0u64);
+    for (i, it) in items.iter().enumerate() {
+        bytes += match it {
+            // Decompressed, split into pages, each compressed again.
+            Item::Data { dn, .. } => u64::from(dn.size.min(crate::fs::KMALLOC_MAX)) * 3,
+            Item::Meta { payload, .. } => payload.len() as u64,
+            Item::Datum { value, .. } => value.len() as u64,
+            // Borrowed from the image (a split at a block end is done by the writer, one
+            // node at a time).
+            _ => 0,
+        };
+        if i + 1 - start >= ROUND || bytes >= ROUND_BYTES {
+            out.push(&items[start..=i]);
+            (start, bytes) = (i + 1, 0);
+        }
+    }
+    if start < items.len() {
+        out.push(&items[start..]);
+    }
+    out
 }
 
 /// Size and summary record size of a finished node whose place in the output is free: a

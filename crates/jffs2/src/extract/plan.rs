@@ -200,6 +200,8 @@ impl Plan {
             xattrs: root_xattrs,
             kind: EntryKind::Dir,
         });
+        // Length of each entry's path (parallel to `plan.entries`).
+        let mut lens: Vec<usize> = vec![0];
         let mut dirs_seen: HashMap<u32, usize> = HashMap::from([(1, 0)]);
         let mut first_name: HashMap<u32, usize> = HashMap::new();
         let mut unreadable: HashSet<u32> = HashSet::new();
@@ -212,19 +214,26 @@ impl Plan {
                 stack.pop();
                 continue;
             };
-            let dir_path = plan.path(dir);
+            // Paths are built only for what is refused: building every entry's would cost
+            // its depth each, quadratic in a deep chain (tests/linear_time.rs).
             if let Some(reason) = name_problem(&d.name) {
                 plan.refused.push(Refusal::BadName {
-                    dir: dir_path,
+                    dir: plan.path(dir),
                     name: d.name.clone(),
                     ino: d.ino,
                     reason,
                 });
                 continue;
             }
-            let path = join(&dir_path, &d.name);
-            if path.len() >= PATH_MAX {
-                let mut p = path;
+            let dir_len = lens.get(dir).copied().unwrap_or(0);
+            let len = if dir_len == 0 {
+                d.name.len()
+            } else {
+                dir_len + 1 + d.name.len()
+            };
+            let path = || join(&plan.path(dir), &d.name);
+            if len >= PATH_MAX {
+                let mut p = path();
                 p.truncate(PATH_MAX);
                 plan.refused.push(Refusal::PathTooLong {
                     path: p,
@@ -247,12 +256,13 @@ impl Plan {
                     xattrs: Vec::new(),
                     kind: EntryKind::HardLink { first },
                 });
+                lens.push(len);
                 continue;
             }
             if let Some(&first) = dirs_seen.get(&d.ino) {
                 let first_path = plan.path(first);
                 plan.refused.push(Refusal::DirReachedTwice {
-                    path,
+                    path: path(),
                     first_path,
                     ino: d.ino,
                 });
@@ -263,7 +273,7 @@ impl Plan {
                 Err(error) => {
                     let first = unreadable.insert(d.ino);
                     plan.refused.push(Refusal::Unreadable {
-                        path,
+                        path: path(),
                         ino: d.ino,
                         error,
                         again: !first,
@@ -288,7 +298,7 @@ impl Plan {
                     };
                     if t.is_empty() {
                         plan.refused.push(Refusal::BadSymlink {
-                            path,
+                            path: path(),
                             ino: d.ino,
                             reason: "the target is empty",
                         });
@@ -308,7 +318,7 @@ impl Plan {
                 InodeKind::Socket => EntryKind::Socket,
                 InodeKind::Unknown => {
                     plan.refused.push(Refusal::UnknownType {
-                        path,
+                        path: path(),
                         ino: d.ino,
                         mode: inode.mode,
                     });
@@ -327,6 +337,7 @@ impl Plan {
                 xattrs,
                 kind,
             });
+            lens.push(len);
             if is_dir {
                 dirs_seen.insert(d.ino, idx);
                 stack.push((idx, rev(dents)));

@@ -148,8 +148,23 @@ struct Level {
     fd: Option<OwnedFd>,
 }
 
-/// Directories kept open along the current path (the rest are opened again when needed).
+/// Directories kept open along the current path at least (the rest are opened again when
+/// needed); more when the descriptor limit allows ([`max_open`]).
 const MAX_OPEN: usize = 128;
+
+/// How many directories to keep open: half the soft descriptor limit, at least
+/// [`MAX_OPEN`], and never more than a path of `PATH_MAX` bytes can hold (2048), so that a
+/// deep tree is not opened again and again from its root while it is unwound.
+fn max_open() -> usize {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
+    let soft = if ok { r.rlim_cur as usize } else { 0 };
+    (soft / 2).clamp(MAX_OPEN, 2048)
+}
 /// A file's pending data is written when it reaches this size.
 const FLUSH_BYTES: u64 = 1 << 20;
 /// Most pieces per `pwritev`.
@@ -299,6 +314,13 @@ struct Writer<'p> {
     plan: &'p Plan,
     opts: &'p ExtractOptions,
     stack: Vec<Level>,
+    /// Levels of `stack` with an open descriptor (the root's included).
+    open: usize,
+    /// Levels `1..shallow` are closed: descriptors are closed from the shallow end, so the
+    /// open ones are the root and `shallow..` (counted, not searched: a deep path would make
+    /// every search cost its depth).
+    shallow: usize,
+    max_open: usize,
     state: Vec<State>,
     report: ExtractReport,
     devtable: Vec<u8>,
@@ -340,16 +362,22 @@ impl<'p> Writer<'p> {
         }
     }
 
-    /// Closes the shallowest open directories beyond [`MAX_OPEN`] (never the root).
-    fn enforce_cap(&mut self) {
-        let mut open = self.stack.iter().filter(|l| l.fd.is_some()).count();
-        let mut k = 1;
-        while open > MAX_OPEN && k < self.stack.len().saturating_sub(1) {
-            if self.stack[k].fd.take().is_some() {
-                open -= 1;
+    /// Closes the shallowest open directories beyond the cap (never the root, nor `keep`
+    /// and the levels below it).
+    fn close_shallow(&mut self, keep: usize) {
+        while self.open > self.max_open && self.shallow < keep {
+            if let Some(l) = self.stack.get_mut(self.shallow) {
+                if l.fd.take().is_some() {
+                    self.open -= 1;
+                }
             }
-            k += 1;
+            self.shallow += 1;
         }
+    }
+
+    /// Closes the shallowest open directories beyond the cap (never the root nor the top).
+    fn enforce_cap(&mut self) {
+        self.close_shallow(self.stack.len().saturating_sub(1));
     }
 
     /// The descriptor of the directory at stack level `lvl`, opened again (from the nearest
@@ -358,11 +386,14 @@ impl<'p> Writer<'p> {
         if let Some(fd) = self.stack.get(lvl).and_then(|l| l.fd.as_ref()) {
             return Ok(fd.as_raw_fd());
         }
-        let mut j = lvl;
-        while j > 0 && self.stack[j].fd.is_none() {
-            j -= 1;
+        if lvl >= self.stack.len() {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
-        for k in j + 1..=lvl {
+        // Closed levels are `1..shallow`: the nearest open ancestor is the root.
+        for k in 1..=lvl {
+            if self.stack[k].fd.is_some() {
+                continue;
+            }
             let prev = self.stack[k - 1]
                 .fd
                 .as_ref()
@@ -371,21 +402,16 @@ impl<'p> Writer<'p> {
             let name = &self.plan.entries[self.stack[k].entry].name;
             let fd = open_dir_at(prev, name)?;
             self.stack[k].fd = Some(fd);
+            self.open += 1;
         }
+        self.shallow = 1;
         let fd = self.stack[lvl]
             .fd
             .as_ref()
             .map(AsRawFd::as_raw_fd)
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?;
-        // Keep this one: close from the shallow end, below `lvl`.
-        let mut open = self.stack.iter().filter(|l| l.fd.is_some()).count();
-        let mut k = 1;
-        while open > MAX_OPEN && k < lvl {
-            if self.stack[k].fd.take().is_some() {
-                open -= 1;
-            }
-            k += 1;
-        }
+        // Keep this one and the levels below it (needed next while unwinding).
+        self.close_shallow(lvl.saturating_sub(self.max_open / 2).max(1));
         Ok(fd)
     }
 
@@ -558,6 +584,10 @@ impl<'p> Writer<'p> {
         let Some(level) = self.stack.pop() else {
             return Ok(());
         };
+        if level.fd.is_some() {
+            self.open -= 1;
+        }
+        self.shallow = self.shallow.min(self.stack.len().max(1));
         match fd {
             Ok(fd) => self.finish_fd(level.entry, fd),
             Err(e) => self.meta_error(level.entry, "reopen", &e),
@@ -606,6 +636,7 @@ impl<'p> Writer<'p> {
                     entry: i,
                     fd: Some(fd),
                 });
+                self.open += 1;
                 self.enforce_cap();
                 self.state[i] = State::Created;
                 self.report.dirs += 1;
@@ -680,6 +711,16 @@ impl<'p> Writer<'p> {
         });
         let res = res.and_then(|()| w.flush());
         if let Err(source) = res {
+            // The file was sized first, so what could not be written (a full disk) would read
+            // as zeros under the right size: remove it rather than leave a plausible-looking
+            // truncated copy. The extraction stops here (exit 1); what was completed stays.
+            drop(fd);
+            // SAFETY: `pfd` is the open parent directory, `name` a NUL-terminated name in it
+            // (the file this call created with O_EXCL); a failure leaves the file, reported
+            // with the write error anyway.
+            unsafe {
+                libc::unlinkat(pfd, name.as_ptr(), 0);
+            }
             return Err(super::ExtractError::Write {
                 path: self.plan.path(i),
                 source,
@@ -943,6 +984,9 @@ pub fn extract(
             entry: 0,
             fd: Some(root),
         }],
+        open: 1,
+        shallow: 1,
+        max_open: max_open(),
         state: vec![State::Pending; plan.entries.len()],
         report: ExtractReport {
             refused: plan.refused.clone(),

@@ -872,6 +872,21 @@ impl Ctx<'_, '_> {
                 "name-crc",
                 format!("{kind}: the name has a NUL byte at {at}; Linux truncates it there"),
             ),
+            // Linux's scan checks only the CRCs: it lists such an entry, but no path can
+            // reach it (e2fsck's "illegal characters" / "zero-length name" / "'.' in the
+            // wrong place"); it was crafted or corrupted, never written by Linux.
+            Fault::BadName { why } => {
+                let name = match &n.body {
+                    Body::Dirent { name, .. } => crate::extract::escape(name, true),
+                    _ => String::new(),
+                };
+                (
+                    "bad-name",
+                    format!(
+                        "{kind}: the name \"{name}\" cannot be a file name ({why}): Linux lists it, but no path reaches it"
+                    ),
+                )
+            }
             Fault::DataCrc { stored, computed } => (
                 "data-crc",
                 format!("{kind}: data CRC 0x{stored:08x}, calculated 0x{computed:08x}"),

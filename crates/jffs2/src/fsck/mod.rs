@@ -57,6 +57,7 @@
 //! | `bad-length` | Error | `totlen` disagrees with the node's contents (`csize`, `nsize`, xattr lengths, xref size, offset beyond size) |
 //! | `node-crc` | Error / Warning / Info | node CRC fails (live / superseded / obsolete node) |
 //! | `name-crc` | Error / Warning / Info | dirent name CRC fails, or the name holds a NUL byte |
+//! | `bad-name` | Error / Warning / Info | a dirent name no file system can hold (empty, `.`, `..`, containing `/`): Linux lists it, no path reaches it |
 //! | `data-crc` | Error / Warning / Info | data CRC fails (live data / superseded by newer data / obsolete node) |
 //! | `unreadable-data` | Error / Warning / Info | data cannot be decompressed to its `dsize`, or the kernel cannot allocate it |
 //! | `unknown-compressor` | Error / Warning / Info | a compressor Linux 6.1 (Debian) does not have: rubin, copy, lzma, unknown ids |

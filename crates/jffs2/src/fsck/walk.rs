@@ -68,6 +68,9 @@ pub(crate) enum Fault {
     NameCrc { stored: u32, computed: u32 },
     /// A NUL byte in a dirent name.
     NulInName { at: usize },
+    /// A dirent name no file system can hold: empty, `.`, `..`, or containing `/`
+    /// (`extract::name_problem`). Linux lists it, but no path reaches it.
+    BadName { why: &'static str },
     /// Data CRC.
     DataCrc { stored: u32, computed: u32 },
     /// `totlen` disagrees with the contents.
@@ -175,7 +178,12 @@ fn walk_block(img: &[u8], start: u32, es: u32, fs: &Fs<'_>) -> BlockWalk {
     let mut p = start;
     let add_junk = |w: &mut BlockWalk, at: u32, len: u32, kind: JunkKind| {
         if let Some(last) = w.junk.last_mut() {
-            if last.offset + last.len == at && w.last_item == Some(last.offset) {
+            // Runs of one kind are one finding; a valid header claiming a bad length is
+            // never folded into the garbage before it (its offset and claim would vanish
+            // from the report: a 4 GiB totlen right after junk read as mere "garbage").
+            let same = std::mem::discriminant(&last.kind) == std::mem::discriminant(&kind)
+                && !matches!(kind, JunkKind::Crosses { .. } | JunkKind::ShortTotlen);
+            if same && last.offset + last.len == at && w.last_item == Some(last.offset) {
                 last.len += len;
                 return;
             }
@@ -436,6 +444,8 @@ fn check_node(
             }
             if let Some(at) = name.iter().position(|&c| c == 0) {
                 n.fault = Some(Fault::NulInName { at });
+            } else if let Some(why) = crate::extract::name_problem(name) {
+                n.fault = Some(Fault::BadName { why });
             }
         }
         NODETYPE_XATTR => {
