@@ -145,15 +145,21 @@ pub fn scan(data: &[u8]) {
     }
 }
 
-/// The filesystem model: build, read every live inode, list the tree.
-pub fn fs(data: &[u8]) {
+/// The input as Linux would mount it (detected geometry, padded as flashed, scanned), when
+/// it mounts.
+fn mounted(data: &[u8]) -> Option<(std::borrow::Cow<'_, [u8]>, crate::scan::Scan)> {
     let data = cut(data);
     let d = crate::scan::detect(data);
     let img = crate::scan::as_flashed(data, d.geometry.erase_size);
-    let mut s = crate::scan::scan(&img, &d.geometry, &ScanOptions::default());
-    if s.failure.is_some() {
+    let s = crate::scan::scan(&img, &d.geometry, &ScanOptions::default());
+    s.failure.is_none().then_some((img, s))
+}
+
+/// The filesystem model: build, read every live inode, list the tree.
+pub fn fs(data: &[u8]) {
+    let Some((img, mut s)) = mounted(data) else {
         return;
-    }
+    };
     let fs = crate::fs::build(&img, &mut s);
     let inos: Vec<u32> = fs.live_inodes().collect();
     for ino in inos {
@@ -225,13 +231,9 @@ fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
 /// Extraction into a fresh directory `root/dest`: afterwards `root` holds `dest` and its
 /// device table, nothing else, and nothing under `dest` is a path that leaves it.
 pub fn extract(data: &[u8]) {
-    let data = cut(data);
-    let d = crate::scan::detect(data);
-    let img = crate::scan::as_flashed(data, d.geometry.erase_size);
-    let mut s = crate::scan::scan(&img, &d.geometry, &ScanOptions::default());
-    if s.failure.is_some() {
+    let Some((img, mut s)) = mounted(data) else {
         return;
-    }
+    };
     let fs = crate::fs::build(&img, &mut s);
     let Ok(plan) = crate::extract::Plan::build(&fs, true) else {
         return;
