@@ -46,7 +46,7 @@ use crate::format::{
     NODE_ACCURATE, XATTR_SIZE, XREF_SIZE,
 };
 use crate::fs::{DataNode, Fs, FsError, Inode, InodeKind, NodeData};
-use crate::layout::{record_size, BlockWriter, EndPad, LayoutConfig};
+use crate::layout::{record_for, record_size, BlockWriter, EndPad, LayoutConfig};
 use crate::scan::{Detection, Geometry, NodeRef, Scan, ScanOptions};
 
 #[cfg(test)]
@@ -132,6 +132,8 @@ pub enum ConvertError {
 const MIN_ERASE: u32 = 8192;
 /// Work items compressed per parallel round, at most.
 const ROUND: usize = 2048;
+/// Inodes planned per batch sent to the writing side.
+const PLAN_CHUNK: usize = 64;
 /// Bytes of file data (decompressed) a round may hold: with the round being written and the
 /// next one prepared, memory stays bounded whatever the nodes claim (a round of hostile
 /// 4 MiB nodes would otherwise hold gigabytes; `tests/hostile_cli.rs`).
@@ -144,7 +146,6 @@ enum Item {
     /// block end.
     Copy {
         offset: u32,
-        rec: u32,
         data: Option<(DataNode, InodeNode)>,
     },
     /// A data node's visible ranges, rewritten.
@@ -379,32 +380,88 @@ pub fn convert_with_progress<W: Write>(
         .thread_name(|i| format!("jffs2-convert-{i}"))
         .build()
         .map_err(|e| ConvertError::Internal(e.to_string()))?;
-    let plan = pool.install(|| Planner::new(fs, cfg).plan(&mut report))?;
+    let planner = Planner::new(fs, cfg);
+    let plan = pool.install(|| planner.plan(&mut report))?;
 
     let mut w = BlockWriter::new(out, lc);
     let first_version: HashMap<u32, u32> = plan.next_version.clone();
-    let mut versions: HashMap<u32, u32> = plan.next_version;
+    let mut versions: HashMap<u32, u32> = plan.next_version.clone();
     let mut buf = Vec::new();
     let worker = Worker { fs, cfg };
-    let total = plan.items.len() as u64;
+    let total: u64 = plan
+        .inodes
+        .iter()
+        .map(|i| (i.nodes.len() + i.dents.len() + 1) as u64)
+        .sum();
     let mut done = 0u64;
-    // Round k+1 is compressed (on the pool, from a helper thread) while round k is written.
-    let rounds = rounds(&plan.items);
-    let prepare = |round: &[Item]| -> Vec<Ready> {
-        pool.install(|| round.par_iter().map(|it| worker.ready(it)).collect())
+    let prepare = |round: Vec<Item>| -> (Vec<Item>, Vec<Ready>) {
+        let ready = pool.install(|| round.par_iter().map(|it| worker.ready(it)).collect());
+        (round, ready)
     };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(2);
+    let (plan_ref, planner_ref, pool_ref) = (&plan, &planner, &pool);
     std::thread::scope(|scope| -> Result<(), ConvertError> {
-        let mut ahead = rounds.first().map(|r| scope.spawn(move || prepare(r)));
-        for (k, round) in rounds.iter().enumerate() {
-            if let Some(p) = progress {
-                p(done, total);
+        // Items are planned (per inode, on the pool; xattrs in order) while earlier ones are
+        // compressed and written: round k+1 is made ready while round k is written.
+        let planning = scope.spawn(move || {
+            let mut datums: HashMap<(u8, Vec<u8>, Vec<u8>), u32> = HashMap::new();
+            let mut xseqno = 0u32;
+            let mut xreport = ConvertReport::default();
+            for chunk in plan_ref.inodes.chunks(PLAN_CHUNK) {
+                let per: Vec<Vec<Item>> = pool_ref.install(|| {
+                    chunk
+                        .par_iter()
+                        .map(|inode| planner_ref.items(inode, &plan_ref.dents))
+                        .collect()
+                });
+                let mut items = Vec::new();
+                for (inode, mine) in chunk.iter().zip(per) {
+                    items.extend(mine);
+                    planner_ref.plan_xattrs(
+                        inode,
+                        &mut items,
+                        &mut datums,
+                        &mut xseqno,
+                        &mut xreport,
+                    );
+                }
+                if tx.send(items).is_err() {
+                    break;
+                }
             }
-            done += round.len() as u64;
-            let ready: Vec<Ready> = match ahead.take().map(|h| h.join()) {
-                Some(Ok(v)) => v,
-                _ => return Err(ConvertError::Internal("a compression thread failed".into())),
+            xreport.xattrs
+        });
+        // Owned here: if writing fails, the receiver goes at the return and the planning
+        // thread's next send fails, so the scope's join does not wait on it forever.
+        let rx = rx;
+        let mut pending: VecDeque<Item> = VecDeque::new();
+        let mut closed = false;
+        // The next round, receiving planned items until one is complete.
+        let mut next_round = |pending: &mut VecDeque<Item>| -> Option<Vec<Item>> {
+            loop {
+                if let Some(n) = round_len(pending, closed) {
+                    return Some(pending.drain(..n).collect());
+                }
+                if closed {
+                    return None;
+                }
+                match rx.recv() {
+                    Ok(v) => pending.extend(v),
+                    Err(_) => closed = true,
+                }
+            }
+        };
+        let mut ahead = next_round(&mut pending).map(|r| scope.spawn(move || prepare(r)));
+        while let Some(h) = ahead.take() {
+            if let Some(p) = progress {
+                p(done.min(total), total);
+            }
+            let (round, ready) = match h.join() {
+                Ok(v) => v,
+                Err(_) => return Err(ConvertError::Internal("a compression thread failed".into())),
             };
-            ahead = rounds.get(k + 1).map(|r| scope.spawn(move || prepare(r)));
+            done += round.len() as u64;
+            ahead = next_round(&mut pending).map(|r| scope.spawn(move || prepare(r)));
             let mut ready: Vec<Option<Ready>> = ready.into_iter().map(Some).collect();
             for i in 0..ready.len() {
                 let (Some(r), Some(it)) = (ready[i].take(), round.get(i)) else {
@@ -520,7 +577,7 @@ pub fn convert_with_progress<W: Write>(
                                     ..Default::default()
                                 }
                                 .encode(lc.endian, &name, &mut buf);
-                                record_size(NodeKind::Dirent, name.len())
+                                record_for(&buf, lc.endian, 0).map_or(0, |r| r.size() as u32)
                             }
                             _ => return Err(ConvertError::Internal("unversioned item".into())),
                         };
@@ -529,6 +586,10 @@ pub fn convert_with_progress<W: Write>(
                     }
                 }
             }
+        }
+        match planning.join() {
+            Ok(x) => report.xattrs += x,
+            Err(_) => return Err(ConvertError::Internal("the planning thread failed".into())),
         }
         Ok(())
     })?;
@@ -540,11 +601,12 @@ pub fn convert_with_progress<W: Write>(
     Ok((out, report))
 }
 
-/// Consecutive runs of at most [`ROUND`] items and about [`ROUND_BYTES`] of data to decode.
-fn rounds(items: &[Item]) -> Vec<&[Item]> {
-    let mut out = Vec::new();
-    let (mut start, mut bytes) = (0usize, 0u64);
-    for (i, it) in items.iter().enumerate() {
+/// How many of the `pending` items make the next round: at most [`ROUND`] items and about
+/// [`ROUND_BYTES`] of data to decode; `None` while more items may come and neither limit is
+/// reached (`closed`: no more will come).
+fn round_len(pending: &VecDeque<Item>, closed: bool) -> Option<usize> {
+    let mut bytes = 0u64;
+    for (i, it) in pending.iter().enumerate() {
         bytes += match it {
             // Decompressed, split into pages, each compressed again.
             Item::Data { dn, .. } => u64::from(dn.size.min(crate::fs::KMALLOC_MAX)) * 3,
@@ -554,15 +616,11 @@ fn rounds(items: &[Item]) -> Vec<&[Item]> {
             // node at a time).
             _ => 0,
         };
-        if i + 1 - start >= ROUND || bytes >= ROUND_BYTES {
-            out.push(&items[start..=i]);
-            (start, bytes) = (i + 1, 0);
+        if i + 1 >= ROUND || bytes >= ROUND_BYTES {
+            return Some(i + 1);
         }
     }
-    if start < items.len() {
-        out.push(&items[start..]);
-    }
-    out
+    (closed && !pending.is_empty()).then_some(pending.len())
 }
 
 /// Size and summary record size of a finished node whose place in the output is free: a
@@ -726,9 +784,11 @@ fn write_chunk<W: Write>(
     Ok(())
 }
 
-/// The items to write, and each inode's first free version.
+/// The inodes to write (in inode order), their directories' entries, and each inode's first
+/// free version. Their items are planned while earlier ones are written.
 struct Plan {
-    items: Vec<Item>,
+    inodes: Vec<Inode>,
+    dents: BTreeMap<u32, Vec<crate::fs::Dirent>>,
     next_version: HashMap<u32, u32>,
 }
 
@@ -811,37 +871,30 @@ impl<'f, 'a> Planner<'f, 'a> {
             }
         }
 
-        // Each inode's items are independent of the others': planned on all cores, then
-        // joined in inode order (xattr datums, shared between inodes, after each).
-        let per_inode: Vec<Vec<Item>> = shown
-            .par_iter()
-            .map(|(_, inode)| {
-                let mut v = Vec::new();
-                match inode.kind {
-                    InodeKind::Dir => self.plan_dir(inode, &dents, &mut v),
-                    InodeKind::File => self.plan_file(inode, &mut v),
-                    _ => self.plan_special(inode, &mut v),
-                }
-                v
-            })
-            .collect();
-        let mut items = Vec::with_capacity(per_inode.iter().map(Vec::len).sum());
         let mut next_version = HashMap::new();
-        let mut datums: HashMap<(u8, Vec<u8>, Vec<u8>), u32> = HashMap::new();
-        let mut xseqno = 0u32;
-        for ((&ino, inode), mine) in shown.iter().zip(per_inode) {
+        for (&ino, inode) in &shown {
             report.inodes += 1;
             if inode.kind == InodeKind::Dir {
                 report.dirents += dents.get(&ino).map_or(0, |d| d.len() as u64);
             }
             next_version.insert(ino, inode.highest_version.saturating_add(1));
-            items.extend(mine);
-            self.plan_xattrs(inode, &mut items, &mut datums, &mut xseqno, report);
         }
         Ok(Plan {
-            items,
+            inodes: shown.into_values().collect(),
+            dents,
             next_version,
         })
+    }
+
+    /// The items of one inode (its xattrs apart), in write order.
+    fn items(&self, inode: &Inode, dents: &BTreeMap<u32, Vec<crate::fs::Dirent>>) -> Vec<Item> {
+        let mut v = Vec::new();
+        match inode.kind {
+            InodeKind::Dir => self.plan_dir(inode, dents, &mut v),
+            InodeKind::File => self.plan_file(inode, &mut v),
+            _ => self.plan_special(inode, &mut v),
+        }
+        v
     }
 
     /// The attributes of `inode` in a node template (version set later).
@@ -873,7 +926,6 @@ impl<'f, 'a> Planner<'f, 'a> {
             // stay in force (§6.4).
             Some(r) if inode.version > newest_dent && self.copyable(r) => items.push(Item::Copy {
                 offset: r.offset,
-                rec: 18,
                 data: None,
             }),
             None if inode.faked && inode.ino == 1 => {}
@@ -890,10 +942,8 @@ impl<'f, 'a> Planner<'f, 'a> {
                 .get(de.node)
                 .is_some_and(|r| self.copyable(r))
             {
-                let rec = record_size(NodeKind::Dirent, de.name.len());
                 items.push(Item::Copy {
                     offset: de.offset,
-                    rec,
                     data: None,
                 });
             } else {
@@ -943,7 +993,6 @@ impl<'f, 'a> Planner<'f, 'a> {
                 latest_copied |= latest == Some(dn.node);
                 items.push(Item::Copy {
                     offset: dn.offset,
-                    rec: 18,
                     data: Some((dn.clone(), tmpl.clone())),
                 });
             } else {
@@ -976,7 +1025,6 @@ impl<'f, 'a> Planner<'f, 'a> {
             if self.copyable(r) {
                 items.push(Item::Copy {
                     offset: r.offset,
-                    rec: 18,
                     data: None,
                 });
                 return;
@@ -1085,10 +1133,14 @@ impl<'a> Worker<'_, 'a> {
         let to = self.cfg.layout.endian;
         match it {
             Item::Copy {
-                offset,
-                rec,
-                data: None,
-            } => Ready::Node(self.copy(*offset), *rec),
+                offset, data: None, ..
+            } => {
+                // The record the writer will make of these very bytes (a dirent's name may
+                // hold NULs the model truncates, or start with one: no record at all).
+                let bytes = self.copy(*offset);
+                let rec = record_for(&bytes, to, 0).map_or(0, |r| r.size() as u32);
+                Ready::Node(bytes, rec)
+            }
             Item::Copy {
                 offset,
                 data: Some((dn, tmpl)),

@@ -312,7 +312,9 @@ impl<W: Write> BlockWriter<W> {
 }
 
 /// The summary record describing `node`, placed at `offset_in_block`; `None` for nodes
-/// that summaries do not list (cleanmarkers, padding, unknown types).
+/// that summaries do not list (cleanmarkers, padding, unknown types, a dirent whose name is
+/// empty or starts with NUL). A writer must give such a node a block without a summary
+/// (`rec_size` 0 in [`BlockWriter::prepare`]).
 pub fn record_for(node: &[u8], e: Endian, offset_in_block: u32) -> Option<SumRecord> {
     let h = NodeHeader::decode(node, e, 0).ok()?;
     match NodeKind::of(h.nodetype) {
@@ -329,6 +331,12 @@ pub fn record_for(node: &[u8], e: Endian, offset_in_block: u32) -> Option<SumRec
         NodeKind::Dirent => {
             let d = DirentNode::decode(node, e, 0).ok()?;
             let name = node.get(DIRENT_SIZE..DIRENT_SIZE + d.nsize as usize)?;
+            // A summary record whose name is empty or starts with NUL aborts the mount
+            // (`kernel-jffs2-spec.md` §4.3); the full scan of a block accepts the node (it
+            // truncates the name). Such a node goes to a block without a summary.
+            if name.first().is_none_or(|&c| c == 0) {
+                return None;
+            }
             Some(SumRecord::Dirent {
                 nodetype: h.nodetype,
                 totlen: h.totlen,
