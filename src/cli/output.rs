@@ -131,11 +131,9 @@ enum Dest {
         /// Writes to the temporary file through a `File` of its own: `NamedTempFile`'s
         /// writes wrap errors with its path and lose the errno ("error 0 (Success)" for a
         /// full disk).
-        w: Behind<File>,
+        w: Sink,
         tmp: NamedTempFile,
         path: PathBuf,
-        /// A thread reserving the file's space ahead of the writes.
-        prealloc: Option<JoinHandle<()>>,
     },
     Direct(Behind<File>),
     Stdout(BufWriter<io::Stdout>),
@@ -147,8 +145,21 @@ pub struct Output {
 }
 
 impl Output {
-    /// Output to the file at `path`.
+    /// Output to the file at `path`. A symbolic link is written through, as mkfs.jffs2's
+    /// `open(path, O_TRUNC)` does: the temporary file is made beside the file it names and
+    /// renamed over that file, the link kept. Devices, pipes, sockets, `/dev/stdout`-style
+    /// links into `/proc` or `/dev`, and dangling links are written directly.
     pub fn file(path: PathBuf) -> io::Result<Output> {
+        let direct = |path: &PathBuf| -> io::Result<Output> {
+            let f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)?;
+            Ok(Output {
+                dest: Dest::Direct(Behind::new(f)?),
+            })
+        };
         let special = std::fs::metadata(&path)
             .map(|m| {
                 let t = m.file_type();
@@ -156,11 +167,22 @@ impl Output {
             })
             .unwrap_or(false);
         if special {
-            let f = OpenOptions::new().write(true).open(&path)?;
-            return Ok(Output {
-                dest: Dest::Direct(Behind::new(f)?),
-            });
+            return direct(&path);
         }
+        let is_link = std::fs::symlink_metadata(&path)
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false);
+        let path = if is_link {
+            if path.starts_with("/dev") || path.starts_with("/proc") {
+                return direct(&path);
+            }
+            match std::fs::canonicalize(&path) {
+                Ok(real) if !real.starts_with("/proc") && !real.starts_with("/dev") => real,
+                _ => return direct(&path),
+            }
+        } else {
+            path
+        };
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -175,10 +197,9 @@ impl Output {
             .tempfile_in(&dir)?;
         Ok(Output {
             dest: Dest::Temp {
-                w: Behind::new(tmp.as_file().try_clone()?)?,
+                w: Sink::Plain(Behind::new(tmp.as_file().try_clone()?)?),
                 tmp,
                 path,
-                prealloc: None,
             },
         })
     }
@@ -192,25 +213,36 @@ impl Output {
 
     /// Reserves `len` bytes for the output on a thread of its own, while the caller is still
     /// reading its input (an estimate: what the output does not use is given back at
-    /// [`Output::commit`]). Allocating the file's pages ahead, beside the work, takes that
-    /// cost off the writes (on tmpfs, about half of writing). Best effort: file systems
-    /// without `fallocate` just skip it.
+    /// [`Output::commit`]), and maps them: the image is then copied straight into the file's
+    /// pages, with no `write` calls (on tmpfs, writing costs as much as producing the bytes).
+    /// Allocating and mapping the pages beside the work takes that cost off the critical
+    /// path. Best effort: where `fallocate` or the mapping fails (a full disk, a file system
+    /// without `fallocate`), the output is written with `write` calls, which report the error.
     pub fn preallocate(&mut self, len: u64) {
-        use std::os::fd::AsRawFd;
-        let Dest::Temp { tmp, prealloc, .. } = &mut self.dest else {
+        let Dest::Temp { tmp, w, .. } = &mut self.dest else {
             return;
         };
-        let (Ok(len), Ok(dup)) = (libc::off_t::try_from(len), tmp.as_file().try_clone()) else {
+        let Sink::Plain(plain) = w else {
             return;
         };
-        let t = std::thread::spawn(move || {
-            // SAFETY: fallocate on a file descriptor this thread owns (`dup`); its result
-            // does not matter (the writes allocate whatever it did not).
-            unsafe {
-                libc::fallocate(dup.as_raw_fd(), 0, 0, len);
-            }
-        });
-        *prealloc = Some(t);
+        if plain.written > 0 || len == 0 {
+            return;
+        }
+        let (Ok(len), Ok(dup)) = (usize::try_from(len), tmp.as_file().try_clone()) else {
+            return;
+        };
+        let Ok(file) = tmp.as_file().try_clone() else {
+            return;
+        };
+        let t = std::thread::spawn(move || Mapping::reserve(&dup, len));
+        let plain = std::mem::replace(w, Sink::Done);
+        if let Sink::Plain(b) = plain {
+            *w = Sink::Pending {
+                reserve: t,
+                file,
+                plain: b,
+            };
+        }
     }
 
     /// The writer to write the image to.
@@ -226,15 +258,8 @@ impl Output {
     /// mode 0644 less the umask (what mkfs.jffs2's `open(..., 0644)` gives).
     pub fn commit(self) -> io::Result<()> {
         match self.dest {
-            Dest::Temp {
-                w,
-                tmp,
-                path,
-                prealloc,
-            } => {
-                let written = w.written;
-                let reserved = prealloc.map(JoinHandle::join).is_some();
-                drop(w.finish()?);
+            Dest::Temp { w, tmp, path } => {
+                let (written, reserved) = w.finish()?;
                 if reserved {
                     // Gives back what the estimate reserved beyond the output.
                     tmp.as_file().set_len(written)?;
@@ -256,11 +281,278 @@ impl Output {
     }
 }
 
+/// The file's pages, allocated and mapped for writing.
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory owned by whoever holds the `Mapping`; nothing else
+// refers to it.
+unsafe impl Send for Mapping {}
+
+impl Mapping {
+    /// Allocates `len` bytes of `file` and maps them shared and writable, the pages faulted
+    /// in ahead (`MADV_POPULATE_WRITE`, where the kernel has it). `None` where any step
+    /// fails: the caller then writes with `write` calls.
+    fn reserve(file: &File, len: usize) -> Option<Mapping> {
+        use std::os::fd::AsRawFd;
+        let off = libc::off_t::try_from(len).ok()?;
+        // SAFETY: fallocate and mmap on a descriptor this function borrows; the mapping is
+        // checked for failure and owned by the returned value, which unmaps it on drop.
+        unsafe {
+            if libc::fallocate(file.as_raw_fd(), 0, 0, off) != 0 {
+                return None;
+            }
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return None;
+            }
+            // Best effort: without it the pages are faulted in by the copies.
+            libc::madvise(p, len, libc::MADV_POPULATE_WRITE);
+            Some(Mapping {
+                ptr: p as *mut u8,
+                len,
+            })
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `reserve` made.
+        unsafe {
+            libc::munmap(self.ptr as *mut libc::c_void, self.len);
+        }
+    }
+}
+
+/// Where the temporary file's bytes go: `write` calls on a thread ([`Behind`]), or the
+/// file's own pages, mapped (see [`Output::preallocate`]).
+enum Sink {
+    /// Written with `write` calls.
+    Plain(Behind<File>),
+    /// Space being reserved and mapped; settled at the first write.
+    Pending {
+        reserve: JoinHandle<Option<Mapping>>,
+        file: File,
+        plain: Behind<File>,
+    },
+    /// Copied into the mapping; past its end, written with `write` calls from `pos` on.
+    Mapped {
+        map: Mapping,
+        pos: usize,
+        file: File,
+        tail: Option<Behind<File>>,
+    },
+    /// Taken apart (only while switching).
+    Done,
+}
+
+impl Sink {
+    /// Settles a pending reservation: mapped if it succeeded, plain writes otherwise.
+    fn settle(&mut self) {
+        if !matches!(self, Sink::Pending { .. }) {
+            return;
+        }
+        if let Sink::Pending {
+            reserve,
+            file,
+            plain,
+        } = std::mem::replace(self, Sink::Done)
+        {
+            *self = match reserve.join().ok().flatten() {
+                Some(map) => {
+                    // The plain writer never wrote: its thread just ends.
+                    drop(plain);
+                    Sink::Mapped {
+                        map,
+                        pos: 0,
+                        file,
+                        tail: None,
+                    }
+                }
+                None => Sink::Plain(plain),
+            };
+        }
+    }
+
+    /// Flushes and closes; the bytes written and whether space was reserved (so the file
+    /// must be cut to them).
+    fn finish(mut self) -> io::Result<(u64, bool)> {
+        self.settle();
+        match self {
+            Sink::Plain(b) => {
+                let n = b.written;
+                drop(b.finish()?);
+                Ok((n, false))
+            }
+            Sink::Mapped { map, pos, tail, .. } => {
+                let extra = match tail {
+                    Some(t) => {
+                        let n = t.written;
+                        drop(t.finish()?);
+                        n
+                    }
+                    None => 0,
+                };
+                drop(map);
+                Ok((pos as u64 + extra, true))
+            }
+            Sink::Pending { .. } | Sink::Done => Err(io::Error::other("the output was closed")),
+        }
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.write_all(b)?;
+        Ok(b.len())
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        self.settle();
+        match self {
+            Sink::Plain(w) => w.write_all(b),
+            Sink::Mapped {
+                map,
+                pos,
+                file,
+                tail,
+            } => {
+                if let Some(t) = tail {
+                    return t.write_all(b);
+                }
+                let room = map.len - *pos;
+                let n = room.min(b.len());
+                // SAFETY: `pos + n <= map.len`: the copy stays inside the mapping, which
+                // nothing else accesses.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(b.as_ptr(), map.ptr.add(*pos), n);
+                }
+                *pos += n;
+                if n < b.len() {
+                    // Beyond the estimate: the rest is written after the mapped part.
+                    use std::io::Seek;
+                    let mut f = file.try_clone()?;
+                    f.seek(io::SeekFrom::Start(*pos as u64))?;
+                    let mut t = Behind::new(f)?;
+                    t.write_all(&b[n..])?;
+                    *tail = Some(t);
+                }
+                Ok(())
+            }
+            Sink::Pending { .. } | Sink::Done => Err(io::Error::other("the output was closed")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Plain(w) => w.flush(),
+            Sink::Mapped { tail: Some(t), .. } => t.flush(),
+            _ => Ok(()),
+        }
+    }
+}
+
 fn umask() -> u32 {
     // SAFETY: umask only swaps the process's file creation mask; it is restored at once.
     unsafe {
         let m = libc::umask(0o022);
         libc::umask(m);
         m as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    /// Writes `data` in uneven pieces through an output reserved for `estimate` bytes.
+    fn write_with_estimate(path: PathBuf, data: &[u8], estimate: Option<u64>) {
+        let mut out = Output::file(path).expect("output");
+        if let Some(e) = estimate {
+            out.preallocate(e);
+        }
+        let w = out.writer();
+        for piece in data.chunks(4093) {
+            w.write_all(piece).expect("write");
+        }
+        out.commit().expect("commit");
+    }
+
+    #[test]
+    fn mapped_output_equals_the_bytes_at_any_estimate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = bytes(3 << 20);
+        for estimate in [
+            None,
+            Some(0),
+            Some(1),
+            Some(1 << 20),
+            Some(3 << 20),
+            Some(8 << 20),
+        ] {
+            let p = dir.path().join("out.img");
+            write_with_estimate(p.clone(), &data, estimate);
+            let got = std::fs::read(&p).expect("read");
+            assert!(got == data, "estimate {estimate:?}: output differs");
+            let left: Vec<_> = std::fs::read_dir(dir.path())
+                .expect("dir")
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+                .collect();
+            assert!(left.is_empty(), "temporary file left behind");
+        }
+    }
+
+    #[test]
+    fn abandoned_mapped_output_leaves_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("out.img");
+        let mut out = Output::file(p.clone()).expect("output");
+        out.preallocate(1 << 20);
+        out.writer().write_all(&bytes(5000)).expect("write");
+        out.abandon();
+        assert!(std::fs::read_dir(dir.path()).expect("dir").next().is_none());
+    }
+
+    #[test]
+    fn a_symlink_is_written_through_and_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real_dir = dir.path().join("real");
+        std::fs::create_dir(&real_dir).expect("mkdir");
+        let target = real_dir.join("image.bin");
+        std::fs::write(&target, b"old").expect("write");
+        let link = dir.path().join("link.bin");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        let data = bytes(10000);
+        write_with_estimate(link.clone(), &data, Some(10000));
+        assert!(std::fs::symlink_metadata(&link)
+            .expect("link")
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::read(&target).expect("target") == data);
+        // A dangling link: the file it names is created, as open(O_CREAT) would.
+        let dangling = dir.path().join("dangling.bin");
+        let missing = real_dir.join("new.bin");
+        std::os::unix::fs::symlink(&missing, &dangling).expect("symlink");
+        write_with_estimate(dangling.clone(), &data, None);
+        assert!(std::fs::read(&missing).expect("created") == data);
+        assert!(std::fs::symlink_metadata(&dangling)
+            .expect("link")
+            .file_type()
+            .is_symlink());
     }
 }
