@@ -13,7 +13,8 @@ pkgs=(
   busybox-static cpio
   time               # GNU time (/usr/bin/time -f %M): peak memory of the binaries (tests/hostile_cli.rs)
   valgrind           # instruction counts: linear work on hostile images (tests/linear_time.rs)
-  util-linux         # taskset: one CPU for the counted runs
+  util-linux         # taskset: one CPU for the counted runs; fsck(8) (tests/install.rs)
+  bash man-db groff-base zsh fish  # manual pages rendered, completions loaded (tests/install.rs)
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -25,7 +25,7 @@ const EXIT_OPERATIONAL: i32 = 8;
 /// Usage error.
 const EXIT_USAGE: i32 = 16;
 
-const SHORT: &str = "i:o:e:s:c:nlbp::m:x:X:y:vhV";
+pub(crate) const SHORT: &str = "i:o:e:s:c:nlbp::m:x:X:y:vhV";
 
 const OPT_SUMMARY: u32 = 1000;
 const OPT_NO_SUMMARY: u32 = 1001;
@@ -37,7 +37,7 @@ const OPT_JSON: u32 = 1006;
 const OPT_THREADS: u32 = 1007;
 const OPT_NO_PROGRESS: u32 = 1008;
 
-const LONG: &[LongOpt] = &[
+pub(crate) const LONG: &[LongOpt] = &[
     lo("input", HasArg::Required, b'i' as u32),
     lo("output", HasArg::Required, b'o' as u32),
     lo("eraseblock", HasArg::Required, b'e' as u32),

@@ -39,6 +39,7 @@ use super::Tool;
 mod views;
 
 pub use views::reader_main;
+pub(crate) use views::{READER_LONG, READER_SHORT};
 
 // Ids of the long-only options of `jffs2-dump`.
 const OPT_JSON: u32 = 1000;
@@ -55,10 +56,10 @@ const OPT_NO_XATTRS: u32 = 1010;
 const OPT_NO_OWNERS: u32 = 1011;
 const OPT_DEVTABLE: u32 = 1012;
 
-const SHORT: &str = "blce:rd:o:vVh";
+pub(crate) const SHORT: &str = "blce:rd:o:vVh";
 
 /// jffs2dump's long options, `--recalccrc` with its `required_argument` quirk.
-const LONG_DROP_IN: &[LongOpt] = &[
+pub(crate) const LONG_DROP_IN: &[LongOpt] = &[
     lo("help", HasArg::No, b'h' as u32),
     lo("version", HasArg::No, b'V' as u32),
     lo("bigendian", HasArg::No, b'b' as u32),
@@ -73,7 +74,7 @@ const LONG_DROP_IN: &[LongOpt] = &[
 
 /// `jffs2-dump`'s: `--recalccrc` takes an optional (ignored) argument, and mkfs.jffs2's
 /// spelling of the endian options works too.
-const LONG_OURS: &[LongOpt] = &[
+pub(crate) const LONG_OURS: &[LongOpt] = &[
     lo("help", HasArg::No, b'h' as u32),
     lo("version", HasArg::No, b'V' as u32),
     lo("bigendian", HasArg::No, b'b' as u32),

@@ -53,7 +53,13 @@ const OPT_VERSION: u32 = 1011;
 const OPT_NO_PROGRESS: u32 = 1012;
 const OPT_REPAIR: u32 = 1013;
 
-const LONG: &[LongOpt] = &[
+/// `jffs2-fsck`'s short options.
+pub(crate) const SHORT: &str = "e:lbvh";
+
+/// `fsck.jffs2`'s: fsck(8)'s generic options too.
+pub(crate) const SHORT_AS_FSCK: &str = "e:lbvhapnyfVC::";
+
+pub(crate) const LONG: &[LongOpt] = &[
     lo("eraseblock", HasArg::Required, b'e' as u32),
     lo("little-endian", HasArg::No, b'l' as u32),
     lo("big-endian", HasArg::No, b'b' as u32),
@@ -139,7 +145,7 @@ enum Parse {
 }
 
 fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
-    let short = if as_fsck { "e:lbvhapnyfVC::" } else { "e:lbvh" };
+    let short = if as_fsck { SHORT_AS_FSCK } else { SHORT };
     let mut a = Args {
         erase: None,
         endian: None,

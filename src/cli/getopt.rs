@@ -165,7 +165,8 @@ pub fn getopt_long(args: &[OsString], short: &str, long: &[LongOpt]) -> Vec<Pars
     out
 }
 
-fn parse_short_spec(spec: &str) -> Vec<(u8, HasArg)> {
+/// The letters of a getopt short-option string with their argument kinds.
+pub(crate) fn parse_short_spec(spec: &str) -> Vec<(u8, HasArg)> {
     let b = spec.as_bytes();
     let mut v = Vec::new();
     let mut i = 0;

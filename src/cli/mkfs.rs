@@ -18,7 +18,7 @@ use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
 use super::output::Output;
 use super::{Progress, Tool};
 
-const SHORT: &str = "D:d:r:s:o:qUPfh?vVe:lbp::nc:m:x:X:Lty:i:";
+pub(crate) const SHORT: &str = "D:d:r:s:o:qUPfh?vVe:lbp::nc:m:x:X:Lty:i:";
 
 const OPT_WITH_XATTR: u32 = 1000;
 const OPT_WITH_SELINUX: u32 = 1001;
@@ -28,7 +28,7 @@ const OPT_THREADS: u32 = 2001;
 const OPT_LIST_COMPRESSORS: u32 = 2002;
 const OPT_NO_PROGRESS: u32 = 2003;
 
-const LONG: &[LongOpt] = &[
+pub(crate) const LONG: &[LongOpt] = &[
     lo("pad", HasArg::Optional, b'p' as u32),
     lo("root", HasArg::Required, b'r' as u32),
     lo("pagesize", HasArg::Required, b's' as u32),

@@ -3,6 +3,7 @@
 //! later `sumtool`, `jffs2dump`, `jffs2reader`, `fsck.jffs2`) symlinks act as drop-ins.
 
 pub mod convert;
+pub mod describe;
 pub mod dump;
 pub mod fsck;
 pub mod getopt;

@@ -17,11 +17,11 @@ use super::num::{erase_size, strtol_int, EraseSizeError};
 use super::output::Output;
 use super::Tool;
 
-const SHORT: &str = "o:i:e:hvVblnc:p";
+pub(crate) const SHORT: &str = "o:i:e:hvVblnc:p";
 
 const OPT_FORCE_ERASEBLOCK: u32 = 2000;
 
-const LONG: &[LongOpt] = &[
+pub(crate) const LONG: &[LongOpt] = &[
     lo("output", HasArg::Required, b'o' as u32),
     lo("input", HasArg::Required, b'i' as u32),
     lo("eraseblock", HasArg::Required, b'e' as u32),

@@ -17,6 +17,7 @@ use jffs2::scan::{self, Detection, ScanOptions};
 use serde_json::{json, Map, Value};
 
 use super::{io_text, stdout_failed, Exit};
+use crate::cli::getopt::{lo, HasArg, LongOpt};
 use crate::cli::Tool;
 
 /// The image's resident pages are dropped when they grow by this much…
@@ -708,27 +709,24 @@ fn extract_to(tool: &Tool, fs: &Fs<'_>, dir: &Path, a: &ViewArgs) -> Result<i32,
     Ok(if r.refused.is_empty() { 0 } else { 2 })
 }
 
+/// jffs2reader's short options.
+pub(crate) const READER_SHORT: &str = "rd:f:tVh";
+
+/// jffs2reader's long options (it has none; ours).
+pub(crate) const READER_LONG: &[LongOpt] = &[
+    lo("help", HasArg::No, b'h' as u32),
+    lo("version", HasArg::No, b'V' as u32),
+];
+
 /// `jffs2reader IMAGE [-d DIR | -f FILE] [-r] [-t]` (`mtd-utils-spec.md` §7), with correct
 /// data: see `reader_help`.
 pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
-    use super::super::getopt::{getopt_long, HasArg, LongOpt, Parsed};
-    let long = [
-        LongOpt {
-            name: "help",
-            has_arg: HasArg::No,
-            id: u32::from(b'h'),
-        },
-        LongOpt {
-            name: "version",
-            has_arg: HasArg::No,
-            id: u32::from(b'V'),
-        },
-    ];
+    use super::super::getopt::{getopt_long, Parsed};
     let mut dir: Option<OsString> = None;
     let mut file: Option<OsString> = None;
     let (mut recursive, mut time) = (false, false);
     let mut operands = Vec::new();
-    for p in getopt_long(args, "rd:f:tVh", &long) {
+    for p in getopt_long(args, READER_SHORT, READER_LONG) {
         match p {
             Parsed::Opt { id, arg } => match u8::try_from(id).unwrap_or(0) {
                 b'd' => dir = arg,
