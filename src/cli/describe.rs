@@ -340,10 +340,11 @@ fn optional(id: &'static str, value_name: &'static str, help: &'static str) -> A
         .help(help)
 }
 
-/// An operand.
+/// An operand (required: it is shown as such; nothing is parsed with clap).
 fn operand(id: &'static str, value_name: &'static str, help: &'static str) -> Arg {
     Arg::new(id)
         .action(ArgAction::Set)
+        .required(true)
         .value_name(value_name)
         .value_hint(ValueHint::FilePath)
         .help(help)
