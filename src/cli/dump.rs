@@ -1,7 +1,7 @@
 //! `jffs2-dump` / `jffs2dump`: the command line of mtd-utils' jffs2dump
 //! (`mtd-utils-spec.md` §6.1): `[-b|-l] [-c] [-v] [-e FILE [-r]] [-d LEN -o LEN] [-h] [-V]
 //! IMAGE`, with GNU getopt_long's grammar and jffs2dump's messages and exit codes; under the
-//! `jffs2-dump` name also the views and file access of [`views`] (`--json`, `--summary`,
+//! `jffs2-dump` name also the views and file access of `views` (`--json`, `--summary`,
 //! `--blocks`, `--map`, `--info`, `--list`, `--cat`, `--extract`); invoked as `jffs2reader`,
 //! that tool's command line ([`views::reader_main`]).
 //!

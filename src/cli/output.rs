@@ -19,7 +19,7 @@ const BUF: usize = 1 << 20;
 
 /// A buffered writer whose `write` system calls run on a thread of their own: the kernel's
 /// copy of each buffer (on tmpfs, as costly as producing the bytes) overlaps the work that
-/// produces the next one. At most three buffers of [`BUF`] bytes exist.
+/// produces the next one. At most three buffers of `BUF` (1 MiB) exist.
 pub struct Behind<W: Write + Send + 'static> {
     buf: Vec<u8>,
     written: u64,
