@@ -1,10 +1,123 @@
-//! Core JFFS2 library of jffs2-tools.
+//! JFFS2 images, written and read the way mtd-utils and the Linux kernel do.
 //!
-//! Everything that knows about JFFS2 lives here, once: the on-flash format ([`mod@format`]),
-//! the compressors ([`compress`]), the host-tree source for mkfs ([`source`]), the
-//! erase-block writer ([`layout`]) and the image builder that ties them together ([`mkfs`]).
-//! The crate never prints and never panics on input; fallible functions return typed errors
-//! that carry byte offsets or paths.
+//! This is the core library of jffs2-tools: everything that knows about JFFS2 lives here,
+//! once, and the command-line tools (`jffs2-mkfs`, `jffs2-sumtool`, `jffs2-dump`,
+//! `jffs2-fsck`, `jffs2-convert`) only parse arguments and print. It builds images
+//! byte-identical to mtd-utils' `mkfs.jffs2`, reads images exactly as Linux 6.1 mounts them,
+//! checks, summarises, converts and extracts them.
+//!
+//! # Data flow
+//!
+//! ```text
+//! writing:  host directory --source::scan_host--> source::Tree --mkfs::build--> image bytes
+//!           (source::apply_device_table, xattrs)  (compress, layout::BlockWriter, sumtool)
+//!
+//! reading:  image bytes --scan::detect--> Geometry --scan::scan--> Scan --fs::build--> Fs
+//!                                                                                     |
+//!   Fs::read_inode / list_dir / read_data, fs::Tree ----------------------------------+
+//!   extract::{list, lookup, cat, extract}   files as a read-only mount shows them
+//!   fsck::check                             every node and file checked, findings by offset
+//!   sumtool::summarize                      erase-block summaries added, filesystem unchanged
+//!   convert::convert                        garbage-collected and re-laid (erase size, ...)
+//!   dump::{dump_content, convert_endian}    jffs2dump's listing; the other byte order
+//! ```
+//!
+//! Images are plain byte slices (`&[u8]`, typically a file read or memory-mapped); outputs go
+//! to any [`std::io::Write`].
+//!
+//! # Example: a directory to an image and back
+//!
+//! ```
+//! use jffs2::{fs, mkfs, scan, source};
+//!
+//! // A small host tree.
+//! let dir = tempfile::tempdir()?;
+//! std::fs::create_dir(dir.path().join("etc"))?;
+//! std::fs::write(dir.path().join("etc/hostname"), b"demo\n")?;
+//! let text = b"JFFS2 compresses page by page. ".repeat(400); // 12 400 bytes: 4 pages
+//! std::fs::write(dir.path().join("README"), &text)?;
+//!
+//! // host tree -> image (mkfs.jffs2 -r DIR -e 64KiB -l -f)
+//! let opts = source::ScanOptions { faketime: true, ..Default::default() };
+//! let (tree, _warnings) = source::scan_host(dir.path(), &opts)?;
+//! let cfg = mkfs::MkfsConfig {
+//!     endian: jffs2::format::Endian::Little,
+//!     ..mkfs::MkfsConfig::default()
+//! };
+//! let mut image = Vec::new();
+//! let report = mkfs::build(&tree, &cfg, &mut image, &mut mkfs::NullSink)?;
+//! assert_eq!(report.image_size, image.len() as u64);
+//!
+//! // image -> geometry -> mount scan -> filesystem model
+//! let geometry = scan::detect(&image).geometry;
+//! assert_eq!(geometry.erase_size, 64 * 1024);
+//! // As flashed: whole erase blocks (an unpadded mkfs image ends after its last node).
+//! let flash = scan::as_flashed(&image, geometry.erase_size);
+//! let mut scanned = scan::scan(&flash, &geometry, &scan::ScanOptions::default());
+//! assert!(scanned.failure.is_none(), "Linux would mount it");
+//! let fs = fs::build(&flash, &mut scanned);
+//!
+//! // List the tree and read a file back.
+//! let paths: Vec<String> = fs
+//!     .tree(&fs::TreeOptions::metadata())
+//!     .entries
+//!     .iter()
+//!     .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+//!     .collect();
+//! assert_eq!(paths, [".", "README", "etc", "etc/hostname"]);
+//!
+//! let readme = fs.list_dir(1)?.into_iter().find(|d| d.name == b"README").unwrap();
+//! let inode = fs.read_inode(readme.ino)?;
+//! assert_eq!(inode.size, text.len() as u64);
+//! assert_eq!(fs.read_range(&inode, 0, text.len())?, text);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Two runnable programs do the same from the command line: `cargo run -p jffs2 --example
+//! list -- IMAGE` and `cargo run -p jffs2 --example build -- DIR OUT` (`crates/jffs2/examples`,
+//! `docs/LIBRARY.md`).
+//!
+//! # Guarantees
+//!
+//! * **No panic on input.** Every function that reads an image, a compressed payload, a
+//!   device table or a host tree returns an error (or a finding) for bad input instead of
+//!   panicking, never reads outside the slice it was given, and bounds its memory; the
+//!   fuzz targets and `tests/hostile_cli.rs` hold the crate to this (`docs/SECURITY.md`).
+//! * **Typed errors with places.** Fallible functions return an error type of their module
+//!   (`thiserror`, implementing [`std::error::Error`]): decode errors carry the byte offset in
+//!   the image ([`format::FormatError`], [`fs::ReadError::offset`]), host errors the path
+//!   ([`source::SourceError`], [`mkfs::MkfsError`]), fsck findings offset, inode and path
+//!   ([`fsck::Finding`]).
+//! * **Never prints.** Messages a tool would show come back as values (warnings, kernel log
+//!   lines, findings) or through a callback ([`mkfs::Sink`], progress functions); nothing is
+//!   written to stdout or stderr, and nothing calls `exit`.
+//! * **Deterministic output.** Images and texts depend only on the inputs and the options,
+//!   never on the number of threads, the locale, the host's directory order or the time of
+//!   the run (the one clock read, for device-table entries, is injected:
+//!   [`source::ScanOptions::now`]); see the README's "Reproducible images".
+//!
+//! # Stability
+//!
+//! The supported API — kept stable within a minor version and changed with care (the crate
+//! is 0.x: a breaking change bumps the minor version) — is:
+//!
+//! | module | for |
+//! |---|---|
+//! | [`mod@format`], [`crc`] | nodes: encode, decode, CRCs, constants |
+//! | [`compress`] | mkfs.jffs2's compressor framework, every decompressor |
+//! | [`source`], [`mkfs`], [`layout`] | building images from a host tree |
+//! | [`scan`], [`fs`] | reading images as Linux mounts them |
+//! | [`extract`], [`fsck`], [`sumtool`], [`convert`], [`dump`] | what the tools do |
+//!
+//! Public items that exist for one front end's output — [`dump::views`] (the JSON, SVG and
+//! `--info` views), [`scan::msg`] (kernel message wording), texts such as
+//! [`sumtool::size_text`] — are public and documented but follow the tools' output, which
+//! may change in any release. The `fuzz` module is the fuzzer's entry points
+//! (`fuzz/fuzz_targets`, `tests/fuzz_corpus.rs`), hidden from the documentation and not part
+//! of the API. `docs/LIBRARY.md` has the details: error types, threads, memory.
+
+#![warn(missing_docs)]
+#![warn(rustdoc::broken_intra_doc_links)]
 
 pub mod compress;
 pub mod convert;
@@ -14,6 +127,9 @@ pub mod extract;
 pub mod format;
 pub mod fs;
 pub mod fsck;
+// Public only so that `fuzz/fuzz_targets` and `tests/fuzz_corpus.rs` can reach it: the fuzz
+// targets' bodies, not an API (no stability promise, hidden from the documentation).
+#[doc(hidden)]
 pub mod fuzz;
 pub mod layout;
 pub mod mkfs;

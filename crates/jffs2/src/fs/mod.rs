@@ -4,13 +4,32 @@
 //!
 //! # Use
 //!
-//! ```text
-//! let mut scan = scan::scan(image, &geometry, &ScanOptions::default());
-//! let fs = fs::build(image, &mut scan);          // jffs2_build_filesystem (§5, §9.4)
-//! let root = fs.read_inode(1)?;                  // jffs2_iget / jffs2_do_read_inode (§6)
-//! let data = fs.read_data(ino, 0, 4096)?;        // jffs2_read_inode_range (§6.5)
-//! let tree = fs.tree(&TreeOptions::default());   // what `find` + `stat` + `md5sum` show
-//! let problems = fs.problems();                  // findings for fsck
+//! ```
+//! use jffs2::{fs, scan};
+//! # let dir = tempfile::tempdir()?;
+//! # std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
+//! # std::fs::create_dir(dir.path().join("tmp"))?;
+//! # let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+//! # let mut image = Vec::new();
+//! # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
+//!
+//! // `image`: mkfs.jffs2's image of a directory holding `motd` and `tmp/`.
+//! let geometry = scan::detect(&image).geometry;
+//! let flash = scan::as_flashed(&image, geometry.erase_size);
+//! let mut scanned = scan::scan(&flash, &geometry, &scan::ScanOptions::default());
+//! let fs = fs::build(&flash, &mut scanned); // jffs2_build_filesystem (§5, §9.4)
+//!
+//! let root = fs.read_inode(1)?; // jffs2_iget / jffs2_do_read_inode (§6)
+//! assert_eq!(root.kind, fs::InodeKind::Dir);
+//! let names: Vec<&[u8]> = root.dents.iter().map(|d| d.name.as_slice()).collect();
+//! assert_eq!(names, [&b"motd"[..], b"tmp"]);
+//!
+//! let motd = root.dents[0].ino;
+//! assert_eq!(fs.read_data(motd, 0, 4096)?, b"Welcome\n"); // jffs2_read_inode_range (§6.5)
+//! let tree = fs.tree(&fs::TreeOptions::default()); // what `find` + `stat` + `md5sum` show
+//! assert_eq!(tree.entries.len(), 3);
+//! assert!(fs.problems().is_empty()); // what fsck would report
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! [`build`] mutates the scan the way the kernel mutates its node references during the build:
@@ -26,7 +45,6 @@
 //! decompressed only up to its `dsize`, and a `dsize` the kernel could not allocate
 //! ([`FsOptions::kmalloc_max`]) is a read error, as it is on Linux. Directory cycles, deep
 //! trees and paths longer than `PATH_MAX` are bounded in the tree walk ([`Fs::tree`]).
-
 //!
 //! # Where this differs from the kernel (documented choices)
 //!

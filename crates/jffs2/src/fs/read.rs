@@ -238,7 +238,25 @@ impl Fs<'_> {
         Ok(out)
     }
 
-    /// Reads an inode, then up to `len` bytes at `offset` of it.
+    /// Reads an inode, then up to `len` bytes at `offset` of it (clipped to its size; holes
+    /// read as zeros). A node that cannot be read is an error naming its offset
+    /// ([`FsError::Read`]), as the kernel's `read()` fails.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
+    /// # let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+    /// # let mut image = Vec::new();
+    /// # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
+    /// # let g = jffs2::scan::detect(&image).geometry;
+    /// # let flash = jffs2::scan::as_flashed(&image, g.erase_size);
+    /// # let mut scanned = jffs2::scan::scan(&flash, &g, &Default::default());
+    /// # let fs = jffs2::fs::build(&flash, &mut scanned);
+    /// // `fs`: the model of an image holding `/motd` (inode 2, "Welcome\n").
+    /// assert_eq!(fs.read_data(2, 0, 4096)?, b"Welcome\n");
+    /// assert_eq!(fs.read_data(2, 3, 100)?, b"come\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read_data(&self, ino: u32, offset: u64, len: usize) -> Result<Vec<u8>, FsError> {
         let inode = self.read_inode(ino)?;
         self.read_range(&inode, offset, len)

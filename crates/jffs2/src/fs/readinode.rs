@@ -224,6 +224,25 @@ impl Fs<'_> {
     /// the fallback to older data when a newer node fails its data CRC, and the metadata of
     /// the latest valid node with the type-specific rules of §6.4. The root (ino 1) is faked
     /// as a 0755 directory owned by 0:0 with times 0 when it has no node.
+    ///
+    /// ```
+    /// use jffs2::fs::{FsError, InodeKind};
+    /// # let dir = tempfile::tempdir()?;
+    /// # std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
+    /// # let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+    /// # let mut image = Vec::new();
+    /// # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
+    /// # let g = jffs2::scan::detect(&image).geometry;
+    /// # let flash = jffs2::scan::as_flashed(&image, g.erase_size);
+    /// # let mut scanned = jffs2::scan::scan(&flash, &g, &Default::default());
+    /// # let fs = jffs2::fs::build(&flash, &mut scanned);
+    /// // `fs`: the model of an image holding `/motd` (inode 2, "Welcome\n").
+    /// let root = fs.read_inode(1)?;
+    /// let motd = fs.read_inode(root.dents[0].ino)?;
+    /// assert_eq!((motd.kind, motd.size), (InodeKind::File, 8));
+    /// assert_eq!(fs.read_inode(99), Err(FsError::NoSuchInode(99)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read_inode(&self, ino: u32) -> Result<Inode, FsError> {
         self.read_inode_logged(ino).map_err(|f| f.error)
     }
@@ -264,7 +283,26 @@ impl Fs<'_> {
         self.finish_inode(ino, c)
     }
 
-    /// Reads the directory entries of a directory (`readdir`: entries with `ino != 0`).
+    /// Reads the directory entries of a directory (`readdir`: entries with `ino != 0`), by
+    /// name.
+    ///
+    /// ```
+    /// use jffs2::fs::FsError;
+    /// # let dir = tempfile::tempdir()?;
+    /// # std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
+    /// # let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+    /// # let mut image = Vec::new();
+    /// # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
+    /// # let g = jffs2::scan::detect(&image).geometry;
+    /// # let flash = jffs2::scan::as_flashed(&image, g.erase_size);
+    /// # let mut scanned = jffs2::scan::scan(&flash, &g, &Default::default());
+    /// # let fs = jffs2::fs::build(&flash, &mut scanned);
+    /// // `fs`: the model of an image holding `/motd` (inode 2, "Welcome\n").
+    /// let names: Vec<Vec<u8>> = fs.list_dir(1)?.into_iter().map(|d| d.name).collect();
+    /// assert_eq!(names, [b"motd".to_vec()]);
+    /// assert_eq!(fs.list_dir(2), Err(FsError::NotADirectory(2)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn list_dir(&self, ino: u32) -> Result<Vec<Dirent>, FsError> {
         let inode = self.read_inode(ino)?;
         if inode.kind != InodeKind::Dir {

@@ -12,6 +12,48 @@
 //!    page does land on a block tail, it is compressed again, here, with the room that is
 //!    really left — exactly what mkfs.jffs2 does — so the bytes never depend on the number
 //!    of threads.
+//!
+//! # Example
+//!
+//! `mkfs.jffs2 -r DIR -o OUT -e 128KiB -l -n -f --pad=SIZE`, with the `-v` listing collected:
+//!
+//! ```
+//! use jffs2::format::Endian;
+//! use jffs2::layout::EndPad;
+//! use jffs2::mkfs::{build, MkfsConfig, Sink};
+//! use jffs2::source::{scan_host, ScanOptions};
+//!
+//! let dir = tempfile::tempdir()?;
+//! std::fs::create_dir(dir.path().join("bin"))?;
+//! std::fs::write(dir.path().join("bin/busybox"), vec![0x90; 50_000])?;
+//! std::os::unix::fs::symlink("busybox", dir.path().join("bin/sh"))?;
+//! let (tree, _) = scan_host(dir.path(), &ScanOptions { faketime: true, ..Default::default() })?;
+//!
+//! /// Keeps the `-v` listing; messages and progress are ignored.
+//! #[derive(Default)]
+//! struct Listing(Vec<String>);
+//! impl Sink for Listing {
+//!     fn listing(&mut self, line: &str) {
+//!         self.0.push(line.to_string());
+//!     }
+//! }
+//!
+//! let cfg = MkfsConfig {
+//!     endian: Endian::Little,
+//!     erase_size: 128 * 1024,
+//!     cleanmarker: None,
+//!     pad: EndPad::Size(4 << 20),
+//!     verbose: true,
+//!     ..MkfsConfig::default()
+//! };
+//! let mut image = Vec::new();
+//! let mut listing = Listing::default();
+//! let report = build(&tree, &cfg, &mut image, &mut listing)?;
+//! assert_eq!(image.len(), 4 << 20);
+//! assert_eq!(report.last_ino, 4); // the root, bin, busybox, sh
+//! assert!(listing.0.iter().any(|l| l.contains("busybox")));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod incremental;
 mod plan;
@@ -42,7 +84,7 @@ pub const MAX_FILE_SIZE: u64 = 0xFFFF_FFFF;
 pub const MAX_SYMLINK_LEN: usize = 254;
 
 /// Everything that decides the bytes of the image.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct MkfsConfig {
     /// Byte order (`-l` / `-b`; default: the host's).
     pub endian: Endian,
@@ -64,8 +106,37 @@ pub struct MkfsConfig {
     pub first_ino: u32,
     /// Produce the `-v` listing.
     pub verbose: bool,
-    /// Compressor threads (0 = one per core).
+    /// Compressor threads (0 = one per core). The bytes never depend on it.
     pub threads: usize,
+}
+
+impl Default for MkfsConfig {
+    /// mkfs.jffs2's defaults: the host's byte order, 64 KiB erase blocks, 4 KiB pages (mkfs.jffs2
+    /// takes the host's page size, 4 KiB on x86 and most ARM systems), 12-byte cleanmarkers, no end
+    /// padding, Debian's compressors (zlib, rtime; [`Compressors::mkfs_default`]), no summaries,
+    /// no clamping, no `-i`, no listing, one thread per core.
+    ///
+    /// ```
+    /// use jffs2::mkfs::MkfsConfig;
+    ///
+    /// let cfg = MkfsConfig { erase_size: 128 * 1024, ..MkfsConfig::default() };
+    /// assert_eq!((cfg.page_size, cfg.cleanmarker), (4096, Some(12)));
+    /// ```
+    fn default() -> Self {
+        MkfsConfig {
+            endian: Endian::host(),
+            erase_size: 64 * 1024,
+            page_size: 4096,
+            cleanmarker: Some(12),
+            pad: EndPad::None,
+            compressors: Compressors::mkfs_default(),
+            summary: false,
+            clamp_time: None,
+            first_ino: 0,
+            verbose: false,
+            threads: 0,
+        }
+    }
 }
 
 /// Kind of a message the builder reports.
@@ -150,7 +221,34 @@ enum Item {
     Error(MkfsError),
 }
 
-/// Builds the image of `tree` into `out`.
+/// Builds the image of `tree` into `out`: mkfs.jffs2's image, byte for byte, for the same tree
+/// and options. Regular files are read from their [`Entry::host_path`] while the image is
+/// written; `sink` receives the `-v` listing, the non-fatal messages and the progress.
+///
+/// Compression runs on a pool of [`MkfsConfig::threads`] threads created for the call (one
+/// per core when 0); the output is the same whatever their number:
+///
+/// ```
+/// use jffs2::mkfs::{build, MkfsConfig, NullSink};
+/// use jffs2::source::{scan_host, ScanOptions};
+///
+/// let dir = tempfile::tempdir()?;
+/// let text: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+/// std::fs::write(dir.path().join("data"), &text)?;
+/// let (tree, _) = scan_host(dir.path(), &ScanOptions { faketime: true, ..Default::default() })?;
+///
+/// let mut images = Vec::new();
+/// for threads in [1, 3] {
+///     let mut out = Vec::new();
+///     build(&tree, &MkfsConfig { threads, ..MkfsConfig::default() }, &mut out, &mut NullSink)?;
+///     images.push(out);
+/// }
+/// assert_eq!(images[0], images[1]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Errors: a host file that cannot be read ([`MkfsError::Read`], with its path), a failed
+/// write ([`MkfsError::Write`]), an xattr that cannot be converted. Nothing is printed.
 pub fn build<W: Write>(
     tree: &Tree,
     cfg: &MkfsConfig,

@@ -19,17 +19,35 @@
 //!
 //! # Typical use
 //!
-//! ```no_run
-//! use jffs2::source::{scan_host, apply_device_table, read_device_table, ScanOptions};
+//! A host directory and a device table (`mkfs.jffs2 -r ROOT -D TABLE -f -U`):
+//!
+//! ```
+//! use jffs2::source::{apply_device_table, scan_host, ScanOptions};
 //! use std::path::Path;
 //!
-//! let opts = ScanOptions { faketime: true, ..ScanOptions::default() };
-//! let (mut tree, mut warnings) = scan_host(Path::new("rootfs"), &opts)?;
-//! let table = read_device_table(Path::new("device_table.txt"))?;
-//! // `-r` exactly as given on the command line ("." when it was not given).
-//! warnings.extend(apply_device_table(
-//!     &mut tree, &table, Path::new("device_table.txt"), Path::new("rootfs"), &opts)?);
-//! # Ok::<(), jffs2::source::SourceError>(())
+//! let root = tempfile::tempdir()?;
+//! for name in ["b", "a", "B", "_x"] {
+//!     std::fs::write(root.path().join(name), name)?;
+//! }
+//! std::fs::create_dir(root.path().join("dev"))?;
+//!
+//! let opts = ScanOptions { faketime: true, squash_uids: true, ..ScanOptions::default() };
+//! let (mut tree, warnings) = scan_host(root.path(), &opts)?;
+//! assert!(warnings.is_empty());
+//! // Children in strcmp order (mkfs.jffs2's), whatever the locale or the directory order.
+//! let names: Vec<&[u8]> =
+//!     tree.root().children.iter().map(|&id| tree.entries[id].name.as_slice()).collect();
+//! assert_eq!(names, [&b"B"[..], b"_x", b"a", b"b", b"dev"]);
+//!
+//! // A device table adds /dev/console (crw------- 0:0 5,1); its time is 0 with `faketime`,
+//! // `opts.now` otherwise. `-r` is passed exactly as given ("." when it was not given).
+//! let table = b"/dev/console c 600 0 0 5 1 0 0 0\n";
+//! let more = apply_device_table(&mut tree, table, Path::new("table.txt"), root.path(), &opts)?;
+//! assert!(more.is_empty());
+//! let console = &tree.entries[tree.find(b"/dev/console").unwrap()];
+//! assert!(console.is_char_device());
+//! assert_eq!((console.rdev_major, console.rdev_minor, console.mtime), (5, 1, 0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod devtable;

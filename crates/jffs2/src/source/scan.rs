@@ -26,6 +26,16 @@ use super::{Entry, EntryId, ScanOptions, SourceError, Tree, Warning};
 /// * Selected xattrs are read for every entry, the root included (§3.5.7).
 ///
 /// A failing `lstat` or directory listing is fatal (mkfs dies there too) and names the path.
+///
+/// ```
+/// let root = tempfile::tempdir()?;
+/// std::fs::write(root.path().join("hello"), "hi\n")?;
+/// let (tree, _warnings) = jffs2::source::scan_host(root.path(), &Default::default())?;
+/// let hello = &tree.entries[tree.find(b"/hello").unwrap()];
+/// assert!(hello.is_file());
+/// assert_eq!((hello.size, hello.full_name.as_slice()), (3, &b"/hello"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn scan_host(root: &Path, opts: &ScanOptions) -> Result<(Tree, Vec<Warning>), SourceError> {
     let root_err = |source| SourceError::Root {
         path: root.to_path_buf(),
