@@ -80,6 +80,37 @@ pub struct ConvertReport {
 /// conditions during its conversion: `Wrong bitmask …` for every non-empty word without the
 /// magic, `Wrong hdr_crc …` for a magic with a bad header CRC. Errors are those of the
 /// writers.
+///
+/// ```
+/// use jffs2::dump::{convert_endian, ConvertOptions};
+/// use jffs2::format::Endian;
+/// use jffs2::mkfs::{build, MkfsConfig, NullSink};
+///
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
+/// let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+/// let mut little = Vec::new();
+/// let cfg = MkfsConfig { endian: Endian::Little, ..MkfsConfig::default() };
+/// build(&tree, &cfg, &mut little, &mut NullSink)?;
+///
+/// let (mut big, mut log) = (Vec::new(), Vec::new());
+/// let opts = ConvertOptions { from: Endian::Little, recalc_crc: false };
+/// let report = convert_endian(&little, &opts, &mut big, &mut log)?;
+/// assert_eq!(big.len(), little.len()); // node for node, at the same offsets
+/// assert_eq!((report.nodes, report.bad_crcs_kept), (3, 0)); // cleanmarker, dirent, inode
+/// assert!(log.is_empty());
+/// assert_eq!(jffs2::scan::detect(&big).geometry.endian, Endian::Big);
+///
+/// // mkfs.jffs2 -b gives the same bytes; and converting back gives the original.
+/// let mut built_big = Vec::new();
+/// build(&tree, &MkfsConfig { endian: Endian::Big, ..cfg }, &mut built_big, &mut NullSink)?;
+/// assert_eq!(big, built_big);
+/// let mut back = Vec::new();
+/// let opts = ConvertOptions { from: Endian::Big, recalc_crc: false };
+/// convert_endian(&big, &opts, &mut back, &mut std::io::sink())?;
+/// assert_eq!(back, little);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn convert_endian(
     image: &[u8],
     opts: &ConvertOptions,

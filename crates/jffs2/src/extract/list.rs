@@ -289,6 +289,40 @@ fn hex(v: &[u8]) -> String {
 /// Devices show `major, minor` instead of a size; names are escaped with [`escape`] (a `/`
 /// inside a name shows as `\x2f`); an entry whose inode cannot be read shows `?` fields and
 /// the reason. Returns how many entries could not be read.
+///
+/// ```
+/// use jffs2::extract::{list, ListOptions};
+/// # use std::os::unix::fs::PermissionsExt;
+/// # let dir = tempfile::tempdir()?;
+/// # std::fs::create_dir(dir.path().join("etc"))?;
+/// # std::fs::write(dir.path().join("etc/motd"), b"Welcome\n")?;
+/// # std::fs::set_permissions(dir.path().join("etc"), std::fs::Permissions::from_mode(0o755))?;
+/// # std::fs::set_permissions(dir.path().join("etc/motd"), std::fs::Permissions::from_mode(0o644))?;
+/// # std::os::unix::fs::symlink("etc/motd", dir.path().join("motd"))?;
+/// # let opts = jffs2::source::ScanOptions { faketime: true, squash_uids: true, ..Default::default() };
+/// # let (tree, _) = jffs2::source::scan_host(dir.path(), &opts)?;
+/// # let mut image = Vec::new();
+/// # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
+/// # let g = jffs2::scan::detect(&image).geometry;
+/// # let flash = jffs2::scan::as_flashed(&image, g.erase_size);
+/// # let mut scanned = jffs2::scan::scan(&flash, &g, &Default::default());
+/// # let fs = jffs2::fs::build(&flash, &mut scanned);
+/// // `fs`: the model of `mkfs.jffs2 -f -U` of a tree with `etc/motd` and a symlink to it.
+/// let mut out = Vec::new();
+/// let unreadable = list(&fs, &mut out, &ListOptions::default())?;
+/// assert_eq!(unreadable, 0);
+/// // Linux counts the root's links one too many (`fs.c`: "Root dir gets i_nlink 3").
+/// assert_eq!(
+///     String::from_utf8(out)?,
+///     concat!(
+///         "       1 drwxr-xr-x    4      0      0            0 1970-01-01 00:00:00 .\n",
+///         "       2 drwxr-xr-x    2      0      0            0 1970-01-01 00:00:00 etc\n",
+///         "       4 -rw-r--r--    1      0      0            8 1970-01-01 00:00:00 etc/motd\n",
+///         "       3 lrwxrwxrwx    1      0      0            8 1970-01-01 00:00:00 motd -> etc/motd\n",
+///     )
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn list(fs: &Fs<'_>, out: &mut dyn Write, opts: &ListOptions) -> io::Result<u64> {
     let root = fs
         .read_inode(1)

@@ -16,6 +16,42 @@
 //! is filled with the plain rules and closed with 0xFF, and the kernel scans it fully at
 //! mount. mtd-utils' sumtool aborts ("out of memory") on the first case (`mtd-utils-spec.md`
 //! §8 B-13).
+//!
+//! # Example
+//!
+//! A writer places each node with [`BlockWriter::prepare`] (cleanmarker at a block start;
+//! a node that does not fit moves to the next block) and [`BlockWriter::write_node`]:
+//!
+//! ```
+//! use jffs2::format::{DirentNode, Endian, InodeNode, MAGIC, NODETYPE_CLEANMARKER};
+//! use jffs2::layout::{BlockWriter, EndPad, LayoutConfig};
+//!
+//! let e = Endian::Little;
+//! let cfg = LayoutConfig { endian: e, erase_size: 8192, cleanmarker: Some(12), summary: false };
+//! let mut w = BlockWriter::new(Vec::new(), cfg);
+//!
+//! let mut dirent = Vec::new();
+//! DirentNode { pino: 1, version: 1, ino: 2, dtype: 8, ..Default::default() }
+//!     .encode(e, b"a", &mut dirent); // 41 bytes
+//! w.prepare(dirent.len() as u32, 0)?;
+//! w.write_node(&dirent)?;
+//! assert_eq!(w.offset(), 12 + 44); // the cleanmarker, then the node padded to 4 bytes
+//!
+//! let mut inode = Vec::new();
+//! InodeNode { ino: 2, version: 1, mode: 0o100644, isize: 8100, dsize: 8100, ..Default::default() }
+//!     .encode(e, &[0x55; 8100], &mut inode); // 8168 bytes: more than the 8136 left
+//! w.prepare(inode.len() as u32, 0)?;
+//! w.write_node(&inode)?;
+//! assert_eq!(w.offset(), 8192 + 12 + 8168);
+//!
+//! let (image, size) = w.finish(EndPad::Block)?; // -p: 0xFF to the end of the block
+//! assert_eq!((size, image.len()), (16384, 16384));
+//! assert!(image[56..8192].iter().all(|&b| b == 0xFF)); // a block tail is raw 0xFF
+//! // The second block starts with its cleanmarker.
+//! assert_eq!(image[8192..8194], MAGIC.to_le_bytes());
+//! assert_eq!(image[8194..8196], NODETYPE_CLEANMARKER.to_le_bytes());
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 use std::io::{self, Write};
 
