@@ -422,6 +422,45 @@ pub type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
 
 /// Checks an image (see the module documentation). `image` is the file as given; it is
 /// copied and padded as flashed (use [`check_vec`] to avoid the copy).
+///
+/// A clean image, then the same image with one bit of file data flipped:
+///
+/// ```
+/// use jffs2::fsck::{check, Options, Severity, Verdict};
+///
+/// let dir = tempfile::tempdir()?;
+/// let mut x = 0x2545_f491_u32; // incompressible bytes: stored as they are
+/// let mut next = || {
+///     x ^= x << 13;
+///     x ^= x >> 17;
+///     x ^= x << 5;
+///     x as u8
+/// };
+/// let noise: Vec<u8> = (0..3000).map(|_| next()).collect();
+/// std::fs::write(dir.path().join("noise"), &noise)?;
+/// std::fs::write(dir.path().join("readme"), b"read me\n")?;
+/// let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+/// let mut image = Vec::new();
+/// let cfg = jffs2::mkfs::MkfsConfig {
+///     pad: jffs2::layout::EndPad::Size(5 * 65536), // a whole 5-block partition
+///     ..Default::default()
+/// };
+/// jffs2::mkfs::build(&tree, &cfg, &mut image, &mut jffs2::mkfs::NullSink)?;
+///
+/// let report = check(&image, &Options::default())?;
+/// assert_eq!(report.verdict(), Verdict::Consistent);
+/// assert!(report.findings.is_empty());
+///
+/// let data = image.windows(noise.len()).position(|w| w == noise).unwrap();
+/// image[data + 100] ^= 1;
+/// let report = check(&image, &Options::default())?;
+/// assert_eq!((report.verdict(), report.verdict().exit_code()), (Verdict::ErrorsFound, 4));
+/// let f = &report.findings[0];
+/// let node = data as u32 - 68; // the data follows the 68-byte inode node header
+/// assert_eq!((f.severity, f.code, f.offset), (Severity::Error, "data-crc", Some(node)));
+/// assert_eq!((f.ino, f.path.as_deref()), (Some(2), Some("noise")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn check(image: &[u8], opts: &Options) -> Result<Report, FsckError> {
     check_with_progress(image.to_vec(), opts, None)
 }

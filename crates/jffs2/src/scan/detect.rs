@@ -277,6 +277,33 @@ fn unknown(evidence: Vec<String>, confidence: f32) -> Detection {
 ///   none present, nothing complains.
 ///
 /// Linear in the image size; never panics.
+///
+/// ```
+/// use jffs2::format::Endian;
+/// use jffs2::scan::detect;
+///
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
+/// let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+/// let cfg = jffs2::mkfs::MkfsConfig {
+///     endian: Endian::Big,
+///     erase_size: 128 * 1024,
+///     pad: jffs2::layout::EndPad::Size(640 * 1024), // cleanmarkers in all 5 blocks
+///     ..Default::default()
+/// };
+/// let mut image = Vec::new();
+/// jffs2::mkfs::build(&tree, &cfg, &mut image, &mut jffs2::mkfs::NullSink)?;
+///
+/// let d = detect(&image);
+/// let g = d.geometry;
+/// assert_eq!((g.endian, g.erase_size, g.cleanmarker_size), (Endian::Big, 128 * 1024, 12));
+/// assert!(d.confidence > 0.5);
+///
+/// let junk = detect(b"certainly not JFFS2");
+/// assert_eq!(junk.confidence, 0.0);
+/// assert!(junk.evidence.last().unwrap().contains("not a JFFS2 image"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn detect(image: &[u8]) -> Detection {
     let mut ev = Vec::new();
     if image.is_empty() {

@@ -181,6 +181,28 @@ pub fn as_flashed(image: &[u8], erase_size: u32) -> Cow<'_, [u8]> {
 /// `image` is the whole MTD device (see [`as_flashed`] for images smaller than their
 /// partition). Never panics; runs in time linear in the image size (plus `O(n log n)` in the
 /// number of dirents).
+///
+/// ```
+/// use jffs2::scan::{as_flashed, detect, scan, ScanOptions};
+///
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
+/// let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+/// let mut image = Vec::new();
+/// jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
+///
+/// let g = detect(&image).geometry;
+/// // mkfs.jffs2's image ends after its last node; Linux sees the partition it is flashed to.
+/// let flash = as_flashed(&image, g.erase_size);
+/// assert_eq!(flash.len(), 5 * 65536);
+/// let s = scan(&flash, &g, &ScanOptions::default());
+/// assert!(s.failure.is_none() && s.log.is_empty());
+/// assert_eq!(s.highest_ino, 2);
+/// assert_eq!(s.refs.len(), 3); // the cleanmarker, the dirent, the inode node
+/// let t = s.totals();
+/// assert_eq!(t.used + t.unchecked + t.dirty + t.wasted + t.free, u64::from(s.flash_size));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn scan(image: &[u8], geom: &Geometry, opts: &ScanOptions) -> Scan {
     let sector = geom.erase_size;
     let mut eng = Engine::new(&[], geom, opts);
