@@ -425,12 +425,33 @@ fn man_pages_render_without_warnings() {
         for long in longs(p) {
             assert!(out.contains(&long), "{}: {long} missing:\n{out}", p.name);
         }
-        // Found by name, as `man jffs2-mkfs` finds it once PREFIX/share/man is searched.
+        // Found by name: in PREFIX/share/man, and through PATH as `man jffs2-mkfs` finds it
+        // (man-db searches BINDIR/../share/man for every BINDIR in PATH).
         let o = render(&[&"-M", &prefix.join("share/man"), &p.name]);
-        ok(&format!("man {}", p.name), &o);
+        ok(&format!("man -M ... {}", p.name), &o);
         assert!(
             plain(&text(&o.stdout)).contains(&format!("{} - ", p.name)),
             "{}",
+            p.name
+        );
+        let mut c = Command::new(&man);
+        c.env_remove("MANPATH")
+            .env(
+                "PATH",
+                std::env::join_paths([
+                    prefix.join("bin"),
+                    PathBuf::from("/usr/bin"),
+                    PathBuf::from("/bin"),
+                ])
+                .expect("PATH"),
+            )
+            .args(["-w", p.name]);
+        let o = run(c);
+        ok(&format!("man -w {}", p.name), &o);
+        assert_eq!(
+            PathBuf::from(text(&o.stdout).trim()),
+            page,
+            "man {} finds the installed page through PATH",
             p.name
         );
     }
