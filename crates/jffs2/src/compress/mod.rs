@@ -422,6 +422,24 @@ impl Compressors {
     /// `dstlen` is clamped to `data.len()` (mkfs.jffs2 always has `cdatalen <= datalen`),
     /// so `consumed` never exceeds `data.len()`. Pure and deterministic: safe to call
     /// speculatively from many threads.
+    ///
+    /// ```
+    /// use jffs2::compress::{decompress, Compressors, Mode, COMPR_NONE, COMPR_ZLIB};
+    ///
+    /// let page = b"JFFS2 ".repeat(682); // 4092 bytes
+    /// let c = Compressors::mkfs_default(); // zlib (60), rtime (50); lzo (80) disabled
+    /// let out = c.compress(&page, page.len());
+    /// assert_eq!((out.compr, out.consumed), (COMPR_ZLIB, page.len()));
+    /// assert!(out.data.len() < 100);
+    /// assert_eq!(decompress(out.compr, &out.data, out.consumed)?, page);
+    ///
+    /// // `-m none`, and room for only 1000 bytes (a node at the end of an erase block).
+    /// let mut none = Compressors::mkfs_default();
+    /// none.set_mode(Mode::None);
+    /// let raw = none.compress(&page, 1000);
+    /// assert_eq!((raw.compr, raw.consumed, &raw.data[..]), (COMPR_NONE, 1000, &page[..1000]));
+    /// # Ok::<(), jffs2::compress::ComprError>(())
+    /// ```
     pub fn compress(&self, data: &[u8], dstlen: usize) -> Compressed {
         let dstlen = dstlen.min(data.len());
         let mut delta = StatsDelta::default();
