@@ -833,6 +833,37 @@ pub fn write<W: Write>(
 }
 
 /// [`analyse`] then [`write()`].
+///
+/// `jffs2-sumtool -l -e 64KiB`; the result is the image `jffs2-mkfs --summary` writes:
+///
+/// ```
+/// use jffs2::format::Endian;
+/// use jffs2::mkfs::{build, MkfsConfig, NullSink};
+/// use jffs2::scan::{as_flashed, detect, scan, ScanOptions, SummaryUse};
+/// use jffs2::sumtool::{summarize, SumtoolConfig};
+///
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
+/// let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+/// let plain_cfg = MkfsConfig { endian: Endian::Little, ..MkfsConfig::default() };
+/// let mut plain = Vec::new();
+/// build(&tree, &plain_cfg, &mut plain, &mut NullSink)?;
+///
+/// let cfg = SumtoolConfig { endian: Endian::Little, erase_size: 65536, ..SumtoolConfig::new() };
+/// let (summarised, analysis, report) = summarize(&plain, &cfg, Vec::new())?;
+/// assert_eq!(analysis.kept.len(), 2); // the dirent and the inode node
+/// assert_eq!((report.stats.summarized_blocks, report.stats.size), (1, 65536));
+///
+/// let mut built = Vec::new();
+/// build(&tree, &MkfsConfig { summary: true, ..plain_cfg }, &mut built, &mut NullSink)?;
+/// assert_eq!(summarised, built);
+///
+/// // Linux reads the summary instead of the nodes.
+/// let g = detect(&summarised).geometry;
+/// let s = scan(&as_flashed(&summarised, g.erase_size), &g, &ScanOptions::default());
+/// assert_eq!(s.blocks[0].summary, SummaryUse::Used);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn summarize<W: Write>(
     image: &[u8],
     cfg: &SumtoolConfig,
