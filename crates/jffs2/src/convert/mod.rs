@@ -341,6 +341,52 @@ pub fn input_layout(scan: &Scan) -> InputLayout {
 pub type ProgressFn<'a> = &'a dyn Fn(u64, u64);
 
 /// Converts the filesystem `fs` into `out`. See the module documentation.
+///
+/// Re-blocking a 64 KiB image into 128 KiB erase blocks with summaries
+/// (`jffs2-convert -i IN -o OUT -e 128KiB --summary`):
+///
+/// ```
+/// use jffs2::compress::Compressors;
+/// use jffs2::convert::{convert, ConvertConfig, Source};
+/// use jffs2::format::Endian;
+/// use jffs2::layout::{EndPad, LayoutConfig};
+///
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
+/// let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+/// let mut image = Vec::new();
+/// let cfg = jffs2::mkfs::MkfsConfig { endian: Endian::Little, ..Default::default() };
+/// jffs2::mkfs::build(&tree, &cfg, &mut image, &mut jffs2::mkfs::NullSink)?;
+///
+/// let source = Source::new(image, None, None)?; // geometry detected, padded as flashed
+/// assert_eq!(source.geometry.erase_size, 64 * 1024);
+/// let mut scanned = source.scan()?;
+/// let fs = jffs2::fs::build(&source.image, &mut scanned);
+///
+/// let cfg = ConvertConfig {
+///     layout: LayoutConfig {
+///         endian: Endian::Little,
+///         erase_size: 128 * 1024,
+///         cleanmarker: Some(12),
+///         summary: true,
+///     },
+///     page_size: 4096,
+///     recompress: false,
+///     compressors: Compressors::mkfs_default(),
+///     pad: EndPad::None,
+///     threads: 0,
+/// };
+/// let (out, report) = convert(&fs, &cfg, Vec::new())?;
+/// assert!(report.dropped.is_empty());
+/// assert_eq!((report.inodes, report.dirents), (2, 1)); // the root and motd; its entry
+///
+/// let again = Source::new(out, None, None)?;
+/// assert_eq!(again.geometry.erase_size, 128 * 1024);
+/// let mut scanned = again.scan()?;
+/// let fs = jffs2::fs::build(&again.image, &mut scanned);
+/// assert_eq!(fs.read_data(2, 0, 100)?, b"Welcome\n");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn convert<W: Write>(
     fs: &Fs,
     cfg: &ConvertConfig,
