@@ -42,10 +42,21 @@ fn profile() -> String {
     }
 }
 
-/// A fresh directory for one test.
+/// A fresh directory for one test. The first call removes earlier runs' (each holds copies
+/// of the binaries).
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("install-{name}-{}", std::process::id()));
+    static CLEAN: std::sync::Once = std::sync::Once::new();
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let ours = format!("-{}", std::process::id());
+    CLEAN.call_once(|| {
+        for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.starts_with("install-") && !n.ends_with(&ours) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+    let d = tmp.join(format!("install-{name}{ours}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("mkdir scratch");
     d
@@ -290,6 +301,7 @@ fn refuses_a_foreign_file_unless_forced_and_stages_under_destdir() {
             p.name
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
