@@ -939,7 +939,7 @@ fn output_through_links_and_dev_stdout() {
         let script = "exec \"$0\" -r \"$1\" -o /dev/stdout > \"$2\"";
         let st = Command::new("sh")
             .arg("-c")
-            .arg(&script)
+            .arg(script)
             .arg(tool.program())
             .arg(t.path())
             .arg(&redirected)
