@@ -26,6 +26,7 @@ pub struct ContentOptions {
 /// A point where jffs2dump's behaviour is undefined or never ends, and what was done
 /// instead (module documentation of [`crate::dump`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Deviation {
     /// A node with a valid header whose `PAD(totlen)` is 0: jffs2dump prints it forever.
     /// Its lines were printed once, then the walk went on 4 bytes further.
@@ -97,6 +98,7 @@ impl fmt::Display for Deviation {
 
 /// What the dump found besides its text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ContentReport {
     /// jffs2dump's empty-space counter (a C `int`: it wraps like one).
     pub empty_space: i32,

@@ -53,6 +53,7 @@ pub struct ConvertOptions {
 
 /// What the conversion met.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConvertReport {
     /// Nodes converted (valid headers), obsolete ones included.
     pub nodes: u64,

@@ -62,6 +62,7 @@ pub use oob::peel_oob;
 
 /// An error of the dump tools' input handling.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DumpError {
     /// `-d`/`-o`: the image is not a whole number of pages of data + OOB.
     #[error(

@@ -69,6 +69,7 @@ use crate::fs::{FsError, ReadError};
 /// Something an extraction did not create, and why. Paths are relative to the destination
 /// (and to the image's root).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Refusal {
     /// A directory entry whose name cannot be a host file name.
     BadName {

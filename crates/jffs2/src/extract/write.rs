@@ -48,6 +48,7 @@ impl Default for ExtractOptions {
 
 /// Why an extraction stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ExtractError {
     /// The destination exists and is not a directory.
     #[error("{}: not a directory", path.display())]
@@ -98,6 +99,7 @@ pub struct XattrSkip {
 
 /// What an extraction did.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ExtractReport {
     /// Directories created (the destination not counted).
     pub dirs: u64,

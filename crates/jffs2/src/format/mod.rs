@@ -158,6 +158,7 @@ pub const fn mode_to_dt(mode: u32) -> u8 {
 
 /// An error found while decoding on-flash data; every variant carries the byte offset.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FormatError {
     /// The bytes end before the structure does.
     #[error("truncated {what} at 0x{offset:08x}: need {need} bytes, {have} available")]

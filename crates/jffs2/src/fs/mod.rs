@@ -134,6 +134,7 @@ impl Default for FsOptions {
 /// Why a node's data could not be read (`read.c: jffs2_read_dnode`, §6.5). Every variant
 /// carries the node's byte offset in the image.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
     /// The node runs past the end of the image (a short flash read: -EIO).
     #[error("node at 0x{offset:08x} runs past the end of the image")]
@@ -208,6 +209,7 @@ impl ReadError {
 /// Why an inode cannot be read (`jffs2_iget` fails: the name is listed by `readdir` but
 /// `stat` and `open` fail).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FsError {
     /// No inode cache for this number (`requested to read a nonexistent ino`: -ENOENT).
     #[error("inode #{0} does not exist")]
@@ -277,6 +279,7 @@ pub enum FsError {
 /// One finding, for fsck (`Fs::problems`). Each carries what is known: node offsets, inode
 /// numbers and (after a tree walk) paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Problem {
     /// A dirent names an inode that does not exist; the build obsoletes it and the name
     /// disappears (§5.3).

@@ -20,6 +20,7 @@ const XREF_DELETE_MARKER: u32 = 1;
 
 /// A finding of the xattr subsystem.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum XattrError {
     /// An xref node from a summary fails its node CRC when verified (`node CRC failed at
     /// %#08x, read=%#08x, calc=%#08x`): dropped.

@@ -164,6 +164,7 @@ impl Sink for NullSink {}
 
 /// What a build produced.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct BuildReport {
     /// Size of the image in bytes.
     pub image_size: u64,
@@ -175,6 +176,7 @@ pub struct BuildReport {
 
 /// A fatal error while building.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MkfsError {
     /// A host file could not be opened or read.
     #[error("{path}: {source}")]

@@ -336,6 +336,7 @@ impl fmt::Display for Warning {
 
 /// Fatal errors of the scan, the device table and the ACL conversion.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SourceError {
     /// The root directory is missing, not a directory or not accessible (mkfs: `chdir` failed).
     #[error("{}: {source}", path.display())]
