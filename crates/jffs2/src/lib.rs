@@ -136,3 +136,28 @@ pub mod mkfs;
 pub mod scan;
 pub mod source;
 pub mod sumtool;
+
+/// What docs/LIBRARY.md promises of the error types and the read-side models, checked at
+/// compile time: errors are `std::error::Error + Send + Sync + 'static` (usable with `?` into
+/// `Box<dyn Error + Send + Sync>` or `anyhow`), a model can be shared between threads.
+#[allow(dead_code)]
+fn _api_traits() {
+    fn error<T: std::error::Error + Send + Sync + 'static>() {}
+    fn sync<T: Send + Sync>() {}
+    error::<format::FormatError>();
+    error::<compress::ComprError>();
+    error::<source::SourceError>();
+    error::<mkfs::MkfsError>();
+    error::<fs::ReadError>();
+    error::<fs::FsError>();
+    error::<extract::ExtractError>();
+    error::<extract::LookupError>();
+    error::<extract::ReaderListError>();
+    error::<fsck::FsckError>();
+    error::<sumtool::SumtoolError>();
+    error::<convert::ConvertError>();
+    error::<dump::DumpError>();
+    sync::<scan::Scan>();
+    sync::<fs::Fs<'static>>();
+    sync::<fsck::Report>();
+}

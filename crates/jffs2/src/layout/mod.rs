@@ -73,6 +73,19 @@ pub struct LayoutConfig {
     pub summary: bool,
 }
 
+impl Default for LayoutConfig {
+    /// mkfs.jffs2's defaults: the host's byte order, 64 KiB erase blocks, 12-byte cleanmarkers,
+    /// no summaries.
+    fn default() -> Self {
+        LayoutConfig {
+            endian: Endian::host(),
+            erase_size: 64 * 1024,
+            cleanmarker: Some(12),
+            summary: false,
+        }
+    }
+}
+
 /// How the image ends (`mtd-utils-spec.md` §3.6.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EndPad {
