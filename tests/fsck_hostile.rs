@@ -10,9 +10,7 @@ mod fsck_util;
 use std::time::{Duration, Instant};
 
 use fsck_util::*;
-use jffs2::compress::{
-    zlib_compress, COMPR_COPY, COMPR_LZMA, COMPR_RUBINMIPS, COMPR_ZERO, COMPR_ZLIB,
-};
+use jffs2::compress::{zlib_compress, COMPR_COPY, COMPR_RUBINMIPS, COMPR_ZERO, COMPR_ZLIB};
 use jffs2::format::{dt, pad4, DirentNode, Endian, InodeNode};
 use jffs2::fsck::{check, Options, Report, Severity};
 use jffs2::layout::{BlockWriter, EndPad, LayoutConfig};
@@ -256,7 +254,8 @@ fn unknown_compressors() {
     let mut i = Img::new();
     for (k, compr) in [
         (2u32, COMPR_COPY),
-        (3, COMPR_LZMA),
+        // A vendor's "LZMA without size" (jefferson's 0x15); OpenWrt's LZMA (8) is read.
+        (3, 0x15),
         (4, 0xFF),
         (5, COMPR_RUBINMIPS),
         (6, 5),

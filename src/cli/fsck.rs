@@ -451,8 +451,11 @@ fn read_image(path: &PathBuf) -> std::io::Result<Vec<u8>> {
 pub fn kernel_log_text(r: &Report) -> String {
     let mut s = String::new();
     for m in &r.kernel_log {
-        // The one KERN_CRIT printk of the scan has no "jffs2: " prefix.
-        if m.text.starts_with("Dirty space 0x") {
+        // The one KERN_CRIT printk of the scan, and OpenWrt's plain printk of its end
+        // marker, have no "jffs2: " prefix.
+        if m.text.starts_with("Dirty space 0x")
+            || m.text.starts_with("jffs2_scan_eraseblock(): End")
+        {
             s.push_str(&m.text);
         } else {
             s.push_str("jffs2: ");

@@ -112,6 +112,11 @@ identical to mkfs.jffs2's):
                           output does not depend on it)
       --no-progress       Never show a progress bar (shown only when stderr is
                           a terminal)
+  -X lzma, -x lzma, -y PRIO:lzma
+                          OpenWrt's LZMA compressor (id 8; readable by OpenWrt
+                          kernels only). Naming it selects OpenWrt's priorities
+                          (lzo 90, zlib 80, lzma 70, rtime 50); -x lzma alone
+                          gives the image of plain mkfs.jffs2
   SOURCE_DATE_EPOCH       When set in the environment, every timestamp later
                           than it is clamped to it (reproducible builds)
 
@@ -300,19 +305,10 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             },
             0x78 | 0x58 /* x X */ => {
                 let enable = id == 0x58;
-                if let Err(e) = o.compressors.set_enabled(&a, enable) {
-                    if a == "lzma" && !enable {
-                        // OpenWrt passes -x lzma to an mtd-utils patched with LZMA;
-                        // disabling a compressor we do not have is harmless.
-                        tool.warning("compressor lzma (OpenWrt's patch) is not built in; -x lzma ignored");
-                    } else if a == "lzma" {
-                        return Err(die(&format!(
-                            "{e}: OpenWrt's LZMA compressor is not supported; \
-                             use -X lzo or the default zlib"
-                        )));
-                    } else {
-                        return Err(die(&format!("Unknown compressor name {a}")));
-                    }
+                // "lzma" (OpenWrt's) switches to OpenWrt's compressor table
+                // (`jffs2::compress` module documentation).
+                if o.compressors.set_enabled(&a, enable).is_err() {
+                    return Err(die(&format!("Unknown compressor name {a}")));
                 }
             }
             0x4c /* L */ => {

@@ -440,6 +440,7 @@ fn write_json(
         "cleanmarker_size": g.cleanmarker_size,
         "detection_confidence": loaded.detection.confidence,
         "mount_failure": fs.scan().failure.as_ref().map(|f| format!("{f:?}")),
+        "end_marker": fs.scan().end_marker,
     });
     let head = serde_json::to_string(&head).map_err(io::Error::other)?;
     // The head object without its closing brace, then the node array.
@@ -458,10 +459,21 @@ fn write_json(
                 serde_json::to_writer(&mut *out, &v).map_err(io::Error::other)?;
             }
             Item::Gap { offset, len, kind } => {
-                if gaps.len() < MAX_GAPS {
-                    gaps.push(json!({"offset": offset, "length": len, "kind": kind.name()}));
-                } else {
-                    gaps_omitted += 1;
+                // OpenWrt's end-of-filesystem marker: its 4 bytes are a gap of their own.
+                let marker = fs.scan().end_marker.map(u64::from);
+                let mut parts = vec![(offset, len, kind.name())];
+                if marker == Some(offset) && len >= 4 {
+                    parts = vec![(offset, 4, "end-marker")];
+                    if len > 4 {
+                        parts.push((offset + 4, len - 4, kind.name()));
+                    }
+                }
+                for (offset, len, kind) in parts {
+                    if gaps.len() < MAX_GAPS {
+                        gaps.push(json!({"offset": offset, "length": len, "kind": kind}));
+                    } else {
+                        gaps_omitted += 1;
+                    }
                 }
             }
         }

@@ -10,10 +10,24 @@
 //! [`Stats`] only for the results it actually writes.
 //!
 //! The individual algorithms are [`zlib_compress`] (byte-identical to mkfs.jffs2 with the
-//! same libz), [`rtime_compress`] and [`lzo_compress`]; [`decompress`] reads every id.
+//! same libz), [`rtime_compress`], [`lzo_compress`] and OpenWrt's [`lzma_compress`];
+//! [`decompress`] reads every id.
+//!
+//! # Two compressor tables
+//!
+//! Debian's mkfs.jffs2 registers zlib (priority 60), rtime (50) and lzo (80, disabled).
+//! OpenWrt's, patched with LZMA (`130-lzma_jffs2.patch`), registers lzma at 70 (enabled) and
+//! moves zlib to 80 and lzo to 90. [`Compressors::mkfs_default`] is Debian's table, so that
+//! images, `-L` and the `-v` statistics stay Debian's byte for byte. The first time a
+//! command line names lzma (`-x lzma`, `-X lzma`, `-y N:lzma`), the configuration becomes
+//! OpenWrt's table ([`Compressors::openwrt_default`]) with every `-x`/`-X`/`-y` given so
+//! far applied again in order: the run is then OpenWrt's mkfs.jffs2's. `-x lzma` alone
+//! therefore writes the same image as Debian's mkfs.jffs2 without it (the enabled order is
+//! zlib then rtime in both tables).
 
 #![warn(missing_docs)]
 
+mod lzma;
 mod lzo;
 mod rtime;
 mod rubin;
@@ -27,6 +41,7 @@ mod tests;
 use std::fmt::Write as _;
 use std::str::FromStr;
 
+pub use lzma::{lzma_compress, lzma_decompress, LZMA_DICT_SIZE, LZMA_NICE_LEN};
 pub use lzo::{lzo_compress, lzo_decompress};
 pub use rtime::{rtime_compress, rtime_decompress};
 pub use rubin::{dynrubin_compress, dynrubin_decompress, rubinmips_compress, rubinmips_decompress};
@@ -50,7 +65,7 @@ pub const COMPR_ZLIB: u8 = 6;
 /// Compressor id: LZO1X (`JFFS2_COMPR_LZO`).
 pub const COMPR_LZO: u8 = 7;
 /// Compressor id: LZMA, only in OpenWrt-patched kernels and mtd-utils
-/// (`JFFS2_COMPR_LZMA`); not supported here.
+/// (`JFFS2_COMPR_LZMA`; see [`lzma_compress`]).
 pub const COMPR_LZMA: u8 = 8;
 
 /// `FAVOUR_LZO_PERCENT` of `compr.c`.
@@ -84,13 +99,13 @@ pub enum ComprError {
     /// `-y` with a name that is not a compressor (mkfs.jffs2 wording; it exits with 1).
     #[error("compressor {0} not found.")]
     CompressorNotFound(String),
-    /// A compressor name that only OpenWrt-patched mkfs.jffs2 builds know ("lzma", and
-    /// "lzari" from older OpenWrt trees).
+    /// A compressor name that only old OpenWrt-patched mkfs.jffs2 builds knew ("lzari",
+    /// which OpenWrt trees of 2007 listed in a commented-out `-Xlzari`).
     #[error(
         "compressor \"{0}\" exists only in OpenWrt-patched mkfs.jffs2 builds and is not supported"
     )]
     OpenWrtCompressor(String),
-    /// No decompressor for this id (COPY, LZMA, unknown ids); kernel wording.
+    /// No decompressor for this id (COPY, unknown ids); kernel wording.
     #[error("compression type 0x{0:02x} not available")]
     UnsupportedCompressor(u8),
     /// The compressed data ends before `dsize` bytes could be produced.
@@ -171,11 +186,17 @@ pub enum Kind {
     Rtime,
     /// LZO1X-999, id 7, default priority 80, disabled (§4.1).
     Lzo,
+    /// OpenWrt's LZMA, id 8: only in OpenWrt's table (priority 70, enabled there).
+    Lzma,
 }
 
 impl Kind {
-    /// All kinds, in the order mkfs.jffs2 registers them (`jffs2_compressors_init`).
-    pub const ALL: [Kind; 3] = [Kind::Zlib, Kind::Rtime, Kind::Lzo];
+    /// All kinds, in the order mkfs.jffs2 registers them (`jffs2_compressors_init`; OpenWrt's
+    /// patch registers lzma last).
+    pub const ALL: [Kind; 4] = [Kind::Zlib, Kind::Rtime, Kind::Lzo, Kind::Lzma];
+
+    /// The kinds of Debian's mkfs.jffs2 (built with zlib and LZO), in registration order.
+    pub const DEBIAN: [Kind; 3] = [Kind::Zlib, Kind::Rtime, Kind::Lzo];
 
     /// The name used by `-x`, `-X`, `-y`, `-L` and `-v`.
     pub fn name(self) -> &'static str {
@@ -183,6 +204,7 @@ impl Kind {
             Kind::Zlib => "zlib",
             Kind::Rtime => "rtime",
             Kind::Lzo => "lzo",
+            Kind::Lzma => "lzma",
         }
     }
 
@@ -192,20 +214,35 @@ impl Kind {
             Kind::Zlib => COMPR_ZLIB,
             Kind::Rtime => COMPR_RTIME,
             Kind::Lzo => COMPR_LZO,
+            Kind::Lzma => COMPR_LZMA,
         }
     }
 
-    /// Priority as registered by mkfs.jffs2 (`compr.h`).
+    /// Priority as registered by Debian's mkfs.jffs2 (`compr.h`); lzma, which Debian's
+    /// does not have, gets OpenWrt's 70.
     pub fn default_priority(self) -> i32 {
         match self {
             Kind::Zlib => 60,
             Kind::Rtime => 50,
             Kind::Lzo => 80,
+            Kind::Lzma => 70,
+        }
+    }
+
+    /// Priority in OpenWrt's mkfs.jffs2 (`130-lzma_jffs2.patch`: lzma 70, zlib 80, lzo 90;
+    /// rtime keeps 50).
+    pub fn openwrt_priority(self) -> i32 {
+        match self {
+            Kind::Zlib => 80,
+            Kind::Rtime => 50,
+            Kind::Lzo => 90,
+            Kind::Lzma => 70,
         }
     }
 
     /// Whether mkfs.jffs2 registers it enabled (LZO is disabled by default,
-    /// `compr_lzo.c`, because old kernels cannot read it).
+    /// `compr_lzo.c`, because old kernels cannot read it; OpenWrt's lzma is enabled,
+    /// `.disabled = 0`).
     pub fn default_enabled(self) -> bool {
         !matches!(self, Kind::Lzo)
     }
@@ -216,7 +253,8 @@ impl Kind {
             "zlib" => Ok(Kind::Zlib),
             "rtime" => Ok(Kind::Rtime),
             "lzo" => Ok(Kind::Lzo),
-            "lzma" | "lzari" => Err(ComprError::OpenWrtCompressor(name.to_string())),
+            "lzma" => Ok(Kind::Lzma),
+            "lzari" => Err(ComprError::OpenWrtCompressor(name.to_string())),
             _ => Err(ComprError::UnknownCompressor(name.to_string())),
         }
     }
@@ -227,6 +265,7 @@ impl Kind {
             Kind::Zlib => 0,
             Kind::Rtime => 1,
             Kind::Lzo => 2,
+            Kind::Lzma => 3,
         }
     }
 
@@ -236,6 +275,7 @@ impl Kind {
             Kind::Zlib => zlib_compress(data, dstlen),
             Kind::Rtime => rtime_compress(data, dstlen),
             Kind::Lzo => lzo_compress(data, dstlen),
+            Kind::Lzma => lzma_compress(data, dstlen),
         }
     }
 }
@@ -252,12 +292,27 @@ pub struct Entry {
 }
 
 /// The compressor configuration of one mkfs run: the list sorted by descending priority
-/// (ties keep insertion order, §4.1), the mode and the `-t` flag.
+/// (ties keep insertion order, §4.1), the mode and the `-t` flag. See the module
+/// documentation for the two tables (Debian's, and OpenWrt's once lzma is named).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Compressors {
     list: Vec<Entry>,
     mode: Mode,
     test: bool,
+    /// OpenWrt's table is in use.
+    openwrt: bool,
+    /// The `-x`/`-X`/`-y` changes so far, in order, replayed on OpenWrt's table when lzma
+    /// is first named.
+    ops: Vec<Op>,
+}
+
+/// A change of the compressor list, as a command line makes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    /// `-X` (true) or `-x` (false).
+    Enable(Kind, bool),
+    /// `-y PRIO:NAME`.
+    Priority(Kind, i32),
 }
 
 /// Result of [`Compressors::compress`].
@@ -300,23 +355,90 @@ impl Default for Compressors {
 }
 
 impl Compressors {
-    /// The configuration of a default mkfs.jffs2 (built with zlib and LZO): list
+    /// The configuration of Debian's mkfs.jffs2 (built with zlib and LZO): list
     /// `lzo (80, disabled), zlib (60), rtime (50)`, priority mode, no `-t` (§4.1).
     pub fn mkfs_default() -> Self {
         let mut c = Compressors {
             list: Vec::with_capacity(Kind::ALL.len()),
             mode: Mode::Priority,
             test: false,
+            openwrt: false,
+            ops: Vec::new(),
         };
-        // Registration order of `jffs2_compressors_init`: zlib, rtime, lzo.
-        for kind in Kind::ALL {
+        c.list = Self::table(false);
+        c
+    }
+
+    /// The configuration of OpenWrt's mkfs.jffs2 (`130-lzma_jffs2.patch`): list
+    /// `lzo (90, disabled), zlib (80), lzma (70), rtime (50)`, priority mode, no `-t`.
+    /// (OpenWrt builds its mkfs.jffs2 without LZO; the entry is kept here, disabled, so
+    /// that `-X lzo` still works.)
+    pub fn openwrt_default() -> Self {
+        let mut c = Self::mkfs_default();
+        c.list = Self::table(true);
+        c.openwrt = true;
+        c
+    }
+
+    /// The registered list of one table, sorted.
+    fn table(openwrt: bool) -> Vec<Entry> {
+        let mut c = Compressors {
+            list: Vec::with_capacity(Kind::ALL.len()),
+            mode: Mode::Priority,
+            test: false,
+            openwrt,
+            ops: Vec::new(),
+        };
+        // Registration order of `jffs2_compressors_init`: zlib, rtime, lzo (then lzma).
+        let kinds: &[Kind] = if openwrt { &Kind::ALL } else { &Kind::DEBIAN };
+        for &kind in kinds {
             c.insert_sorted(Entry {
                 kind,
-                priority: kind.default_priority(),
+                priority: if openwrt {
+                    kind.openwrt_priority()
+                } else {
+                    kind.default_priority()
+                },
                 enabled: kind.default_enabled(),
             });
         }
-        c
+        c.list
+    }
+
+    /// Whether OpenWrt's table is in use (lzma was named, or [`Self::openwrt_default`]).
+    pub fn is_openwrt(&self) -> bool {
+        self.openwrt
+    }
+
+    /// Switches to OpenWrt's table (when lzma is first named), applying again every change
+    /// made so far.
+    fn become_openwrt(&mut self) {
+        if self.openwrt {
+            return;
+        }
+        self.openwrt = true;
+        self.list = Self::table(true);
+        for op in self.ops.clone() {
+            self.apply(op);
+        }
+    }
+
+    /// Applies one change to the list (the kind is in it).
+    fn apply(&mut self, op: Op) {
+        match op {
+            Op::Enable(kind, on) => {
+                if let Some(e) = self.list.iter_mut().find(|e| e.kind == kind) {
+                    e.enabled = on;
+                }
+            }
+            Op::Priority(kind, prio) => {
+                if let Some(at) = self.list.iter().position(|e| e.kind == kind) {
+                    let mut e = self.list.remove(at);
+                    e.priority = prio;
+                    self.insert_sorted(e);
+                }
+            }
+        }
     }
 
     /// Inserts before the first entry with a strictly lower priority, else at the end
@@ -341,17 +463,21 @@ impl Compressors {
         self.mode
     }
 
-    /// Enables (`-X`) or disables (`-x`) a compressor by its exact name. "lzma" and
-    /// "lzari" give [`ComprError::OpenWrtCompressor`], other unknown names
+    /// Enables (`-X`) or disables (`-x`) a compressor by its exact name. "lzma" switches to
+    /// OpenWrt's table first (module documentation); "lzari" gives
+    /// [`ComprError::OpenWrtCompressor`], other unknown names
     /// [`ComprError::UnknownCompressor`].
     pub fn set_enabled(&mut self, name: &str, on: bool) -> Result<(), ComprError> {
         let kind = Kind::from_name(name)?;
-        let e = self
-            .list
-            .iter_mut()
-            .find(|e| e.kind == kind)
-            .ok_or_else(|| ComprError::UnknownCompressor(name.to_string()))?;
-        e.enabled = on;
+        if kind == Kind::Lzma {
+            self.become_openwrt();
+        }
+        if !self.list.iter().any(|e| e.kind == kind) {
+            return Err(ComprError::UnknownCompressor(name.to_string()));
+        }
+        let op = Op::Enable(kind, on);
+        self.apply(op);
+        self.ops.push(op);
         Ok(())
     }
 
@@ -359,21 +485,23 @@ impl Compressors {
     /// it is taken out and re-inserted before the first entry with a strictly lower
     /// priority, i.e. *after* entries of equal priority (`jffs2_set_compressor_priority`).
     /// Unknown names give [`ComprError::CompressorNotFound`] (or
-    /// [`ComprError::OpenWrtCompressor`]). Parsing and the `prio >= 0` check are the CLI's.
+    /// [`ComprError::OpenWrtCompressor`]); "lzma" switches to OpenWrt's table first. Parsing
+    /// and the `prio >= 0` check are the CLI's.
     pub fn set_priority(&mut self, name: &str, prio: i32) -> Result<(), ComprError> {
         let kind = match Kind::from_name(name) {
             Ok(k) => k,
             Err(ComprError::UnknownCompressor(n)) => return Err(ComprError::CompressorNotFound(n)),
             Err(e) => return Err(e),
         };
-        let at = self
-            .list
-            .iter()
-            .position(|e| e.kind == kind)
-            .ok_or_else(|| ComprError::CompressorNotFound(name.to_string()))?;
-        let mut e = self.list.remove(at);
-        e.priority = prio;
-        self.insert_sorted(e);
+        if kind == Kind::Lzma {
+            self.become_openwrt();
+        }
+        if !self.list.iter().any(|e| e.kind == kind) {
+            return Err(ComprError::CompressorNotFound(name.to_string()));
+        }
+        let op = Op::Priority(kind, prio);
+        self.apply(op);
+        self.ops.push(op);
         Ok(())
     }
 
@@ -582,7 +710,7 @@ struct KindStats {
 pub struct Stats {
     none_blocks: u32,
     none_size: u32,
-    kinds: [KindStats; 3],
+    kinds: [KindStats; 4],
     errors: u32,
 }
 
@@ -660,10 +788,10 @@ impl Stats {
 ///
 /// Supports NONE (the first `dsize` bytes; shorter data is an error), ZERO (`dsize` zero
 /// bytes, `src` ignored), RTIME, RUBINMIPS (3, fixed model), DYNRUBIN (5, model header),
-/// ZLIB (kernel style: header checked and skipped, Adler-32 ignored) and LZO. COPY, LZMA
-/// and unknown ids give [`ComprError::UnsupportedCompressor`]. Never panics; apart from
-/// ZERO (which needs no input) allocation is bounded by `dsize` and by what `src` can
-/// expand to. See [`rubinmips_decompress`] for the kernel's swapped rubin ids.
+/// ZLIB (kernel style: header checked and skipped, Adler-32 ignored), LZO and OpenWrt's LZMA
+/// ([`lzma_decompress`]). COPY and unknown ids give [`ComprError::UnsupportedCompressor`].
+/// Never panics; apart from ZERO (which needs no input) allocation is bounded by `dsize`
+/// and by what `src` can expand to. See [`rubinmips_decompress`] for the kernel's swapped rubin ids.
 pub fn decompress(compr: u8, src: &[u8], dsize: usize) -> Result<Vec<u8>, ComprError> {
     match compr {
         COMPR_NONE => src
@@ -679,6 +807,7 @@ pub fn decompress(compr: u8, src: &[u8], dsize: usize) -> Result<Vec<u8>, ComprE
         COMPR_DYNRUBIN => dynrubin_decompress(src, dsize),
         COMPR_ZLIB => zlib_decompress(src, dsize),
         COMPR_LZO => lzo_decompress(src, dsize),
+        COMPR_LZMA => lzma_decompress(src, dsize),
         _ => Err(ComprError::UnsupportedCompressor(compr)),
     }
 }

@@ -273,7 +273,7 @@ fn decompress_every_id() {
             "{kind:?}"
         );
     }
-    for id in [COMPR_COPY, COMPR_LZMA, 9, 0x15, 0xff] {
+    for id in [COMPR_COPY, 9, 0x15, 0xff] {
         assert_eq!(
             decompress(id, &data, 10),
             Err(ComprError::UnsupportedCompressor(id))
@@ -292,6 +292,7 @@ fn hostile_input_never_panics() {
         COMPR_DYNRUBIN,
         COMPR_ZLIB,
         COMPR_LZO,
+        COMPR_LZMA,
     ];
     let data = b"abcabcabcabc hostile hostile hostile".repeat(30);
     let zeros = vec![0u8; 1000];
@@ -380,7 +381,7 @@ fn priorities_reinsert_after_equals() {
         Err(ComprError::CompressorNotFound("gzip".into()))
     );
     assert!(matches!(
-        c.set_priority("lzma", 1),
+        c.set_priority("lzari", 1),
         Err(ComprError::OpenWrtCompressor(_))
     ));
 }
@@ -395,11 +396,9 @@ fn names_and_modes() {
         c.set_enabled("ZLIB", true),
         Err(ComprError::UnknownCompressor("ZLIB".into()))
     );
-    for n in ["lzma", "lzari"] {
-        let e = c.set_enabled(n, false).unwrap_err();
-        assert!(matches!(e, ComprError::OpenWrtCompressor(_)));
-        assert!(e.to_string().contains("OpenWrt"));
-    }
+    let e = c.set_enabled("lzari", false).unwrap_err();
+    assert!(matches!(e, ComprError::OpenWrtCompressor(_)));
+    assert!(e.to_string().contains("OpenWrt"));
     for m in ["none", "priority", "size", "favourlzo"] {
         assert_eq!(m.parse::<Mode>().unwrap().name(), m);
     }
@@ -443,7 +442,7 @@ fn selection_modes() {
     c.set_mode(Mode::Size);
     c.set_enabled("lzo", true).unwrap();
     let r = c.compress(text, 4096);
-    let sizes: Vec<_> = Kind::ALL
+    let sizes: Vec<_> = Kind::DEBIAN
         .iter()
         .map(|k| k.run(text, 4096).map_or(usize::MAX, |x| x.0.len()))
         .collect();
@@ -579,4 +578,159 @@ fn libdeflate_agrees_with_zlib() {
         let reference = zlib_decompress_reference(s, *d);
         assert_eq!(format!("{fast:?}"), format!("{reference:?}"), "stream {i}");
     }
+}
+
+#[test]
+fn openwrt_table() {
+    let names = |c: &Compressors| -> Vec<(&'static str, i32, bool)> {
+        c.entries()
+            .iter()
+            .map(|e| (e.kind.name(), e.priority, e.enabled))
+            .collect()
+    };
+    let o = Compressors::openwrt_default();
+    assert!(o.is_openwrt());
+    assert_eq!(
+        names(&o),
+        [
+            ("lzo", 90, false),
+            ("zlib", 80, true),
+            ("lzma", 70, true),
+            ("rtime", 50, true)
+        ]
+    );
+    // Naming lzma switches to OpenWrt's table; -x lzma leaves zlib, rtime enabled in that
+    // order, as in Debian's table.
+    let mut c = Compressors::mkfs_default();
+    assert!(!c.is_openwrt());
+    c.set_enabled("lzma", false).unwrap();
+    assert!(c.is_openwrt());
+    assert_eq!(
+        names(&c),
+        [
+            ("lzo", 90, false),
+            ("zlib", 80, true),
+            ("lzma", 70, false),
+            ("rtime", 50, true)
+        ]
+    );
+    let enabled = |c: &Compressors| -> Vec<Kind> {
+        c.entries()
+            .iter()
+            .filter(|e| e.enabled)
+            .map(|e| e.kind)
+            .collect()
+    };
+    assert_eq!(
+        enabled(&c),
+        enabled(&Compressors::mkfs_default()),
+        "-x lzma must select like Debian's default"
+    );
+    // Changes made before lzma is named are applied again on OpenWrt's table, in order.
+    let mut c = Compressors::mkfs_default();
+    c.set_priority("rtime", 85).unwrap();
+    c.set_enabled("zlib", false).unwrap();
+    c.set_enabled("lzma", true).unwrap();
+    assert_eq!(
+        names(&c),
+        [
+            ("lzo", 90, false),
+            ("rtime", 85, true),
+            ("zlib", 80, false),
+            ("lzma", 70, true)
+        ]
+    );
+    let mut c = Compressors::mkfs_default();
+    c.set_priority("lzma", 95).unwrap();
+    assert_eq!(names(&c)[0], ("lzma", 95, true));
+    assert_eq!(
+        c.list_text().lines().next(),
+        Some("      lzma priority:95 enabled")
+    );
+    // -v statistics name lzma only in OpenWrt's table.
+    let r = Stats::default().report(&Compressors::mkfs_default());
+    assert!(!r.contains("lzma"), "{r}");
+    let r = Stats::default().report(&c);
+    assert!(
+        r.contains("      lzma (prio:95) + compr: 0 blocks (0/0)"),
+        "{r}"
+    );
+}
+
+/// A page of text, as mkfs compresses it.
+fn text_page() -> Vec<u8> {
+    let mut rng = Rng::new(31);
+    let words = [
+        "root:x:0:0:",
+        "/bin/ash\n",
+        "option ",
+        "config ",
+        "'lan'",
+        "\t",
+        "\n",
+    ];
+    let t: Vec<u8> = (0..3000)
+        .flat_map(|_| words[rng.below(words.len())].bytes())
+        .collect();
+    t[..4096].to_vec()
+}
+
+#[test]
+fn lzma_round_trip_and_limits() {
+    let page = text_page();
+    let (out, consumed) = lzma_compress(&page, page.len()).unwrap();
+    assert_eq!(consumed, page.len(), "lzma always takes the whole input");
+    assert!(out.len() < page.len() / 2, "{} bytes", out.len());
+    // Raw LZMA1: the range coder's first byte is 0; no header.
+    assert_eq!(out[0], 0);
+    assert_eq!(decompress(COMPR_LZMA, &out, page.len()).unwrap(), page);
+    // Deterministic.
+    assert_eq!(lzma_compress(&page, page.len()).unwrap().0, out);
+    // Fits exactly: a success; one byte less: a failure (never a partial stream).
+    assert_eq!(lzma_compress(&page, out.len()).unwrap().0, out);
+    assert!(lzma_compress(&page, out.len() - 1).is_none());
+    // Incompressible data does not fit its own size.
+    let random = Rng::new(3).bytes(4096);
+    assert!(lzma_compress(&random, random.len()).is_none());
+    let (big, _) = lzma_compress(&random, 5000).unwrap();
+    assert_eq!(lzma_decompress(&big, 4096).unwrap(), random);
+    // Input after the end of the stream is ignored, as the kernel's LzmaDecode ignores it.
+    let mut longer = out.clone();
+    longer.extend_from_slice(&[0x55; 17]);
+    assert_eq!(lzma_decompress(&longer, page.len()).unwrap(), page);
+    // The wrong dsize, a truncated stream: errors.
+    assert!(lzma_decompress(&out, page.len() + 1).is_err());
+    assert!(lzma_decompress(&out, page.len() - 1).is_err());
+    assert!(lzma_decompress(&out[..out.len() - 3], page.len()).is_err());
+    assert!(lzma_decompress(&[], page.len()).is_err());
+    // Large dsize claims cost only what the stream decodes to.
+    assert!(lzma_decompress(&out, 1 << 30).is_err());
+}
+
+#[test]
+fn lzma_in_the_selection_modes() {
+    let page = text_page();
+    let mut c = Compressors::mkfs_default();
+    c.set_enabled("lzma", true).unwrap();
+    // Priority mode: zlib (80) comes first in OpenWrt's table and wins.
+    assert_eq!(c.compress(&page, 4096).compr, COMPR_ZLIB);
+    // Size mode: the smallest wins, lzma on text.
+    c.set_mode(Mode::Size);
+    let r = c.compress(&page, 4096);
+    assert_eq!(r.compr, COMPR_LZMA);
+    assert_eq!(r.stats.winner, Some(Kind::Lzma));
+    assert_eq!(decompress(r.compr, &r.data, r.consumed).unwrap(), page);
+    // -t checks lzma like the others.
+    c.set_test(true);
+    assert_eq!(c.compress(&page, 4096).stats.errors, 0);
+    // A block tail with less room than lzma needs: lzma fails (whole input or nothing), zlib
+    // compresses part of the page.
+    let (lz, _) = lzma_compress(&page, 4096).unwrap();
+    let r = c.compress(&page, lz.len() - 1);
+    assert_ne!(r.compr, COMPR_LZMA);
+    let mut stats = Stats::default();
+    stats.add(&c.compress(&page, 4096).stats);
+    assert!(stats
+        .report(&c)
+        .contains("      lzma (prio:70) + compr: 1 blocks"));
 }

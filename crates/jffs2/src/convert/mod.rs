@@ -32,6 +32,14 @@
 //!
 //! Inodes Linux cannot read, the entries naming them, and inodes no directory reaches are
 //! left out and reported ([`Dropped`]). Output bytes never depend on the number of threads.
+//!
+//! OpenWrt: LZMA data nodes (compressor 8) are read like any other and copied, or rewritten
+//! with the configured compressors when recompressing (`-x lzma` turns an OpenWrt image
+//! into one stock Linux reads; `-X lzma` the other way). An input that ends with OpenWrt's
+//! end-of-filesystem marker ([`crate::scan::END_MARKER`]; the scan stops there) gets one in
+//! the output too: at the start of the erase block after the padded output, as OpenWrt
+//! appends it to its images, so that OpenWrt's kernel still erases the rest of the
+//! partition at the first mount (stock Linux sees 4 bytes of dirt in an erased block).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -642,7 +650,15 @@ pub fn convert_with_progress<W: Write>(
     if let Some(p) = progress {
         p(total, total);
     }
-    let (out, size) = w.finish(cfg.pad)?;
+    let (mut out, mut size) = w.finish(cfg.pad)?;
+    if fs.scan().end_marker.is_some() {
+        let es = u64::from(lc.erase_size);
+        let at = size.div_ceil(es) * es;
+        let ff = vec![0xFFu8; (at - size) as usize];
+        out.write_all(&ff)?;
+        out.write_all(&crate::scan::END_MARKER)?;
+        size = at + crate::scan::END_MARKER.len() as u64;
+    }
     report.image_size = size;
     Ok((out, report))
 }

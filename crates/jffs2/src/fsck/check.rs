@@ -9,7 +9,7 @@ use super::{
     compare, BlockCounts, BlockDetail, Finding, FsckError, GeometryInfo, MountCost, NodeCounts,
     Options, ProgressFn, Report, Severity, TreeCounts,
 };
-use crate::compress::compr_name;
+use crate::compress::{compr_name, COMPR_LZMA};
 use crate::format::{
     pad4, SumRecord, SummaryNode, COMPAT_MASK, FEATURE_INCOMPAT, FEATURE_ROCOMPAT,
     FEATURE_RWCOMPAT_COPY, NODETYPE_DIRENT, NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF,
@@ -57,6 +57,56 @@ struct Ctx<'f, 'a> {
     /// Offsets the model reported on (its findings win over the walk's).
     model_offsets: HashSet<u32>,
     findings: Vec<Finding>,
+    /// Block offset of OpenWrt's end-of-filesystem marker.
+    end_marker: Option<u32>,
+}
+
+/// OpenWrt's end-of-filesystem marker and what follows it in the image.
+struct EndMarker {
+    /// Offset of the marker (a block start).
+    offset: u32,
+    /// The first byte after the marker, within the image as given, that is not 0xFF.
+    data_after: Option<u32>,
+}
+
+impl EndMarker {
+    fn new(img: &[u8], offset: u32, image_len: u64) -> EndMarker {
+        let from = offset as usize + scan::END_MARKER.len();
+        let to = usize::try_from(image_len).map_or(img.len(), |l| l.min(img.len()));
+        let data_after = img
+            .get(from..to)
+            .and_then(|t| t.iter().position(|&b| b != 0xFF))
+            .map(|p| (from + p) as u32);
+        EndMarker { offset, data_after }
+    }
+
+    /// The image as OpenWrt leaves it after the first mount: erased after the marker (the
+    /// marker itself kept, so that the walk meets it where the scan did).
+    fn blank(&self, img: &[u8]) -> Vec<u8> {
+        let mut v = img.to_vec();
+        let from = (self.offset as usize + scan::END_MARKER.len()).min(v.len());
+        v[from..].fill(0xFF);
+        v
+    }
+
+    fn finding(&self, es: u32) -> Finding {
+        let o = self.offset;
+        let after = match self.data_after {
+            None => "nothing but erased flash follows it, so stock Linux (which sees 4 bytes of dirt) shows the same files".to_string(),
+            Some(d) => format!(
+                "the image holds data after it (from 0x{d:08x}), which OpenWrt erases unread and which is not checked; stock Linux would read it and may show other files"
+            ),
+        };
+        Finding::new(
+            Severity::Info,
+            "end-marker",
+            format!(
+                "OpenWrt's end-of-filesystem marker (de ad c0 de) at the start of erase block {}: OpenWrt's kernel ends the filesystem here and erases this block and every later one at the first mount; {after}",
+                o / es.max(1)
+            ),
+        )
+        .at(o)
+    }
 }
 
 pub(crate) fn run(
@@ -69,6 +119,18 @@ pub(crate) fn run(
 ) -> Result<Report, FsckError> {
     let geom = info.geometry;
     let mut scan = scan::scan(img, &geom, &ScanOptions::default());
+    // OpenWrt's end-of-filesystem marker: OpenWrt's kernel erases its block and every later
+    // one at the first mount, so what lies there is checked as erased (and summed up in one
+    // finding about the marker).
+    let end_marker = scan.end_marker.map(|m| EndMarker::new(img, m, image_len));
+    let blanked: Vec<u8>;
+    let img: &[u8] = match &end_marker {
+        Some(m) => {
+            blanked = m.blank(img);
+            &blanked
+        }
+        None => img,
+    };
     let scan_log = scan.log.clone();
     let failure = scan.failure.clone();
     let forced_ro = scan.forced_read_only;
@@ -164,10 +226,14 @@ pub(crate) fn run(
         status,
         model_offsets: HashSet::new(),
         findings: Vec::new(),
+        end_marker: end_marker.as_ref().map(|m| m.offset),
     };
 
     // Image-level facts.
     image_findings(&mut cx, &info, all_ff, img.len() as u64);
+    if let Some(m) = &end_marker {
+        cx.findings.push(m.finding(es));
+    }
 
     // The model's problems.
     let mut problems: Vec<Problem> = fs.build_problems().to_vec();
@@ -206,6 +272,7 @@ pub(crate) fn run(
     cx.lost_nodes();
     cx.truncation();
     erase_size_finding(&mut cx, &info);
+    cx.lzma_nodes();
 
     // Kernel log: scan, build and root read, then reading every inode as a listing does.
     // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
@@ -604,6 +671,11 @@ impl Ctx<'_, '_> {
     /// Findings of one block of the walk.
     fn block(&mut self, w: &BlockWalk, info: Option<&scan::BlockInfo>) {
         let start = w.offset;
+        if self.end_marker.is_some_and(|m| start >= m) {
+            // The marker's block and those after it: erased by OpenWrt at mount, blanked
+            // here; the marker has its own finding.
+            return;
+        }
         let list = info.map(|i| i.list);
         let class = info.map(|i| i.class);
         let free_block = list == Some(BlockList::Free);
@@ -1421,6 +1493,40 @@ impl Ctx<'_, '_> {
                     .at(o),
                 );
             }
+        }
+    }
+
+    /// OpenWrt's LZMA data nodes, in one note: they were decompressed and verified, and are
+    /// readable by OpenWrt kernels only.
+    fn lzma_nodes(&mut self) {
+        let mut first = None;
+        let (mut count, mut bytes) = (0u64, 0u64);
+        for w in self.walks {
+            for n in &w.nodes {
+                if let Body::Inode {
+                    compr: COMPR_LZMA,
+                    size,
+                    ..
+                } = n.body
+                {
+                    if n.accurate {
+                        first = first.or(Some(n.offset));
+                        count += 1;
+                        bytes += u64::from(size);
+                    }
+                }
+            }
+        }
+        if let Some(o) = first {
+            self.findings.push(
+                Finding::new(
+                    Severity::Info,
+                    "lzma-compression",
+                    format!(
+                        "{count} data nodes ({bytes} bytes of data) are compressed with LZMA (compressor 8, OpenWrt's JFFS2 patch), the first at 0x{o:08x}: they were checked like the others and OpenWrt kernels read them, but Linux without OpenWrt's patch (Debian's, mainline) cannot read these files (compression type 0x08 not available); jffs2-convert -x lzma rewrites them with zlib"
+                    ),
+                ),
+            );
         }
     }
 

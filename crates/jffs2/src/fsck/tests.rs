@@ -439,12 +439,12 @@ fn unknown_compressor_and_lying_sizes() {
             mode: S_IFREG | 0o644,
             isize: 4096,
             dsize: 4096,
-            compr: crate::compress::COMPR_LZMA,
+            compr: crate::compress::COMPR_COPY,
             ..Default::default()
         },
         &[1, 2, 3, 4],
     );
-    i.dirent(1, 10, 9, dt::REG, b"lzma");
+    i.dirent(1, 10, 9, dt::REG, b"copy");
     let r = run(&i.build());
     assert!(has(&r, "unknown-compressor", None), "{:#?}", r.findings);
 
@@ -670,4 +670,91 @@ fn kernel_log_keeps_the_messages_of_an_inode_that_fails_to_read() {
             "{w}\nnot in {log:#?}"
         );
     }
+}
+
+#[test]
+fn openwrt_lzma_nodes() {
+    use crate::compress::{lzma_compress, COMPR_LZMA};
+    let text: Vec<u8> = b"config interface 'lan'\n\toption proto 'static'\n"
+        .iter()
+        .cycle()
+        .take(4096)
+        .copied()
+        .collect();
+    let (z, _) = lzma_compress(&text, 4096).unwrap();
+    let lzma_file = |i: &mut Img, payload: &[u8]| {
+        i.inode(
+            InodeNode {
+                ino: 9,
+                version: 1,
+                mode: S_IFREG | 0o644,
+                isize: 4096,
+                dsize: 4096,
+                compr: COMPR_LZMA,
+                ..Default::default()
+            },
+            payload,
+        );
+        i.dirent(1, 10, 9, dt::REG, b"network");
+    };
+    // Valid: verified, one note, consistent.
+    let mut i = base();
+    lzma_file(&mut i, &z);
+    let r = run(&i.build());
+    assert_eq!(r.verdict(), Verdict::Consistent, "{:#?}", r.findings);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "lzma-compression")
+        .expect("lzma note");
+    assert_eq!(f.severity, Severity::Info);
+    assert!(
+        f.message.starts_with("1 data nodes (4096 bytes of data)"),
+        "{f}"
+    );
+    assert!(!has(&r, "unknown-compressor", None));
+    assert_eq!(r.nodes.data_bytes, 4096 + 8192 + 13);
+    // Corrupt (with a valid data CRC): unreadable, an error.
+    let mut bad = z.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x5a;
+    bad.truncate(bad.len() - 2);
+    let mut i = base();
+    lzma_file(&mut i, &bad);
+    let r = run(&i.build());
+    assert!(has(&r, "unreadable-data", None), "{:#?}", r.findings);
+    assert_eq!(r.verdict(), Verdict::ErrorsFound);
+}
+
+#[test]
+fn openwrt_end_marker() {
+    let mut img = base().build();
+    // The marker at the start of the first erased block.
+    let at = img
+        .chunks(ES as usize)
+        .position(|b| b.iter().all(|&x| x == 0xFF))
+        .unwrap()
+        * ES as usize;
+    img[at..at + 4].copy_from_slice(&scan::END_MARKER);
+    let r = run(&img);
+    assert_eq!(r.verdict(), Verdict::Consistent, "{:#?}", r.findings);
+    let f = r.findings.iter().find(|f| f.code == "end-marker").unwrap();
+    assert_eq!((f.severity, f.offset), (Severity::Info, Some(at as u32)));
+    assert!(f.message.contains("shows the same files"), "{f}");
+    assert!(!has(&r, "garbage", None) && !has(&r, "kernel-message", None));
+    assert!(r.kernel_log.iter().any(|m| m.text
+        == format!("jffs2_scan_eraseblock(): End of filesystem marker found at 0x{at:x}")));
+    let before = run(&base().build());
+    assert_eq!(r.tree, before.tree);
+    // Data after the marker (an old filesystem in the rest of the partition): not checked,
+    // named in the note; nodes there are not part of the filesystem.
+    let mut more = img.clone();
+    let old = base().build();
+    more.truncate(at + ES as usize);
+    more.extend_from_slice(&old);
+    let r = run(&more);
+    assert_eq!(r.verdict(), Verdict::Consistent, "{:#?}", r.findings);
+    let f = r.findings.iter().find(|f| f.code == "end-marker").unwrap();
+    assert!(f.message.contains("holds data after it"), "{f}");
+    assert_eq!(r.tree, before.tree);
 }

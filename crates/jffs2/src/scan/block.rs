@@ -130,6 +130,17 @@ impl Engine<'_> {
             len: ess,
         };
         self.read(b, ess);
+        // OpenWrt's end-of-filesystem marker (`532-jffs2_eofdetect.patch`), tested on the
+        // first buffer: this block and every later one are erased at mount.
+        if self.opts.end_marker && self.bytes::<4>(jofs) == super::END_MARKER {
+            self.msg(
+                Level::Warning,
+                Some(jofs),
+                format!("jffs2_scan_eraseblock(): End of filesystem marker found at 0x{jofs:x}"),
+            );
+            self.end_marker = Some(jofs);
+            return Ok(BlockClass::Empty);
+        }
         let lead = match self.first_non_ff(jofs, jofs + ess) {
             None => {
                 // Nothing but 0xFF in the first 256 bytes: empty, without looking further.

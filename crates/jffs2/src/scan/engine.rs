@@ -139,6 +139,9 @@ pub(super) struct Engine<'a> {
     pub nr_free_blocks: u32,
     pub nr_erasing_blocks: u32,
     pub empty_blocks: u32,
+    /// OpenWrt's end-of-filesystem marker was found at this block offset (the kernel's
+    /// `c->flags & (1 << 7)`).
+    pub end_marker: Option<u32>,
 }
 
 /// Bytes an image of `len` bytes takes as flashed in blocks of `erase_size`: whole blocks,
@@ -276,6 +279,7 @@ impl<'a> Engine<'a> {
             nr_free_blocks: 0,
             nr_erasing_blocks: 0,
             empty_blocks: 0,
+            end_marker: None,
         }
     }
 
@@ -609,6 +613,12 @@ impl<'a> Engine<'a> {
     fn scan_medium(&mut self) {
         for b in 0..self.jebs.len() {
             self.jebs[b].refs_start = self.refs.len();
+            if self.end_marker.is_some() {
+                // OpenWrt: every block after the end marker is BLK_STATE_ALLFF, unread.
+                self.jebs[b].refs_end = self.refs.len();
+                self.file_block(b, BlockClass::Empty);
+                continue;
+            }
             let class = match self.scan_eraseblock(b) {
                 Ok(c) => c,
                 // A BUG in the middle of a full scan: the kernel is gone; close the block as
@@ -709,6 +719,7 @@ impl<'a> Engine<'a> {
             highest_xid: self.highest_xid,
             highest_xseqno: self.highest_xseqno,
             log_dropped: self.log_dropped,
+            end_marker: self.end_marker,
         }
     }
 }

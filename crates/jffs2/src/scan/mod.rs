@@ -40,6 +40,21 @@
 //! * After a fatal condition the kernel stops; this scan records the [`MountFailure`], stops
 //!   logging (so [`Scan::log`] is what the kernel printed), and carries on through the rest
 //!   of the image so tools can still examine it (see [`Scan::failure`]).
+//!
+//! ## OpenWrt's end-of-filesystem marker
+//!
+//! OpenWrt appends the 4 bytes `de ad c0 de` to its JFFS2 images, at the start of the erase
+//! block after the last one written, and patches its kernel (`532-jffs2_eofdetect.patch`)
+//! to treat them as the end of the filesystem: when the first bytes of a block (read after
+//! the summary attempt, as the block's first buffer) are the marker, the kernel prints
+//! `jffs2_scan_eraseblock(): End of filesystem marker found at 0x%x`, files the block as
+//! erased (`BLK_STATE_ALLFF`) and every later block too, without reading them; at the end of
+//! the scan it erases them all ("erasing all blocks after the end marker"). Stock Linux
+//! sees 4 bytes of dirt ("Magic bitmask 0x1985 not found") in a block otherwise erased, and
+//! scans on. With [`ScanOptions::end_marker`] (the default) this scan does what OpenWrt's
+//! kernel does and records where in [`Scan::end_marker`]. For an image as OpenWrt builds it
+//! (nothing after the marker but erased flash) both kernels show the same files; only the
+//! accounting of the marker's block and the log differ.
 
 use crate::format::{Endian, NodeKind};
 
@@ -76,6 +91,9 @@ pub struct ScanOptions {
     pub summary: bool,
     /// `CONFIG_JFFS2_FS_XATTR` (Debian: yes).
     pub xattr: bool,
+    /// OpenWrt's end-of-filesystem marker (`de ad c0 de` at a block start) ends the scan, as
+    /// OpenWrt's kernels do (module documentation). Default: yes.
+    pub end_marker: bool,
 }
 
 impl Default for ScanOptions {
@@ -84,9 +102,14 @@ impl Default for ScanOptions {
             read_only: true,
             summary: true,
             xattr: true,
+            end_marker: true,
         }
     }
 }
+
+/// OpenWrt's end-of-filesystem marker: the bytes `de ad c0 de` at the start of an erase
+/// block, whatever the byte order of the filesystem.
+pub const END_MARKER: [u8; 4] = [0xde, 0xad, 0xc0, 0xde];
 
 /// State of a node reference (`REF_UNCHECKED`, `REF_OBSOLETE`, `REF_PRISTINE`, `REF_NORMAL`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -423,6 +446,10 @@ pub struct Scan {
     pub highest_xseqno: u32,
     /// *(added)* Messages not stored because the log reached its cap (100 000 entries).
     pub log_dropped: u64,
+    /// *(added)* Offset of the erase block that starts with OpenWrt's end-of-filesystem
+    /// marker, when [`ScanOptions::end_marker`] found one: that block and every later one are
+    /// [`BlockClass::Empty`] (erased at mount by OpenWrt's kernel) and were not scanned.
+    pub end_marker: Option<u32>,
 }
 
 /// Global space counters (`c->used_size` etc., §7.1), the sums over [`Scan::blocks`].

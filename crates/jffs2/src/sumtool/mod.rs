@@ -27,6 +27,16 @@
 //! fits the same partition. `jffs2-mkfs --summary` writes through the same [`Summarizer`]
 //! ([`SummarizingWriter`]), so it equals `jffs2-mkfs` followed by `jffs2-sumtool`.
 //!
+//! # OpenWrt's end-of-filesystem marker
+//!
+//! An input with OpenWrt's marker (`de ad c0 de` at a block start, [`crate::scan`]) is read
+//! up to it, as OpenWrt's kernel reads it; what follows is not part of the filesystem and
+//! is not carried over. The marker is kept: the output is padded to at least the input's
+//! filesystem (the blocks before the marker), and the marker is written at the start of the
+//! next erase block, where OpenWrt's kernel will erase everything from at its first mount
+//! (stock Linux sees 4 bytes of dirt in an erased block, as in the input); then 0xFF up to
+//! the input's size if that is larger.
+//!
 //! # Geometry safety
 //!
 //! mtd-utils' sumtool trusts `-e` (default 64 KiB): given the wrong size it drops nodes that
@@ -335,6 +345,14 @@ pub enum Warning {
     /// The kernel would report a problem mounting the input (a malformed summary, ...);
     /// the blocks concerned were read fully.
     MountProblem(String),
+    /// The input holds data after OpenWrt's end-of-filesystem marker: OpenWrt's kernel
+    /// erases it at mount, so it is not carried over (the marker is).
+    AfterEndMarker {
+        /// Offset of the marker.
+        marker: u32,
+        /// The first byte after it that is not 0xFF.
+        data: u32,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -393,6 +411,11 @@ impl fmt::Display for Warning {
                 )
             }
             Warning::MountProblem(m) => write!(f, "the kernel would report: {m}"),
+            Warning::AfterEndMarker { marker, data } => write!(
+                f,
+                "the input holds data after OpenWrt's end-of-filesystem marker at 0x{marker:08x} \
+                 (from 0x{data:08x}): OpenWrt erases it at mount; it is not carried over"
+            ),
         }
     }
 }
@@ -657,6 +680,7 @@ fn analyse_flashed(
             read_only: true,
             summary: true,
             xattr: true,
+            end_marker: true,
         },
     );
 
@@ -722,6 +746,19 @@ fn analyse_flashed(
     let unread = unread_blocks(flashed, &scan);
     if !unread.is_empty() {
         warnings.push(Warning::UnreadData { blocks: unread });
+    }
+    if let Some(m) = scan.end_marker {
+        let from = m as usize + scan::END_MARKER.len();
+        let to = usize::try_from(input_len).map_or(flashed.len(), |l| l.min(flashed.len()));
+        if let Some(p) = flashed
+            .get(from..to)
+            .and_then(|t| t.iter().position(|&c| c != 0xFF))
+        {
+            warnings.push(Warning::AfterEndMarker {
+                marker: m,
+                data: (from + p) as u32,
+            });
+        }
     }
 
     let mut kept = Vec::new();
@@ -816,12 +853,24 @@ pub fn write<W: Write>(
         s.push(node)?;
     }
     let es = u64::from(cfg.erase_size);
+    // With OpenWrt's end marker the input's filesystem ends where the marker is.
+    let marker = a.scan.end_marker.map(u64::from);
+    let fs_len = marker.unwrap_or(a.input_len).min(a.input_len);
     let min_len = if cfg.pad {
-        a.input_len.div_ceil(es) * es
+        fs_len.div_ceil(es) * es
     } else {
-        a.input_len
+        fs_len
     };
-    let (out, stats) = s.finish(min_len)?;
+    let (mut out, mut stats) = s.finish(min_len)?;
+    if marker.is_some() {
+        // The marker at the start of the next erase block, then the input's size.
+        let at = stats.size.div_ceil(es) * es;
+        let end = a.input_len.max(at + scan::END_MARKER.len() as u64);
+        write_ff(&mut out, at - stats.size)?;
+        out.write_all(&scan::END_MARKER)?;
+        write_ff(&mut out, end - at - scan::END_MARKER.len() as u64)?;
+        stats.size = end;
+    }
     Ok((
         out,
         Report {
@@ -958,7 +1007,9 @@ fn unread_blocks(img: &[u8], scan: &Scan) -> Vec<u32> {
     let es = scan.geometry.erase_size as usize;
     let mut v = Vec::new();
     for b in &scan.blocks {
-        if !matches!(b.class, BlockClass::Empty | BlockClass::Cleanmarker) {
+        if !matches!(b.class, BlockClass::Empty | BlockClass::Cleanmarker)
+            || scan.end_marker.is_some_and(|m| b.offset >= m)
+        {
             continue;
         }
         let start = b.offset as usize;
@@ -979,6 +1030,17 @@ fn unread_blocks(img: &[u8], scan: &Scan) -> Vec<u32> {
         }
     }
     v
+}
+
+/// Writes `n` bytes of 0xFF.
+fn write_ff<W: Write>(out: &mut W, mut n: u64) -> std::io::Result<()> {
+    let ff = [0xFFu8; 4096];
+    while n > 0 {
+        let k = n.min(ff.len() as u64) as usize;
+        out.write_all(&ff[..k])?;
+        n -= k as u64;
+    }
+    Ok(())
 }
 
 /// `PAD(x)` without overflow (a crafted `totlen` may be near `u32::MAX`).

@@ -29,7 +29,8 @@ use std::io::{self, Write};
 
 use super::{walk, Body, Item};
 use crate::compress::{
-    compr_name, zlib_compress, COMPR_LZO, COMPR_NONE, COMPR_RTIME, COMPR_ZERO, COMPR_ZLIB,
+    compr_name, zlib_compress, COMPR_LZMA, COMPR_LZO, COMPR_NONE, COMPR_RTIME, COMPR_ZERO,
+    COMPR_ZLIB,
 };
 use crate::format::xprefix;
 use crate::fs::{Fs, InodeKind, TreeOptions};
@@ -289,15 +290,26 @@ pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions
         );
     }
     let count = |c: u8| compr.get(&c).copied().unwrap_or(0);
-    let (zlib, rtime, lzo, none) = (
+    let (zlib, rtime, lzo, none, lzma) = (
         count(COMPR_ZLIB),
         count(COMPR_RTIME),
         count(COMPR_LZO),
         count(COMPR_NONE),
+        count(COMPR_LZMA),
     );
     if lzo > 0 {
         args.push("-X".into());
         args.push("lzo".into());
+    }
+    if lzma > 0 {
+        // OpenWrt's recipe for its LZMA images.
+        args.extend(["-X", "lzma", "-m", "size"].map(String::from));
+        notes.push(
+            "lzma data nodes: OpenWrt's compressor, written with -X lzma (OpenWrt's \
+             mkfs.jffs2 and jffs2-mkfs); jffs2-mkfs encodes with liblzma, not the LZMA SDK, \
+             so node bytes and layout may differ from OpenWrt's build"
+                .into(),
+        );
     }
     if zlib == 0 && (rtime > 0 || lzo > 0) {
         args.push("-x".into());
@@ -317,7 +329,7 @@ pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions
     for (&c, _) in compr.iter().filter(|(c, _)| {
         !matches!(
             **c,
-            COMPR_NONE | COMPR_ZLIB | COMPR_RTIME | COMPR_LZO | COMPR_ZERO
+            COMPR_NONE | COMPR_ZLIB | COMPR_RTIME | COMPR_LZO | COMPR_ZERO | COMPR_LZMA
         )
     }) {
         notes.push(format!(
@@ -335,6 +347,16 @@ pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions
     }
     let es = u64::from(g.erase_size.max(1));
     let len = image.len() as u64;
+    // OpenWrt appends its end-of-filesystem marker to the padded image.
+    let marker = fs.scan().end_marker.map(u64::from).filter(|&m| m < len);
+    if let Some(m) = marker {
+        notes.push(format!(
+            "OpenWrt's end-of-filesystem marker at 0x{m:x}: append it as OpenWrt does, \
+             echo -ne '\\xde\\xad\\xc0\\xde' >> {}",
+            opts.output
+        ));
+    }
+    let len = marker.unwrap_or(len);
     if len > data_end && data_end > 0 {
         if len == data_end.div_ceil(es) * es {
             args.push("-p".into());

@@ -441,13 +441,16 @@ pub enum Verdict {
     NotRead,
     /// Beyond the flash the kernel mounts (the image's last partial block).
     OutsideFlash,
+    /// In the erase block of OpenWrt's end-of-filesystem marker or after it: OpenWrt's
+    /// kernel erases it unread ([`Scan::end_marker`]).
+    AfterEndMarker,
     /// Not linked, not dirt (free space, or a node the scan skipped over).
     Other,
 }
 
 impl Verdict {
     /// A short name: `unchecked`, `pristine`, `normal`, `obsolete`, `dirt`, `not-read`,
-    /// `outside-flash`, `other`.
+    /// `outside-flash`, `after-end-marker`, `other`.
     pub fn name(self) -> &'static str {
         match self {
             Verdict::Linked { state, .. } => match state {
@@ -459,6 +462,7 @@ impl Verdict {
             Verdict::Dirt(_) => "dirt",
             Verdict::NotRead => "not-read",
             Verdict::OutsideFlash => "outside-flash",
+            Verdict::AfterEndMarker => "after-end-marker",
             Verdict::Other => "other",
         }
     }
@@ -514,6 +518,9 @@ impl<'a> KernelView<'a> {
         };
         if o >= self.scan.flash_size {
             return Verdict::OutsideFlash;
+        }
+        if self.scan.end_marker.is_some_and(|m| o >= m) {
+            return Verdict::AfterEndMarker;
         }
         if let Some(r) = self.by_offset.get(&o).and_then(|&i| self.scan.refs.get(i)) {
             return Verdict::Linked {

@@ -505,12 +505,19 @@ fn compressors() {
     // ZLIB with a non-zero usercompr byte is masked and reads fine.
     img.dirent(1, 9, 9, dt::REG, b"f9")
         .inode_node(compressed(9, COMPR_ZLIB, 3, &z, 4096), &z);
+    // OpenWrt's LZMA reads (like an OpenWrt kernel); with a usercompr byte it is "not
+    // available", like LZO.
+    let lz = compress::lzma_compress(&text, 4096).unwrap().0;
+    img.dirent(1, 10, 10, dt::REG, b"f10")
+        .inode_node(compressed(10, compress::COMPR_LZMA, 0, &lz, 4096), &lz);
+    img.dirent(1, 11, 11, dt::REG, b"f11")
+        .inode_node(compressed(11, compress::COMPR_LZMA, 2, &lz, 4096), &lz);
     let (image, mut scan) = fs_of(&img);
     let fs = build(&image, &mut scan);
-    for ino in [2, 3, 4, 9] {
+    for ino in [2, 3, 4, 9, 10] {
         assert_eq!(fs.read_data(ino, 0, 5000).unwrap(), text, "ino {ino}");
     }
-    for ino in [5, 6, 7, 8] {
+    for ino in [5, 6, 7, 8, 11] {
         let e = fs.read_data(ino, 0, 5000).unwrap_err();
         assert!(
             matches!(
@@ -532,7 +539,7 @@ fn compressors() {
             .iter()
             .filter(|p| p.code() == "unreadable-data")
             .count(),
-        4
+        5
     );
     assert!(t
         .listing()

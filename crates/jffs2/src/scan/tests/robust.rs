@@ -96,6 +96,7 @@ fn check(img: &[u8], rng: &mut Rng) {
         read_only: rng.below(2) == 0,
         summary: rng.below(4) != 0,
         xattr: rng.below(4) != 0,
+        end_marker: rng.below(2) == 0,
     };
     let s = scan(img, &geom, &opts);
     // Basic sanity of what came out.

@@ -848,3 +848,57 @@ fn invalid_geometry_is_a_failure_not_a_panic() {
         assert!(s.blocks.is_empty());
     }
 }
+
+/// OpenWrt's end-of-filesystem marker (`532-jffs2_eofdetect.patch`): its block and every
+/// later one are erased (unread); stock Linux reads 4 bytes of dirt and scans on.
+#[test]
+fn openwrt_end_marker() {
+    for e in [Endian::Little, Endian::Big] {
+        let mut f = Flash::new(e, ES, 6);
+        f.put(0, &inode(e, 2, 1, b"before"));
+        f.put(2 * ES, &crate::scan::END_MARKER);
+        // An old node after the marker (the rest of a partition).
+        f.put(3 * ES, &inode(e, 3, 1, b"after"));
+        let s = f.scan();
+        assert_eq!(s.end_marker, Some(2 * ES));
+        assert_eq!(s.failure, None);
+        assert!(s.inodes.contains_key(&2) && !s.inodes.contains_key(&3));
+        assert_eq!(
+            s.log,
+            [crate::scan::KernelMsg {
+                level: Level::Warning,
+                offset: Some(2 * ES),
+                text: "jffs2_scan_eraseblock(): End of filesystem marker found at 0x2000"
+                    .to_string(),
+            }]
+        );
+        for b in &s.blocks[2..] {
+            assert_eq!(
+                (b.class, b.list),
+                (BlockClass::Empty, BlockList::ErasePending)
+            );
+            assert_eq!((b.dirty, b.free), (0, ES));
+        }
+        assert_eq!(s.blocks[2].bytes_read, 8 + 256);
+        assert!(s.blocks[3..].iter().all(|b| b.bytes_read == 0));
+        // Also where NAND would take an erased block for free (no cleanmarkers).
+        let s = f.scan_with(0, ScanOptions::default());
+        assert_eq!(s.blocks[2].list, BlockList::ErasePending);
+        // Stock Linux: the marker is dirt (a bad magic), the next blocks are scanned.
+        let stock = ScanOptions {
+            end_marker: false,
+            ..ScanOptions::default()
+        };
+        let s = f.scan_with(12, stock);
+        assert_eq!(s.end_marker, None);
+        assert!(s.inodes.contains_key(&3));
+        assert_eq!(s.blocks[2].class, BlockClass::AllDirty);
+        assert_eq!(s.blocks[2].dirty, 4);
+        assert_eq!(s.dirt[0].cause, DirtCause::BadMagic);
+        // Not at a block start: no marker.
+        let mut g = Flash::new(e, ES, 6);
+        g.put(0, &inode(e, 2, 1, b"before"));
+        g.put(2 * ES + 4, &crate::scan::END_MARKER);
+        assert_eq!(g.scan().end_marker, None);
+    }
+}
