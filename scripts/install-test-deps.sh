@@ -17,6 +17,7 @@ pkgs=(
   gcc                # C compiler: liblzma-sys builds its own liblzma unless the system has >= 5.8
   util-linux         # taskset: one CPU for the counted runs; fsck(8) (tests/install.rs)
   bash man-db groff-base zsh fish  # manual pages rendered, completions loaded (tests/install.rs)
+  locales            # localedef: en_US.UTF-8, whose collation differs from C (tests/reproducible.rs)
 )
 missing=()
 for p in "${pkgs[@]}"; do
@@ -28,4 +29,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# A locale whose collation differs from strcmp's, to show that the images do not depend on the
+# locale (tests/reproducible.rs). Generated into the locale archive unless it is there.
+if ! locale -a 2>/dev/null | grep -qix 'en_US.utf8'; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "generating the en_US.UTF-8 locale"
+  $SUDO localedef -i en_US -c -f UTF-8 -A /usr/share/locale/locale.alias en_US.UTF-8
 fi
