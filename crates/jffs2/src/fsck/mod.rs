@@ -27,6 +27,11 @@
 //! Findings come out in a deterministic order (image-level first, then by offset, then those
 //! without an offset by inode) whatever the number of threads.
 //!
+//! OpenWrt images are checked as OpenWrt's kernel reads them: LZMA data nodes are decompressed
+//! and verified (one `lzma-compression` note says that stock Linux cannot read them), and the
+//! scan ends at OpenWrt's end-of-filesystem marker (an `end-marker` note; the blocks from it on
+//! are checked as the erased flash OpenWrt makes of them at mount). See `docs/FSCK.md`.
+//!
 //! # Severities
 //!
 //! * [`Severity::Error`]: Linux would refuse to mount, lose or misread data, or the image is not
@@ -60,7 +65,9 @@
 //! | `bad-name` | Error / Warning / Info | a dirent name no file system can hold (empty, `.`, `..`, containing `/`): Linux lists it, no path reaches it |
 //! | `data-crc` | Error / Warning / Info | data CRC fails (live data / superseded by newer data / obsolete node) |
 //! | `unreadable-data` | Error / Warning / Info | data cannot be decompressed to its `dsize`, or the kernel cannot allocate it |
-//! | `unknown-compressor` | Error / Warning / Info | a compressor Linux 6.1 (Debian) does not have: rubin, copy, lzma, unknown ids |
+//! | `unknown-compressor` | Error / Warning / Info | a compressor Linux 6.1 (Debian) does not have: rubin, copy, unknown ids |
+//! | `lzma-compression` | Info | data nodes with OpenWrt's LZMA (compressor 8): verified like the others; OpenWrt kernels read them, stock Linux cannot |
+//! | `end-marker` | Info | OpenWrt's end-of-filesystem marker (`de ad c0 de` at a block start): the filesystem ends there, OpenWrt erases the rest at mount |
 //! | `lost-node` | Error | a node marked obsolete on flash that nothing supersedes: its data, inode or name is lost |
 //! | `lost-node` | Warning | an entry marked obsolete that nothing replaces, whose inode keeps another name (normal after GC on NOR flash) |
 //! | `padding-not-erased` | Warning | padding inside or after a node is not 0xFF (covered by no CRC; Linux ignores it) |
