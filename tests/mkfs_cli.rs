@@ -478,6 +478,24 @@ fn lzma_names() {
         o.stderr_text(),
         "mkfs.jffs2: error!: \n       lzo priority:90 disabled\n      zlib priority:80 enabled\n      lzma priority:70 enabled\n     rtime priority:50 enabled\n\n"
     );
+    // -y PRIO:lzma too (lzma enabled, as in OpenWrt's mkfs.jffs2).
+    let o = run_tool(Tool::OursAsMkfs, &["-y", "95:lzma", "-L"]);
+    assert!(
+        o.stderr_text()
+            .starts_with("mkfs.jffs2: error!: \n      lzma priority:95 enabled\n"),
+        "{}",
+        o.stderr_text()
+    );
+    // -t decompresses and compares every LZMA result: no error.
+    let o = mkfs(
+        Tool::OursAsMkfs,
+        &["-l", "-X", "lzma", "-m", "size", "-t", "-v"],
+        Some(t.path()),
+        Some(&b),
+    );
+    assert_eq!(o.status, 0, "{}", o.stderr_text());
+    assert!(o.stderr_text().contains("Compression errors: 0\n"));
+    assert!(!o.stderr_text().contains("lzma (prio:70) + compr: 0 blocks"));
     // "lzari" (a name of 2007 OpenWrt trees) is still unknown, in mkfs.jffs2's words.
     std::fs::remove_file(&b).unwrap();
     let o = mkfs(
