@@ -18,6 +18,7 @@ pkgs=(
   util-linux         # taskset: one CPU for the counted runs; fsck(8) (tests/install.rs)
   bash man-db groff-base zsh fish  # manual pages rendered, completions loaded (tests/install.rs)
   locales            # localedef: en_US.UTF-8, whose collation differs from C (tests/reproducible.rs)
+  genimage           # genimage's own jffs2 test with our mkfs.jffs2 (tests/integration.rs)
 )
 missing=()
 for p in "${pkgs[@]}"; do
