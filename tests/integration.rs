@@ -206,7 +206,8 @@ const TREE_MTIME: i64 = 1_320_969_600;
 
 /// A small root file system: files of several sizes (compressible, incompressible, zeros,
 /// empty), a symlink, hard links, a fifo, subdirectories (one empty), a setuid file, a file
-/// owned by 1000:1000, a user xattr, names with upper case and a space; every time fixed.
+/// owned by 1000:1000, a user xattr, names whose order depends on the locale and a name with
+/// a space; every time fixed.
 fn build_rootfs(root: &Path) {
     let dir = |p: &str| fs::create_dir_all(root.join(p)).unwrap();
     let file = |p: &str, data: &[u8], mode: u32| {
@@ -240,6 +241,8 @@ fn build_rootfs(root: &Path) {
         0o644,
     );
     file("etc/motd", b"", 0o644);
+    // Sorted before "init.d" in the C locale, after "passwd" in en_US.UTF-8.
+    file("etc/Zeta.conf", b"zeta=1\n", 0o644);
     file("etc/init.d/rcS", b"#!/bin/sh\nmount -a\n", 0o755);
     file("lib/libc.so.6", &text(3, 300_000), 0o755);
     std::os::unix::fs::symlink("libc.so.6", root.join("lib/libc.so")).unwrap();
