@@ -93,7 +93,9 @@ fn theirs_run(i: &Path, o: &Path, rest: &[&str]) -> common::Output {
 }
 
 /// Yocto's `sum.jffs2` runs `sumtool -i X -o Y` without -e on 256 KiB images: sumtool
-/// assumes 64 KiB and wrecks the image. We stop with an error that says what to pass.
+/// assumes 64 KiB and wrecks the image. Ours uses the erase size the input was built with
+/// (detected with confidence), says so, and writes what `-e 0x40000` writes; a given `-e`
+/// that disagrees stays an error that says what to pass.
 #[test]
 fn yocto_default_erase_size_on_a_256k_image() {
     require_mtd_utils();
@@ -102,8 +104,29 @@ fn yocto_default_erase_size_on_a_256k_image() {
     let input = work.path().join("in.img");
     let img = mkfs(&["-l", "-e", "256KiB", "-n"], t.path(), &input);
     let out = work.path().join("out.img");
-    std::fs::write(&out, b"previous contents").unwrap();
     let o = ours(&args_io(&input, &out, &[]));
+    assert_eq!(o.status, 0, "{}", o.stderr_text());
+    let err = o.stderr_text();
+    assert!(
+        err.starts_with("jffs2-sumtool: warning!: ")
+            && err.contains("was built with 256 KiB erase blocks; -e was not given (sumtool's default is 64 KiB): using 256 KiB"),
+        "{err}"
+    );
+    let defaulted = std::fs::read(&out).unwrap();
+    assert_eq!(payload_nodes(&defaulted, false), payload_nodes(&img, false));
+    // With -e it writes the same bytes, without the warning.
+    let explicit_out = work.path().join("explicit.img");
+    let o = ours(&args_io(&input, &explicit_out, &["-e", "0x40000"]));
+    assert_eq!(o.status, 0, "{}", o.stderr_text());
+    assert!(!o.stderr_text().contains("warning"), "{}", o.stderr_text());
+    let s = std::fs::read(&explicit_out).unwrap();
+    assert!(
+        s == defaulted,
+        "-e 0x40000 and the detected erase size differ"
+    );
+    // A given -e that disagrees: an error naming what to pass, the output untouched.
+    std::fs::write(&out, b"previous contents").unwrap();
+    let o = ours(&args_io(&input, &out, &["-e", "64KiB"]));
     assert_eq!(o.status, 255);
     let err = o.stderr_text();
     assert!(
@@ -111,17 +134,12 @@ fn yocto_default_erase_size_on_a_256k_image() {
             && err.contains(" confidence); -e 64 KiB would re-block it: pass -e 0x40000, or --force-eraseblock to proceed"),
         "{err}"
     );
-    assert!(err.contains("-e defaults to 64KiB"), "{err}");
+    assert!(!err.contains("-e defaults to 64KiB"), "{err}");
     assert_eq!(
         std::fs::read(&out).unwrap(),
         b"previous contents",
         "output untouched"
     );
-    // With -e it works.
-    let o = ours(&args_io(&input, &out, &["-e", "0x40000"]));
-    assert_eq!(o.status, 0, "{}", o.stderr_text());
-    let s = std::fs::read(&out).unwrap();
-    assert_eq!(payload_nodes(&s, false), payload_nodes(&img, false));
     // mtd-utils: the 64 KiB layout of a 256 KiB image is read by the kernel as a broken one.
     let theirs_out = work.path().join("theirs.img");
     theirs_run(&input, &theirs_out, &[]);

@@ -214,8 +214,8 @@ fn geometry_and_byte_order_refusals() {
         "{}",
         x.stderr_text()
     );
-    // The default (64 KiB) on a 16 KiB image.
-    let x = run_o(&["-b"]);
+    // A given -e that is not the image's.
+    let x = run_o(&["-b", "-e", "64KiB"]);
     assert_eq!(x.status, 255);
     assert!(
         x.stderr_text()
@@ -261,4 +261,49 @@ fn same_file_in_and_out_and_operands() {
     ]);
     assert_eq!(x.status, 0);
     assert!(x.stderr_text().contains("ignoring operand(s) stray"));
+}
+
+/// Without -e and -b/-l, sumtool's defaults (64 KiB, the host's byte order) are replaced by
+/// what the input was built with, each with a warning (mtd-utils' sumtool would lose nodes;
+/// Yocto's `jffs2.sum` step passes neither): the output equals the one made with the right
+/// options given.
+#[test]
+fn detected_geometry_replaces_defaults_not_given() {
+    require_mtd_utils();
+    let work = scratch();
+    let img = image(work.path(), "e16.img", &["-b", "-e", "16KiB"], Kind::Full);
+    let run_o = |out: &Path, rest: &[&str]| {
+        let mut a = vec!["-i", img.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        a.extend_from_slice(rest);
+        run_prog(ours_as_sumtool(), &a)
+    };
+    let defaulted = work.path().join("defaulted.img");
+    let x = run_o(&defaulted, &[]);
+    assert_eq!(x.status, 0, "{}", x.stderr_text());
+    let err = x.stderr_text();
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("sumtool: warning!: "))
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|l| l.contains("is big-endian; neither -b nor -l was given")
+                && l.ends_with("using big-endian")),
+        "{err}"
+    );
+    assert!(
+        warnings.iter().any(
+            |l| l.contains("was built with 16 KiB erase blocks; -e was not given")
+                && l.ends_with("using 16 KiB")
+        ),
+        "{err}"
+    );
+    let given = work.path().join("given.img");
+    let x = run_o(&given, &["-b", "-e", "16KiB"]);
+    assert_eq!(x.status, 0, "{}", x.stderr_text());
+    assert!(
+        std::fs::read(&defaulted).unwrap() == std::fs::read(&given).unwrap(),
+        "the detected geometry and the given one write different images"
+    );
 }

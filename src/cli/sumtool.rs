@@ -66,9 +66,11 @@ jffs2-tools (what differs from mtd-utils' sumtool):
       --force-eraseblock    Proceed when -e differs from the erase size the
                             input was built with: the input is read with its
                             own erase size and re-blocked into -e blocks
-  The erase size and byte order of the input are detected; when -e (default
-  64KiB) or -b/-l disagree, sumtool stops with an error instead of writing a
-  broken image. Every erase block that holds nodes gets a summary, the last
+  The erase size and byte order of the input are detected. When -e or -b/-l
+  is not given and the input was built otherwise, the detected value is used,
+  with a warning (mtd-utils' sumtool would lose nodes); when a given -e or
+  -b/-l disagrees, sumtool stops with an error instead of writing a broken
+  image. Every erase block that holds nodes gets a summary, the last
   one included; the output is padded to at least the input's size (padded
   empty blocks are kept); obsolete nodes are dropped, never resurrected.
   The cleanmarker is 12 bytes unless -c or the input's cleanmarkers say
@@ -109,6 +111,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     let mut output: Option<Output> = None;
     let mut out_path = String::new();
     let mut erase_given = false;
+    let mut endian_given = false;
     let mut cleanmarker: Option<u32> = None;
     let mut no_cleanmarkers = false;
     let mut operands = Vec::new();
@@ -154,8 +157,14 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                     }
                 }
             }
-            0x62 /* b */ => cfg.endian = Endian::Big,
-            0x6c /* l */ => cfg.endian = Endian::Little,
+            0x62 /* b */ => {
+                cfg.endian = Endian::Big;
+                endian_given = true;
+            }
+            0x6c /* l */ => {
+                cfg.endian = Endian::Little;
+                endian_given = true;
+            }
             0x68 /* h */ => {
                 println!("{HELP}");
                 return Ok(0);
@@ -229,18 +238,59 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     };
     drop(infile);
     let len = input.len;
-    let (analysis, padded) = match sumtool::analyse_in_place(input.buf_mut(), len, &cfg) {
-        Ok(a) => a,
-        Err(e) => {
-            let mut msg = e.to_string();
-            let geometry = matches!(
-                e,
-                SumtoolError::EraseSizeMismatch { .. } | SumtoolError::NodesCrossBlocks { .. }
-            );
-            if geometry && !erase_given {
-                msg.push_str(" (-e defaults to 64KiB)");
+    // Without -e (or -b/-l), sumtool assumes 64 KiB (or the host's byte order): for an input
+    // built otherwise, mtd-utils' sumtool writes an image that loses nodes (Yocto's
+    // `jffs2.sum` step passes no -e, `ecosystem.md` §2.1). What the input was built with,
+    // when the detection is sure of it, is used instead, with a warning; a value given on
+    // the command line is never overridden (that stays an error).
+    let mut tries = 0;
+    let (analysis, padded) = loop {
+        tries += 1;
+        match sumtool::analyse_in_place(input.buf_mut(), len, &cfg) {
+            Ok(a) => break a,
+            Err(SumtoolError::EraseSizeMismatch {
+                detected,
+                requested,
+                confidence,
+            }) if !erase_given && confidence >= 0.5 && tries <= 2 => {
+                tool.warning(&format!(
+                    "{} was built with {} erase blocks; -e was not given (sumtool's default is \
+                     {}): using {}",
+                    text(&inpath),
+                    sumtool::size_text(detected),
+                    sumtool::size_text(requested),
+                    sumtool::size_text(detected)
+                ));
+                cfg.erase_size = detected;
+                erase_given = true;
             }
-            return Err(die(&msg));
+            Err(SumtoolError::EndianMismatch {
+                detected,
+                requested,
+                ..
+            }) if !endian_given && tries <= 2 => {
+                tool.warning(&format!(
+                    "{} is {}-endian; neither -b nor -l was given (sumtool's default is the \
+                     host's, {}-endian): using {}-endian",
+                    text(&inpath),
+                    detected.name(),
+                    requested.name(),
+                    detected.name()
+                ));
+                cfg.endian = detected;
+                endian_given = true;
+            }
+            Err(e) => {
+                let mut msg = e.to_string();
+                let geometry = matches!(
+                    e,
+                    SumtoolError::EraseSizeMismatch { .. } | SumtoolError::NodesCrossBlocks { .. }
+                );
+                if geometry && !erase_given {
+                    msg.push_str(" (-e defaults to 64KiB)");
+                }
+                return Err(die(&msg));
+            }
         }
     };
     let image = &input.buf()[..padded];
