@@ -131,9 +131,11 @@ enum Dest {
         /// Writes to the temporary file through a `File` of its own: `NamedTempFile`'s
         /// writes wrap errors with its path and lose the errno ("error 0 (Success)" for a
         /// full disk).
-        w: Sink,
+        w: Behind<File>,
         tmp: NamedTempFile,
         path: PathBuf,
+        /// A thread reserving the file's space ahead of the writes.
+        prealloc: Option<JoinHandle<()>>,
     },
     Direct(Behind<File>),
     Stdout(BufWriter<io::Stdout>),
@@ -197,9 +199,10 @@ impl Output {
             .tempfile_in(&dir)?;
         Ok(Output {
             dest: Dest::Temp {
-                w: Sink::Plain(Behind::new(tmp.as_file().try_clone()?)?),
+                w: Behind::new(tmp.as_file().try_clone()?)?,
                 tmp,
                 path,
+                prealloc: None,
             },
         })
     }
@@ -213,36 +216,25 @@ impl Output {
 
     /// Reserves `len` bytes for the output on a thread of its own, while the caller is still
     /// reading its input (an estimate: what the output does not use is given back at
-    /// [`Output::commit`]), and maps them: the image is then copied straight into the file's
-    /// pages, with no `write` calls (on tmpfs, writing costs as much as producing the bytes).
-    /// Allocating and mapping the pages beside the work takes that cost off the critical
-    /// path. Best effort: where `fallocate` or the mapping fails (a full disk, a file system
-    /// without `fallocate`), the output is written with `write` calls, which report the error.
+    /// [`Output::commit`]). Allocating the file's pages ahead, beside the work, takes that
+    /// cost off the writes (on tmpfs, about half of writing). Best effort: file systems
+    /// without `fallocate` just skip it.
     pub fn preallocate(&mut self, len: u64) {
-        let Dest::Temp { tmp, w, .. } = &mut self.dest else {
+        use std::os::fd::AsRawFd;
+        let Dest::Temp { tmp, prealloc, .. } = &mut self.dest else {
             return;
         };
-        let Sink::Plain(plain) = w else {
+        let (Ok(len), Ok(dup)) = (libc::off_t::try_from(len), tmp.as_file().try_clone()) else {
             return;
         };
-        if plain.written > 0 || len == 0 {
-            return;
-        }
-        let (Ok(len), Ok(dup)) = (usize::try_from(len), tmp.as_file().try_clone()) else {
-            return;
-        };
-        let Ok(file) = tmp.as_file().try_clone() else {
-            return;
-        };
-        let t = std::thread::spawn(move || Mapping::reserve(&dup, len));
-        let plain = std::mem::replace(w, Sink::Done);
-        if let Sink::Plain(b) = plain {
-            *w = Sink::Pending {
-                reserve: t,
-                file,
-                plain: b,
-            };
-        }
+        let t = std::thread::spawn(move || {
+            // SAFETY: fallocate on a file descriptor this thread owns (`dup`); its result
+            // does not matter (the writes allocate whatever it did not).
+            unsafe {
+                libc::fallocate(dup.as_raw_fd(), 0, 0, len);
+            }
+        });
+        *prealloc = Some(t);
     }
 
     /// The writer to write the image to.
@@ -258,8 +250,15 @@ impl Output {
     /// mode 0644 less the umask (what mkfs.jffs2's `open(..., 0644)` gives).
     pub fn commit(self) -> io::Result<()> {
         match self.dest {
-            Dest::Temp { w, tmp, path } => {
-                let (written, reserved) = w.finish()?;
+            Dest::Temp {
+                w,
+                tmp,
+                path,
+                prealloc,
+            } => {
+                let written = w.written;
+                let reserved = prealloc.map(JoinHandle::join).is_some();
+                drop(w.finish()?);
                 if reserved {
                     // Gives back what the estimate reserved beyond the output.
                     tmp.as_file().set_len(written)?;
@@ -278,187 +277,6 @@ impl Output {
     /// Gives up: the temporary file is removed and the destination left untouched.
     pub fn abandon(self) {
         drop(self);
-    }
-}
-
-/// The file's pages, allocated and mapped for writing.
-struct Mapping {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain memory owned by whoever holds the `Mapping`; nothing else
-// refers to it.
-unsafe impl Send for Mapping {}
-
-impl Mapping {
-    /// Allocates `len` bytes of `file` and maps them shared and writable, the pages faulted
-    /// in ahead (`MADV_POPULATE_WRITE`, where the kernel has it). `None` where any step
-    /// fails: the caller then writes with `write` calls.
-    fn reserve(file: &File, len: usize) -> Option<Mapping> {
-        use std::os::fd::AsRawFd;
-        let off = libc::off_t::try_from(len).ok()?;
-        // SAFETY: fallocate and mmap on a descriptor this function borrows; the mapping is
-        // checked for failure and owned by the returned value, which unmaps it on drop.
-        unsafe {
-            if libc::fallocate(file.as_raw_fd(), 0, 0, off) != 0 {
-                return None;
-            }
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            );
-            if p == libc::MAP_FAILED {
-                return None;
-            }
-            // Best effort: without it the pages are faulted in by the copies.
-            libc::madvise(p, len, libc::MADV_POPULATE_WRITE);
-            Some(Mapping {
-                ptr: p as *mut u8,
-                len,
-            })
-        }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping `reserve` made.
-        unsafe {
-            libc::munmap(self.ptr as *mut libc::c_void, self.len);
-        }
-    }
-}
-
-/// Where the temporary file's bytes go: `write` calls on a thread ([`Behind`]), or the
-/// file's own pages, mapped (see [`Output::preallocate`]).
-enum Sink {
-    /// Written with `write` calls.
-    Plain(Behind<File>),
-    /// Space being reserved and mapped; settled at the first write.
-    Pending {
-        reserve: JoinHandle<Option<Mapping>>,
-        file: File,
-        plain: Behind<File>,
-    },
-    /// Copied into the mapping; past its end, written with `write` calls from `pos` on.
-    Mapped {
-        map: Mapping,
-        pos: usize,
-        file: File,
-        tail: Option<Behind<File>>,
-    },
-    /// Taken apart (only while switching).
-    Done,
-}
-
-impl Sink {
-    /// Settles a pending reservation: mapped if it succeeded, plain writes otherwise.
-    fn settle(&mut self) {
-        if !matches!(self, Sink::Pending { .. }) {
-            return;
-        }
-        if let Sink::Pending {
-            reserve,
-            file,
-            plain,
-        } = std::mem::replace(self, Sink::Done)
-        {
-            *self = match reserve.join().ok().flatten() {
-                Some(map) => {
-                    // The plain writer never wrote: its thread just ends.
-                    drop(plain);
-                    Sink::Mapped {
-                        map,
-                        pos: 0,
-                        file,
-                        tail: None,
-                    }
-                }
-                None => Sink::Plain(plain),
-            };
-        }
-    }
-
-    /// Flushes and closes; the bytes written and whether space was reserved (so the file
-    /// must be cut to them).
-    fn finish(mut self) -> io::Result<(u64, bool)> {
-        self.settle();
-        match self {
-            Sink::Plain(b) => {
-                let n = b.written;
-                drop(b.finish()?);
-                Ok((n, false))
-            }
-            Sink::Mapped { map, pos, tail, .. } => {
-                let extra = match tail {
-                    Some(t) => {
-                        let n = t.written;
-                        drop(t.finish()?);
-                        n
-                    }
-                    None => 0,
-                };
-                drop(map);
-                Ok((pos as u64 + extra, true))
-            }
-            Sink::Pending { .. } | Sink::Done => Err(io::Error::other("the output was closed")),
-        }
-    }
-}
-
-impl Write for Sink {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.write_all(b)?;
-        Ok(b.len())
-    }
-
-    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
-        self.settle();
-        match self {
-            Sink::Plain(w) => w.write_all(b),
-            Sink::Mapped {
-                map,
-                pos,
-                file,
-                tail,
-            } => {
-                if let Some(t) = tail {
-                    return t.write_all(b);
-                }
-                let room = map.len - *pos;
-                let n = room.min(b.len());
-                // SAFETY: `pos + n <= map.len`: the copy stays inside the mapping, which
-                // nothing else accesses.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(b.as_ptr(), map.ptr.add(*pos), n);
-                }
-                *pos += n;
-                if n < b.len() {
-                    // Beyond the estimate: the rest is written after the mapped part.
-                    use std::io::Seek;
-                    let mut f = file.try_clone()?;
-                    f.seek(io::SeekFrom::Start(*pos as u64))?;
-                    let mut t = Behind::new(f)?;
-                    t.write_all(&b[n..])?;
-                    *tail = Some(t);
-                }
-                Ok(())
-            }
-            Sink::Pending { .. } | Sink::Done => Err(io::Error::other("the output was closed")),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Sink::Plain(w) => w.flush(),
-            Sink::Mapped { tail: Some(t), .. } => t.flush(),
-            _ => Ok(()),
-        }
     }
 }
 
@@ -493,7 +311,7 @@ mod tests {
     }
 
     #[test]
-    fn mapped_output_equals_the_bytes_at_any_estimate() {
+    fn preallocated_output_equals_the_bytes_at_any_estimate() {
         let dir = tempfile::tempdir().expect("tempdir");
         let data = bytes(3 << 20);
         for estimate in [
@@ -518,7 +336,7 @@ mod tests {
     }
 
     #[test]
-    fn abandoned_mapped_output_leaves_nothing() {
+    fn abandoned_preallocated_output_leaves_nothing() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("out.img");
         let mut out = Output::file(p.clone()).expect("output");
