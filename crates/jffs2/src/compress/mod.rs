@@ -89,6 +89,7 @@ pub fn compr_name(compr: u8) -> &'static str {
 
 /// Errors of compressor configuration and of decompression.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ComprError {
     /// `-m` with a name other than none, priority, size, favourlzo (mkfs.jffs2 wording).
     #[error("Unknown compression mode {0}")]

@@ -91,6 +91,7 @@ pub struct Dropped {
 
 /// What a conversion did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConvertReport {
     /// Bytes of the output image.
     pub image_size: u64,
@@ -115,6 +116,7 @@ pub struct ConvertReport {
 
 /// A conversion that could not be done.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConvertError {
     /// The root directory cannot be read: Linux would not mount the input.
     #[error("the root directory cannot be read ({0}): Linux would not mount this image")]

@@ -228,6 +228,7 @@ pub struct Options {
 
 /// Why an image could not be checked at all (exit code 8).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FsckError {
     /// The file is empty.
     #[error("the image is empty (0 bytes)")]
@@ -370,6 +371,7 @@ impl Verdict {
 
 /// Everything fsck found.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Report {
     /// The image's length as given.
     pub image_len: u64,

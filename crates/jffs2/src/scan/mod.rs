@@ -365,6 +365,7 @@ pub struct KernelMsg {
 
 /// Why the kernel would refuse to mount.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MountFailure {
     /// An INCOMPAT node (mount: -EINVAL reported as -EIO).
     Incompat {

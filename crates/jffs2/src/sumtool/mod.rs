@@ -141,6 +141,7 @@ fn confidence_word(c: f32) -> &'static str {
 
 /// A fatal error: nothing is written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SumtoolError {
     /// The requested erase size is not the one the image was built with.
     #[error(
@@ -493,6 +494,7 @@ impl Analysis {
 
 /// What [`summarize`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// The layout statistics.
     pub stats: RelayoutStats,
