@@ -83,8 +83,10 @@ file and renamed, so a failed run never leaves a partial image; more warnings.";
 const SUMTOOL_COMPAT: &str = "jffs2-sumtool takes mtd-utils sumtool's command line and \
 messages; invoked as sumtool (a link made at installation) it names itself so.
 
-What differs on purpose: the erase size and byte order of the input are detected, and a -e \
-or -b/-l that disagrees stops it with an error (--force-eraseblock re-blocks instead); every \
+What differs on purpose: the erase size and byte order of the input are detected; without \
+-e or -b/-l, what the input was built with is used (with a warning when it is not sumtool's \
+default), and a given -e or -b/-l that disagrees stops it with an error (--force-eraseblock \
+re-blocks instead); every \
 erase block that holds nodes gets a summary, the last one included; nodes are packed as \
 tightly as the kernel allows; obsolete nodes stay obsolete; the output keeps the input's size \
 and is written atomically.";
@@ -508,15 +510,17 @@ an erase-block summary at the end of every erase block that holds nodes, so that
 it without reading every node (if summary support is enabled in the kernel).
 
 The input is read as the kernel reads it at mount, and every node the kernel would see is \
-written, byte for byte and in order. The erase size and byte order of the input are detected; \
-a -e (default 64KiB) or -b/-l that disagrees stops sumtool with an error naming what was \
+written, byte for byte and in order. The erase size and byte order of the input are detected. \
+Without -e or -b/-l, what the input was built with is used, with a warning when it differs \
+from sumtool's default (64KiB, the host's byte order), where mtd-utils' sumtool would lose \
+nodes; a given -e or -b/-l that disagrees stops sumtool with an error naming what was \
 detected, instead of writing a broken image. The output is written to a temporary file and \
 renamed into place, so a failed run leaves FILE untouched, and -i and -o may name the same \
 file.";
 
 fn sumtool_args(cmd: Command) -> Command {
     cmd.args([
-        value("eraseblock", "SIZE", "Use erase block size SIZE (default: 64KiB; usually 16KiB on NAND). It must be the input's, unless --force-eraseblock.")
+        value("eraseblock", "SIZE", "Use erase block size SIZE (default: the input's when detected with confidence, else 64KiB; usually 16KiB on NAND). A given size must be the input's, unless --force-eraseblock.")
             .short('e')
             .long("eraseblock"),
         value("cleanmarker", "SIZE", "Size of cleanmarker (default 12, or what the input's cleanmarkers have).")
