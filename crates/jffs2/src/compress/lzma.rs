@@ -92,21 +92,27 @@ fn options(size: u64) -> sys::lzma_options_lzma {
     o
 }
 
-/// Compresses all of `src` as OpenWrt's `jffs2_lzma_compress` does (raw LZMA1 with the
-/// patch's properties, no end marker); `None` if the result is longer than `dstlen` (or
-/// liblzma fails). Returns the stream and the bytes consumed (always all of `src`).
-pub fn lzma_compress(src: &[u8], dstlen: usize) -> Option<(Vec<u8>, usize)> {
-    let mut opts = options(u64::MAX);
-    let filters = [
+/// The one-filter chain (LZMA1 with `opts`, then the terminator) liblzma's raw coders take;
+/// it points at `opts`, which must outlive the coder's setup.
+fn filter_chain(opts: &mut sys::lzma_options_lzma) -> [sys::lzma_filter; 2] {
+    [
         sys::lzma_filter {
             id: FILTER_LZMA1EXT,
-            options: (&mut opts as *mut sys::lzma_options_lzma).cast(),
+            options: (opts as *mut sys::lzma_options_lzma).cast(),
         },
         sys::lzma_filter {
             id: sys::LZMA_VLI_UNKNOWN,
             options: ptr::null_mut(),
         },
-    ];
+    ]
+}
+
+/// Compresses all of `src` as OpenWrt's `jffs2_lzma_compress` does (raw LZMA1 with the
+/// patch's properties, no end marker); `None` if the result is longer than `dstlen` (or
+/// liblzma fails). Returns the stream and the bytes consumed (always all of `src`).
+pub fn lzma_compress(src: &[u8], dstlen: usize) -> Option<(Vec<u8>, usize)> {
+    let mut opts = options(u64::MAX);
+    let filters = filter_chain(&mut opts);
     let mut s = Stream::new();
     // SAFETY: `s` is in its initial state; `filters` is terminated by LZMA_VLI_UNKNOWN and
     // its options outlive the call (liblzma copies what it needs).
@@ -153,16 +159,7 @@ pub fn lzma_decompress(src: &[u8], dsize: usize) -> Result<Vec<u8>, ComprError> 
         reason: reason.to_string(),
     };
     let mut opts = options(dsize as u64);
-    let filters = [
-        sys::lzma_filter {
-            id: FILTER_LZMA1EXT,
-            options: (&mut opts as *mut sys::lzma_options_lzma).cast(),
-        },
-        sys::lzma_filter {
-            id: sys::LZMA_VLI_UNKNOWN,
-            options: ptr::null_mut(),
-        },
-    ];
+    let filters = filter_chain(&mut opts);
     let mut s = Stream::new();
     // SAFETY: as in `lzma_compress`.
     if unsafe { sys::lzma_raw_decoder(&mut s.0, filters.as_ptr()) } != sys::LZMA_OK {
