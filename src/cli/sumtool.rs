@@ -243,16 +243,15 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     // `jffs2.sum` step passes no -e, `ecosystem.md` §2.1). What the input was built with,
     // when the detection is sure of it, is used instead, with a warning; a value given on
     // the command line is never overridden (that stays an error).
-    let mut tries = 0;
+    // Each fallback sets its `*_given`, so it happens once: at most three analyses.
     let (analysis, padded) = loop {
-        tries += 1;
         match sumtool::analyse_in_place(input.buf_mut(), len, &cfg) {
             Ok(a) => break a,
             Err(SumtoolError::EraseSizeMismatch {
                 detected,
                 requested,
                 confidence,
-            }) if !erase_given && confidence >= 0.5 && tries <= 2 => {
+            }) if !erase_given && confidence >= 0.5 => {
                 tool.warning(&format!(
                     "{} was built with {} erase blocks; -e was not given (sumtool's default is \
                      {}): using {}",
@@ -268,7 +267,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 detected,
                 requested,
                 ..
-            }) if !endian_given && tries <= 2 => {
+            }) if !endian_given => {
                 tool.warning(&format!(
                     "{} is {}-endian; neither -b nor -l was given (sumtool's default is the \
                      host's, {}-endian): using {}-endian",
