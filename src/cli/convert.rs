@@ -415,7 +415,10 @@ fn run(tool: &Tool, a: &Args) -> i32 {
             b.set(d, t);
         }
     };
-    let result = convert::convert_with_progress(&fs, &cfg, out.writer(), Some(&set));
+    let result = out
+        .direct_writer()
+        .map_err(convert::ConvertError::Write)
+        .and_then(|w| convert::convert_with_progress(&fs, &cfg, w, Some(&set)));
     if let Some(b) = bar {
         b.finish();
     }

@@ -399,7 +399,10 @@ fn repair(
     let fs = jffs2::fs::build(&src.image, &mut scan);
     let mut output =
         Output::file(out.to_path_buf()).map_err(|e| format!("{}: {e}", out.display()))?;
-    let result = convert::convert(&fs, &cfg, output.writer());
+    let result = output
+        .direct_writer()
+        .map_err(convert::ConvertError::Write)
+        .and_then(|w| convert::convert(&fs, &cfg, w));
     let (_, r) = match result {
         Ok(x) => x,
         // A write error (a full disk) names the output; the temporary file is removed.

@@ -26,6 +26,8 @@ pub struct Behind<W: Write + Send + 'static> {
     tx: Option<SyncSender<Vec<u8>>>,
     spare: Receiver<Vec<u8>>,
     thread: Option<JoinHandle<io::Result<W>>>,
+    /// Set by [`Behind::direct`]: the inner writer, written on the caller's thread.
+    direct: Option<W>,
 }
 
 impl<W: Write + Send + 'static> Behind<W> {
@@ -51,7 +53,19 @@ impl<W: Write + Send + 'static> Behind<W> {
             tx: Some(tx),
             spare,
             thread: Some(thread),
+            direct: None,
         })
+    }
+
+    /// From now on, writes go straight to the inner writer on the caller's thread (what was
+    /// buffered is written first): for a caller that runs the writes on a thread of its own
+    /// and passes large slices, which the buffer would only copy once more.
+    pub fn direct(&mut self) -> io::Result<()> {
+        if self.direct.is_none() {
+            self.ship()?;
+            self.direct = Some(self.join()?);
+        }
+        Ok(())
     }
 
     /// Hands the full buffer to the thread; its error, if it stopped on one.
@@ -87,6 +101,10 @@ impl<W: Write + Send + 'static> Behind<W> {
     /// Writes what is buffered, waits for the thread, and returns the inner writer (or the
     /// first error any write met).
     pub fn finish(mut self) -> io::Result<W> {
+        if let Some(mut w) = self.direct.take() {
+            w.flush()?;
+            return Ok(w);
+        }
         self.ship()?;
         self.join()
     }
@@ -98,8 +116,28 @@ impl<W: Write + Send + 'static> Write for Behind<W> {
         Ok(b.len())
     }
 
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match &mut self.direct {
+            Some(w) => {
+                let n = w.write_vectored(bufs)?;
+                self.written += n as u64;
+                Ok(n)
+            }
+            None => {
+                let b = bufs
+                    .iter()
+                    .find(|b| !b.is_empty())
+                    .map_or(&[][..], |b| &**b);
+                self.write(b)
+            }
+        }
+    }
+
     fn write_all(&mut self, mut b: &[u8]) -> io::Result<()> {
         self.written += b.len() as u64;
+        if let Some(w) = &mut self.direct {
+            return w.write_all(b);
+        }
         while !b.is_empty() {
             let n = (BUF - self.buf.len().min(BUF)).min(b.len());
             self.buf.extend_from_slice(&b[..n]);
@@ -114,7 +152,10 @@ impl<W: Write + Send + 'static> Write for Behind<W> {
     /// Hands what is buffered to the thread (the bytes reach the file before
     /// [`Behind::finish`] returns).
     fn flush(&mut self) -> io::Result<()> {
-        self.ship()
+        match &mut self.direct {
+            Some(w) => w.flush(),
+            None => self.ship(),
+        }
     }
 }
 
@@ -243,6 +284,19 @@ impl Output {
             Dest::Temp { w, .. } => w,
             Dest::Direct(w) => w,
             Dest::Stdout(w) => w,
+        }
+    }
+
+    /// The writer for a producer that runs its writes on a thread of its own (a
+    /// conversion): no buffer of ours between it and the file. Not to be mixed with
+    /// [`Output::writer`] afterwards.
+    pub fn direct_writer(&mut self) -> io::Result<&mut (dyn Write + Send)> {
+        match &mut self.dest {
+            Dest::Temp { w, .. } | Dest::Direct(w) => {
+                w.direct()?;
+                Ok(w)
+            }
+            Dest::Stdout(w) => Ok(w),
         }
     }
 

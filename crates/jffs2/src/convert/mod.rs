@@ -33,6 +33,11 @@
 //! Inodes Linux cannot read, the entries naming them, and inodes no directory reaches are
 //! left out and reported ([`Dropped`]). Output bytes never depend on the number of threads.
 //!
+//! Inodes are written in inode order as soon as they are read and known to be shown — the
+//! files first, the directories (whose entries depend on every child being readable) after
+//! them — while later inodes are still being read; the bytes of copied nodes go to the output
+//! straight from the image, on a writing thread of their own.
+//!
 //! OpenWrt: LZMA data nodes (compressor 8) are read like any other and copied, or rewritten
 //! with the configured compressors when recompressing (`-x lzma` turns an OpenWrt image
 //! into one stock Linux reads; `-X lzma` the other way). An input that ends with OpenWrt's
@@ -57,6 +62,7 @@ use crate::fs::{DataNode, Fs, FsError, Inode, InodeKind, NodeData};
 use crate::layout::{record_for, record_size, BlockWriter, EndPad, LayoutConfig};
 use crate::scan::{Detection, Geometry, NodeRef, Scan, ScanOptions};
 
+mod pipe;
 #[cfg(test)]
 mod tests;
 
@@ -397,7 +403,7 @@ pub type ProgressFn<'a> = &'a dyn Fn(u64, u64);
 /// assert_eq!(fs.read_data(2, 0, 100)?, b"Welcome\n");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn convert<W: Write>(
+pub fn convert<W: Write + Send>(
     fs: &Fs,
     cfg: &ConvertConfig,
     out: W,
@@ -406,7 +412,7 @@ pub fn convert<W: Write>(
 }
 
 /// [`convert`] with a progress callback.
-pub fn convert_with_progress<W: Write>(
+pub fn convert_with_progress<W: Write + Send>(
     fs: &Fs,
     cfg: &ConvertConfig,
     out: W,
@@ -437,232 +443,244 @@ pub fn convert_with_progress<W: Write>(
         .build()
         .map_err(|e| ConvertError::Internal(e.to_string()))?;
     let planner = Planner::new(fs, cfg);
-    let plan = pool.install(|| planner.plan(&mut report))?;
 
-    let mut w = BlockWriter::new(out, lc);
-    let first_version: HashMap<u32, u32> = plan.next_version.clone();
-    let mut versions: HashMap<u32, u32> = plan.next_version.clone();
-    let mut buf = Vec::new();
-    let worker = Worker { fs, cfg };
-    let total: u64 = plan
-        .inodes
-        .iter()
-        .map(|i| (i.nodes.len() + i.dents.len() + 1) as u64)
-        .sum();
-    let mut done = 0u64;
-    let prepare = |round: Vec<Item>| -> (Vec<Item>, Vec<Ready>) {
-        let ready = pool.install(|| round.par_iter().map(|it| worker.ready(it)).collect());
-        (round, ready)
-    };
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(2);
-    let (plan_ref, planner_ref, pool_ref) = (&plan, &planner, &pool);
-    std::thread::scope(|scope| -> Result<(), ConvertError> {
-        // Items are planned (per inode, on the pool; xattrs in order) while earlier ones are
-        // compressed and written: round k+1 is made ready while round k is written.
-        let planning = scope.spawn(move || {
-            let mut datums: HashMap<(u8, Vec<u8>, Vec<u8>), u32> = HashMap::new();
-            let mut xseqno = 0u32;
-            let mut xreport = ConvertReport::default();
-            for chunk in plan_ref.inodes.chunks(PLAN_CHUNK) {
-                let per: Vec<Vec<Item>> = pool_ref.install(|| {
-                    chunk
-                        .par_iter()
-                        .map(|inode| planner_ref.items(inode, &plan_ref.dents))
-                        .collect()
-                });
-                let mut items = Vec::new();
-                for (inode, mine) in chunk.iter().zip(per) {
-                    items.extend(mine);
-                    planner_ref.plan_xattrs(
-                        inode,
-                        &mut items,
-                        &mut datums,
-                        &mut xseqno,
-                        &mut xreport,
-                    );
-                }
-                if tx.send(items).is_err() {
-                    break;
-                }
-            }
-            xreport.xattrs
-        });
-        // Owned here: if writing fails, the receiver goes at the return and the planning
-        // thread's next send fails, so the scope's join does not wait on it forever.
-        let rx = rx;
-        let mut pending: VecDeque<Item> = VecDeque::new();
-        let mut closed = false;
-        // The next round, receiving planned items until one is complete.
-        let mut next_round = |pending: &mut VecDeque<Item>| -> Option<Vec<Item>> {
-            loop {
-                if let Some(n) = round_len(pending, closed) {
-                    return Some(pending.drain(..n).collect());
-                }
-                if closed {
-                    return None;
-                }
-                match rx.recv() {
-                    Ok(v) => pending.extend(v),
-                    Err(_) => closed = true,
-                }
-            }
+    // Bytes go to `out` on a thread of their own; copied nodes straight from the image.
+    let out = std::thread::scope(|pipes| -> Result<W, ConvertError> {
+        let mut w = BlockWriter::new(pipe::Pipe::start(pipes, fs.image(), out), lc);
+        let mut first_version: HashMap<u32, u32> = HashMap::new();
+        let mut versions: HashMap<u32, u32> = HashMap::new();
+        let mut buf = Vec::new();
+        let worker = Worker { fs, cfg };
+        // Progress in inodes (those Linux shows, at most the live ones).
+        let total = fs.live_inodes().count() as u64 + 1;
+        let prepare = |round: Vec<Item>| -> (Vec<Item>, Vec<Ready>) {
+            let ready = pool.install(|| round.par_iter().map(|it| worker.ready(it)).collect());
+            (round, ready)
         };
-        let mut ahead = next_round(&mut pending).map(|r| scope.spawn(move || prepare(r)));
-        while let Some(h) = ahead.take() {
-            if let Some(p) = progress {
-                p(done.min(total), total);
-            }
-            let (round, ready) = match h.join() {
-                Ok(v) => v,
-                Err(_) => return Err(ConvertError::Internal("a compression thread failed".into())),
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(16);
+        let (planner_ref, pool_ref) = (&planner, &pool);
+        std::thread::scope(|scope| -> Result<(), ConvertError> {
+            // Inodes are read and their items planned (on the pool; xattrs in order) while
+            // earlier ones are compressed and written: round k+1 is made ready while round k
+            // is written.
+            let planning = scope.spawn(move || planner_ref.stream(pool_ref, &tx));
+            // Owned here: if writing fails, the receiver goes at the return and the planning
+            // thread's next send fails, so the scope's join does not wait on it forever.
+            let mut incoming = Incoming {
+                rx,
+                pending: VecDeque::new(),
+                closed: false,
+                versions: Vec::new(),
+                inodes: 0,
             };
-            done += round.len() as u64;
-            ahead = next_round(&mut pending).map(|r| scope.spawn(move || prepare(r)));
-            let mut ready: Vec<Option<Ready>> = ready.into_iter().map(Some).collect();
-            for i in 0..ready.len() {
-                let (Some(r), Some(it)) = (ready[i].take(), round.get(i)) else {
-                    continue;
-                };
-                if let Some((len, rec)) = movable(&r) {
-                    let (_, rest) = ready.split_at_mut(i + 1);
-                    fill(&mut w, rest, &round[i + 1..], len, rec, &mut report)?;
+            let mut ahead = incoming
+                .next_round()
+                .map(|r| scope.spawn(move || prepare(r)));
+            while let Some(h) = ahead.take() {
+                if let Some(p) = progress {
+                    p(incoming.inodes.min(total), total);
                 }
-                match r {
-                    Ready::Node(bytes, rec) => {
-                        match it {
-                            Item::Copy { .. } => report.copied += 1,
-                            Item::Data { .. } => {
-                                report.copied += 1;
-                                report.kept_undecodable += 1;
-                            }
-                            _ => report.rewritten += 1,
-                        }
-                        emit(&mut w, &bytes, rec, &mut report)?;
+                let (round, ready) = match h.join() {
+                    Ok(v) => v,
+                    Err(_) => {
+                        return Err(ConvertError::Internal("a compression thread failed".into()))
                     }
-                    Ready::DataCopy(bytes, dn, tmpl) => {
-                        let room = w.room(18) as usize;
-                        if bytes.len() <= room || room < SPLIT_MIN {
-                            report.copied += 1;
-                            emit(&mut w, &bytes, 18, &mut report)?;
-                        } else {
-                            // It would leave a block tail Linux counts as dirt: rewritten instead,
-                            // its data filling the block, with fresh versions and the inode's
-                            // current attributes. (Not pieces of its own version: Linux compares
-                            // a node with its neighbours in the version tree even when they do not
-                            // overlap, and drops one of two equal versions — the kernel test of
-                            // tests/convert_kernel.rs lost data that way.)
-                            let data = match fs.node_data(&dn) {
-                                Ok(NodeData::Bytes(b)) => Some(b),
-                                Ok(NodeData::Zeros(_)) => None,
-                                Err(_) => {
+                };
+                ahead = incoming
+                    .next_round()
+                    .map(|r| scope.spawn(move || prepare(r)));
+                for (ino, v) in incoming.versions.drain(..) {
+                    first_version.insert(ino, v);
+                    versions.insert(ino, v);
+                }
+                let mut ready: Vec<Option<Ready>> = ready.into_iter().map(Some).collect();
+                for i in 0..ready.len() {
+                    let (Some(r), Some(it)) = (ready[i].take(), round.get(i)) else {
+                        continue;
+                    };
+                    if let Some((len, rec)) = movable(&r) {
+                        let (_, rest) = ready.split_at_mut(i + 1);
+                        fill(&mut w, rest, &round[i + 1..], len, rec, &mut report)?;
+                    }
+                    match r {
+                        Ready::Node(bytes, rec) => {
+                            match it {
+                                Item::Copy { .. } => report.copied += 1,
+                                Item::Data { .. } => {
                                     report.copied += 1;
                                     report.kept_undecodable += 1;
-                                    emit(&mut w, &bytes, 18, &mut report)?;
-                                    continue;
                                 }
-                            };
-                            let chunk = Chunk {
-                                ofs: dn.ofs,
-                                len: dn.size,
-                                data,
-                                spec: None,
-                            };
-                            let mut fresh = |ino: u32| next(&mut versions, ino);
-                            write_chunk(
-                                &mut w,
-                                cfg,
-                                &tmpl,
-                                &chunk,
-                                &mut fresh,
-                                &mut buf,
-                                &mut report,
-                            )?;
+                                _ => report.rewritten += 1,
+                            }
+                            emit(&mut w, &bytes, rec, &mut report)?;
                         }
-                    }
-                    Ready::Pieces(tmpl, chunks) => {
-                        let mut fresh = |ino: u32| next(&mut versions, ino);
-                        for chunk in &chunks {
-                            write_chunk(
-                                &mut w,
-                                cfg,
-                                &tmpl,
-                                chunk,
-                                &mut fresh,
-                                &mut buf,
-                                &mut report,
-                            )?;
-                        }
-                    }
-                    Ready::LastMeta(copy, node) => {
-                        let untouched = versions.get(&node.ino) == first_version.get(&node.ino);
-                        match copy {
-                            Some(bytes) if untouched => {
+                        Ready::DataCopy(bytes, dn, tmpl) => {
+                            let room = w.room(18) as usize;
+                            if bytes.len() <= room || room < SPLIT_MIN {
                                 report.copied += 1;
                                 emit(&mut w, &bytes, 18, &mut report)?;
-                            }
-                            _ => {
-                                let version = next(&mut versions, node.ino);
-                                buf.clear();
-                                InodeNode { version, ..node }.encode(lc.endian, &[], &mut buf);
-                                report.rewritten += 1;
-                                emit(&mut w, &buf, 18, &mut report)?;
+                            } else {
+                                // It would leave a block tail Linux counts as dirt: rewritten instead,
+                                // its data filling the block, with fresh versions and the inode's
+                                // current attributes. (Not pieces of its own version: Linux compares
+                                // a node with its neighbours in the version tree even when they do not
+                                // overlap, and drops one of two equal versions — the kernel test of
+                                // tests/convert_kernel.rs lost data that way.)
+                                let data = match fs.node_data(&dn) {
+                                    Ok(NodeData::Bytes(b)) => Some(b),
+                                    Ok(NodeData::Zeros(_)) => None,
+                                    Err(_) => {
+                                        report.copied += 1;
+                                        report.kept_undecodable += 1;
+                                        emit(&mut w, &bytes, 18, &mut report)?;
+                                        continue;
+                                    }
+                                };
+                                let chunk = Chunk {
+                                    ofs: dn.ofs,
+                                    len: dn.size,
+                                    data,
+                                    spec: None,
+                                };
+                                let mut fresh = |ino: u32| next(&mut versions, ino);
+                                write_chunk(
+                                    &mut w,
+                                    cfg,
+                                    &tmpl,
+                                    &chunk,
+                                    &mut fresh,
+                                    &mut buf,
+                                    &mut report,
+                                )?;
                             }
                         }
-                    }
-                    Ready::Versioned(item) => {
-                        buf.clear();
-                        let rec = match item {
-                            Item::Meta { node, payload } => {
-                                let version = next(&mut versions, node.ino);
-                                InodeNode { version, ..node }.encode(lc.endian, &payload, &mut buf);
-                                18
+                        Ready::Pieces(tmpl, chunks) => {
+                            let mut fresh = |ino: u32| next(&mut versions, ino);
+                            for chunk in &chunks {
+                                write_chunk(
+                                    &mut w,
+                                    cfg,
+                                    &tmpl,
+                                    chunk,
+                                    &mut fresh,
+                                    &mut buf,
+                                    &mut report,
+                                )?;
                             }
-                            Item::Dirent {
-                                pino,
-                                ino,
-                                dtype,
-                                name,
-                            } => {
-                                let version = next(&mut versions, pino);
-                                DirentNode {
-                                    pino,
-                                    version,
-                                    ino,
-                                    mctime: 0,
-                                    dtype,
-                                    ..Default::default()
+                        }
+                        Ready::LastMeta(copy, node) => {
+                            let untouched = versions.get(&node.ino) == first_version.get(&node.ino);
+                            match copy {
+                                Some(bytes) if untouched => {
+                                    report.copied += 1;
+                                    emit(&mut w, &bytes, 18, &mut report)?;
                                 }
-                                .encode(lc.endian, &name, &mut buf);
-                                record_for(&buf, lc.endian, 0).map_or(0, |r| r.size() as u32)
+                                _ => {
+                                    let version = next(&mut versions, node.ino);
+                                    buf.clear();
+                                    InodeNode { version, ..node }.encode(lc.endian, &[], &mut buf);
+                                    report.rewritten += 1;
+                                    emit(&mut w, &buf, 18, &mut report)?;
+                                }
                             }
-                            _ => return Err(ConvertError::Internal("unversioned item".into())),
-                        };
-                        report.rewritten += 1;
-                        emit(&mut w, &buf, rec, &mut report)?;
+                        }
+                        Ready::Versioned(item) => {
+                            buf.clear();
+                            let rec = match item {
+                                Item::Meta { node, payload } => {
+                                    let version = next(&mut versions, node.ino);
+                                    InodeNode { version, ..node }
+                                        .encode(lc.endian, &payload, &mut buf);
+                                    18
+                                }
+                                Item::Dirent {
+                                    pino,
+                                    ino,
+                                    dtype,
+                                    name,
+                                } => {
+                                    let version = next(&mut versions, pino);
+                                    DirentNode {
+                                        pino,
+                                        version,
+                                        ino,
+                                        mctime: 0,
+                                        dtype,
+                                        ..Default::default()
+                                    }
+                                    .encode(lc.endian, &name, &mut buf);
+                                    record_for(&buf, lc.endian, 0).map_or(0, |r| r.size() as u32)
+                                }
+                                _ => return Err(ConvertError::Internal("unversioned item".into())),
+                            };
+                            report.rewritten += 1;
+                            emit(&mut w, &buf, rec, &mut report)?;
+                        }
                     }
                 }
             }
+            match planning.join() {
+                Ok(Ok(r)) => {
+                    report.dropped = r.dropped;
+                    report.inodes = r.inodes;
+                    report.dirents = r.dirents;
+                    report.xattrs += r.xattrs;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err(ConvertError::Internal("the planning thread failed".into())),
+            }
+            Ok(())
+        })?;
+        if let Some(p) = progress {
+            p(total, total);
         }
-        match planning.join() {
-            Ok(x) => report.xattrs += x,
-            Err(_) => return Err(ConvertError::Internal("the planning thread failed".into())),
+        let (mut out, mut size) = w.finish(cfg.pad)?;
+        if fs.scan().end_marker.is_some() {
+            let es = u64::from(lc.erase_size);
+            let at = size.div_ceil(es) * es;
+            let ff = vec![0xFFu8; (at - size) as usize];
+            out.write_all(&ff)?;
+            out.write_all(&crate::scan::END_MARKER)?;
+            size = at + crate::scan::END_MARKER.len() as u64;
         }
-        Ok(())
+        report.image_size = size;
+        Ok(out.finish()?)
     })?;
-    if let Some(p) = progress {
-        p(total, total);
-    }
-    let (mut out, mut size) = w.finish(cfg.pad)?;
-    if fs.scan().end_marker.is_some() {
-        let es = u64::from(lc.erase_size);
-        let at = size.div_ceil(es) * es;
-        let ff = vec![0xFFu8; (at - size) as usize];
-        out.write_all(&ff)?;
-        out.write_all(&crate::scan::END_MARKER)?;
-        size = at + crate::scan::END_MARKER.len() as u64;
-    }
-    report.image_size = size;
     Ok((out, report))
+}
+
+/// The writing side's end of the planning: items received, not yet in a round.
+struct Incoming {
+    rx: std::sync::mpsc::Receiver<Batch>,
+    pending: VecDeque<Item>,
+    /// No more will come.
+    closed: bool,
+    /// First free versions received, for the writer's tables.
+    versions: Vec<(u32, u32)>,
+    /// Inodes received.
+    inodes: u64,
+}
+
+impl Incoming {
+    /// The next round, receiving planned items until one is complete.
+    fn next_round(&mut self) -> Option<Vec<Item>> {
+        loop {
+            if let Some(n) = round_len(&self.pending, self.closed) {
+                return Some(self.pending.drain(..n).collect());
+            }
+            if self.closed {
+                return None;
+            }
+            match self.rx.recv() {
+                Ok(b) => {
+                    self.versions.extend(b.versions);
+                    self.pending.extend(b.items);
+                    self.inodes += b.inodes;
+                }
+                Err(_) => self.closed = true,
+            }
+        }
+    }
 }
 
 /// How many of the `pending` items make the next round: at most [`ROUND`] items and about
@@ -848,12 +866,41 @@ fn write_chunk<W: Write>(
     Ok(())
 }
 
-/// The inodes to write (in inode order), their directories' entries, and each inode's first
-/// free version. Their items are planned while earlier ones are written.
-struct Plan {
-    inodes: Vec<Inode>,
-    dents: BTreeMap<u32, Vec<crate::fs::Dirent>>,
-    next_version: HashMap<u32, u32>,
+/// What the planning side hands the writing side: items in write order.
+#[derive(Default)]
+struct Batch {
+    /// The first free version of each inode whose items are in `items` (given before them).
+    versions: Vec<(u32, u32)>,
+    items: Vec<Item>,
+    /// Inodes whose items are complete with these (for the progress).
+    inodes: u64,
+}
+
+/// What reading an inode gave, for the walk of the tree Linux shows.
+enum Read {
+    /// Read; its items are still to plan.
+    Held(Inode),
+    /// Read, reached by a directory, its items sent already (never a directory).
+    Sent(InodeKind),
+    /// Linux cannot read it.
+    Failed(FsError),
+}
+
+impl Read {
+    fn of(r: Result<Inode, FsError>) -> Read {
+        match r {
+            Ok(i) => Read::Held(i),
+            Err(e) => Read::Failed(e),
+        }
+    }
+}
+
+/// The xattr datums planned so far (one per distinct value, new ids) and the last xref
+/// sequence number.
+#[derive(Default)]
+struct Xattrs {
+    datums: HashMap<(u8, Vec<u8>, Vec<u8>), u32>,
+    xseqno: u32,
 }
 
 struct Planner<'f, 'a> {
@@ -873,25 +920,87 @@ impl<'f, 'a> Planner<'f, 'a> {
         Planner { fs, cfg, max_node }
     }
 
-    fn plan(&self, report: &mut ConvertReport) -> Result<Plan, ConvertError> {
-        // The inodes Linux shows: everything reachable from the root.
-        // Every inode the build kept, read on all cores first (reads are independent).
-        let live: Vec<u32> = self.fs.live_inodes().filter(|&i| i != 1).collect();
-        let mut read: HashMap<u32, Result<Inode, FsError>> = live
-            .par_iter()
-            .map(|&i| (i, self.fs.read_inode(i)))
-            .collect();
-        let root = self
-            .fs
-            .read_inode(1)
-            .map_err(ConvertError::RootUnreadable)?;
-        let mut shown: BTreeMap<u32, Inode> = BTreeMap::new();
+    /// Plans every item, in write order, and hands them to `tx` in batches while they are
+    /// written (the planning thread). Which inodes Linux shows, and which directory
+    /// entries, is known only once every inode is read; writing starts long before:
+    ///
+    /// 1. the root and every inode a `DT_DIR` entry names are read first (on all cores);
+    /// 2. the other inodes are read in inode order, a chunk at a time on all cores, and a
+    ///    readable non-directory that a directory read in step 1 reaches is planned at
+    ///    once (whatever else is read later, Linux shows it: more directories only reach
+    ///    more);
+    /// 3. with everything read, the tree is walked as Linux shows it (what cannot be read
+    ///    and what no directory reaches is dropped and reported), and the rest — the
+    ///    directories, with the entries they keep, and whatever step 2 could not place —
+    ///    is planned in inode order.
+    ///
+    /// The output depends only on the image, never on timing or the number of threads.
+    /// Returns the inodes, entries, xattrs and drops of the report.
+    fn stream(
+        &self,
+        pool: &rayon::ThreadPool,
+        tx: &std::sync::mpsc::SyncSender<Batch>,
+    ) -> Result<ConvertReport, ConvertError> {
+        let fs = self.fs;
+        let mut report = ConvertReport::default();
+        let mut x = Xattrs::default();
+        let none: BTreeMap<u32, Vec<crate::fs::Dirent>> = BTreeMap::new();
+        // 1. The directories (as the entries name them).
+        let (dirs, others): (Vec<u32>, Vec<u32>) = fs
+            .live_inodes()
+            .filter(|&i| i != 1)
+            .partition(|&i| fs.named_as_dir(i));
+        let root = fs.read_inode(1).map_err(ConvertError::RootUnreadable)?;
+        let mut reads: HashMap<u32, Read> = pool.install(|| {
+            dirs.par_iter()
+                .map(|&i| (i, Read::of(fs.read_inode(i))))
+                .collect()
+        });
+        reads.insert(1, Read::Held(root));
+        let early = reached_files(&reads);
+
+        // 2. The other inodes; those already known to be shown are planned at once.
+        for chunk in others.chunks(PLAN_CHUNK) {
+            let got: Vec<(u32, Read, Option<Vec<Item>>)> = pool.install(|| {
+                chunk
+                    .par_iter()
+                    .map(|&i| match fs.read_inode(i) {
+                        Ok(inode) if inode.kind != InodeKind::Dir && early.contains(&i) => {
+                            let items = self.items(&inode, &none);
+                            (i, Read::Held(inode), Some(items))
+                        }
+                        r => (i, Read::of(r), None),
+                    })
+                    .collect()
+            });
+            let mut batch = Batch::default();
+            for (ino, read, items) in got {
+                match (read, items) {
+                    (Read::Held(inode), Some(items)) => {
+                        self.add(&mut batch, &inode, items, &mut x, &mut report);
+                        reads.insert(ino, Read::Sent(inode.kind));
+                    }
+                    (read, _) => {
+                        reads.insert(ino, read);
+                    }
+                }
+            }
+            if tx.send(batch).is_err() {
+                // The writing side stopped (on an error, which it reports).
+                return Ok(report);
+            }
+        }
+
+        // 3. The tree Linux shows.
+        let mut shown: BTreeMap<u32, InodeKind> = BTreeMap::new();
         let mut dents: BTreeMap<u32, Vec<crate::fs::Dirent>> = BTreeMap::new();
         let mut queue: VecDeque<(u32, Vec<u8>)> = VecDeque::new();
         queue.push_back((1, Vec::new()));
-        shown.insert(1, root);
+        shown.insert(1, InodeKind::Dir);
         while let Some((dir, path)) = queue.pop_front() {
-            let Some(d) = shown.get(&dir) else { continue };
+            let Some(Read::Held(d)) = reads.get(&dir) else {
+                continue;
+            };
             if d.kind != InodeKind::Dir {
                 continue;
             }
@@ -904,19 +1013,23 @@ impl<'f, 'a> Planner<'f, 'a> {
                     kept.push(de);
                     continue;
                 }
-                let r = read
-                    .remove(&de.ino)
-                    .unwrap_or_else(|| self.fs.read_inode(de.ino));
-                match r {
-                    Ok(i) => {
-                        let is_dir = i.kind == InodeKind::Dir;
-                        shown.insert(de.ino, i);
-                        kept.push(de.clone());
-                        if is_dir {
+                // Not a live inode if not read yet: read as Linux would look it up.
+                let read = reads
+                    .entry(de.ino)
+                    .or_insert_with(|| Read::of(fs.read_inode(de.ino)));
+                match read {
+                    Read::Held(i) => {
+                        shown.insert(de.ino, i.kind);
+                        if i.kind == InodeKind::Dir {
                             queue.push_back((de.ino, p));
                         }
+                        kept.push(de);
                     }
-                    Err(e) => report.dropped.push(Dropped {
+                    Read::Sent(kind) => {
+                        shown.insert(de.ino, *kind);
+                        kept.push(de);
+                    }
+                    Read::Failed(e) => report.dropped.push(Dropped {
                         ino: de.ino,
                         path: Some(p),
                         what: format!("the entry and its inode: Linux cannot read it ({e})"),
@@ -925,7 +1038,7 @@ impl<'f, 'a> Planner<'f, 'a> {
             }
             dents.insert(dir, kept);
         }
-        for ino in self.fs.live_inodes() {
+        for ino in fs.live_inodes() {
             if !shown.contains_key(&ino) && !report.dropped.iter().any(|d| d.ino == ino) {
                 report.dropped.push(Dropped {
                     ino,
@@ -934,20 +1047,64 @@ impl<'f, 'a> Planner<'f, 'a> {
                 });
             }
         }
-
-        let mut next_version = HashMap::new();
-        for (&ino, inode) in &shown {
+        for (&ino, &kind) in &shown {
             report.inodes += 1;
-            if inode.kind == InodeKind::Dir {
+            if kind == InodeKind::Dir {
                 report.dirents += dents.get(&ino).map_or(0, |d| d.len() as u64);
             }
-            next_version.insert(ino, inode.highest_version.saturating_add(1));
+            if !matches!(reads.get(&ino), Some(Read::Held(_)) | Some(Read::Sent(_))) {
+                return Err(ConvertError::Internal(format!("inode {ino} shown unread")));
+            }
         }
-        Ok(Plan {
-            inodes: shown.into_values().collect(),
-            dents,
-            next_version,
-        })
+        for (ino, r) in &reads {
+            if matches!(r, Read::Sent(_)) && !shown.contains_key(ino) {
+                return Err(ConvertError::Internal(format!(
+                    "inode {ino} written but not shown"
+                )));
+            }
+        }
+
+        // The rest, in inode order.
+        let rest: Vec<Inode> = shown
+            .keys()
+            .filter_map(|ino| match reads.remove(ino) {
+                Some(Read::Held(i)) => Some(i),
+                _ => None,
+            })
+            .collect();
+        for chunk in rest.chunks(PLAN_CHUNK) {
+            let per: Vec<Vec<Item>> = pool.install(|| {
+                chunk
+                    .par_iter()
+                    .map(|inode| self.items(inode, &dents))
+                    .collect()
+            });
+            let mut batch = Batch::default();
+            for (inode, items) in chunk.iter().zip(per) {
+                self.add(&mut batch, inode, items, &mut x, &mut report);
+            }
+            if tx.send(batch).is_err() {
+                break;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Adds an inode's items, then its xattrs, to `batch`.
+    fn add(
+        &self,
+        batch: &mut Batch,
+        inode: &Inode,
+        items: Vec<Item>,
+        x: &mut Xattrs,
+        report: &mut ConvertReport,
+    ) {
+        batch
+            .versions
+            .push((inode.ino, inode.highest_version.saturating_add(1)));
+        batch.items.extend(items);
+        self.plan_xattrs(inode, &mut batch.items, x, report);
+        batch.inodes += 1;
     }
 
     /// The items of one inode (its xattrs apart), in write order.
@@ -1115,10 +1272,10 @@ impl<'f, 'a> Planner<'f, 'a> {
         &self,
         inode: &Inode,
         items: &mut Vec<Item>,
-        datums: &mut HashMap<(u8, Vec<u8>, Vec<u8>), u32>,
-        xseqno: &mut u32,
+        x: &mut Xattrs,
         report: &mut ConvertReport,
     ) {
+        let Xattrs { datums, xseqno } = x;
         let from = self.fs.scan().geometry.endian;
         let to = self.cfg.layout.endian;
         for x in self.fs.raw_xattrs(inode) {
@@ -1175,6 +1332,36 @@ impl<'f, 'a> Planner<'f, 'a> {
             && h.totlen <= self.max_node
             && (h.totlen as usize) <= b.len()
     }
+}
+
+/// The inodes that the directories in `reads` reach from the root and that are not read
+/// yet (expected not to be directories: no `DT_DIR` entry names them).
+fn reached_files(reads: &HashMap<u32, Read>) -> std::collections::HashSet<u32> {
+    let mut seen = std::collections::HashSet::from([1u32]);
+    let mut queue = VecDeque::from([1u32]);
+    let mut files = std::collections::HashSet::new();
+    while let Some(d) = queue.pop_front() {
+        let Some(Read::Held(inode)) = reads.get(&d) else {
+            continue;
+        };
+        if inode.kind != InodeKind::Dir {
+            continue;
+        }
+        for de in &inode.dents {
+            match reads.get(&de.ino) {
+                Some(Read::Held(c)) if c.kind == InodeKind::Dir => {
+                    if seen.insert(de.ino) {
+                        queue.push_back(de.ino);
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    files.insert(de.ino);
+                }
+            }
+        }
+    }
+    files
 }
 
 /// The 2- or 4-byte device payload Linux writes (`jffs2_encode_dev`, §1.4).

@@ -670,6 +670,12 @@ impl<'a> Fs<'a> {
             .map(|(ino, _)| *ino)
     }
 
+    /// Whether a directory entry of type `DT_DIR` names `ino` (the build's
+    /// `INO_FLAGS_IS_DIR`, §5.1): what the inode is expected to be before it is read.
+    pub fn named_as_dir(&self, ino: u32) -> bool {
+        self.inos.get(&ino).is_some_and(|b| b.is_dir)
+    }
+
     /// `pino_nlink` after the build (§5.1): the parent for directories, the link count for
     /// everything else. `None` if the inode cache does not exist.
     pub fn pino_nlink(&self, ino: u32) -> Option<u32> {

@@ -47,18 +47,18 @@ const MIN_ERASE: u32 = 4 * 1024;
 const MAX_ERASE: u32 = 16 * 1024 * 1024;
 
 /// A node found by the walk.
-#[derive(Debug, Clone, Copy)]
-struct Node {
-    ofs: u32,
-    totlen: u32,
-    nodetype: u16,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Node {
+    pub(super) ofs: u32,
+    pub(super) totlen: u32,
+    pub(super) nodetype: u16,
 }
 
 /// What a node-to-node walk in one byte order found.
 #[derive(Debug, Default)]
-struct Walk {
-    nodes: Vec<Node>,
-    node_bytes: u64,
+pub(super) struct Walk {
+    pub(super) nodes: Vec<Node>,
+    pub(super) node_bytes: u64,
     ff_bytes: u64,
 }
 
@@ -66,14 +66,20 @@ fn is_ff(b: &[u8]) -> bool {
     b.iter().all(|&c| c == 0xFF)
 }
 
-/// The first 4-aligned offset `q >= p` with `q + 12 <= img.len()` whose word starts with
-/// the magic bytes `finder` looks for. `memmem` (SIMD) does the searching: in the wrong byte
+/// The first 4-aligned offset `q >= p` in `region` (the image up to where the search
+/// stops) with `q + 12 <= len` (the image's length) whose word starts with the magic bytes
+/// `finder` looks for. `memmem` (SIMD) does the searching: in the wrong byte
 /// order, where nothing is a node, this is a pass over the whole image at memory speed.
-fn next_magic(img: &[u8], mut p: usize, finder: &memchr::memmem::Finder<'_>) -> Option<usize> {
-    while p + 12 <= img.len() {
-        let q = p + finder.find(&img[p..])?;
+fn next_magic(
+    region: &[u8],
+    len: usize,
+    mut p: usize,
+    finder: &memchr::memmem::Finder<'_>,
+) -> Option<usize> {
+    while p < region.len() && p + 12 <= len {
+        let q = p + finder.find(region.get(p..)?)?;
         if q % 4 == 0 {
-            return (q + 12 <= img.len()).then_some(q);
+            return (q + 12 <= len).then_some(q);
         }
         p = q + 1;
     }
@@ -91,12 +97,24 @@ fn ff_words(img: &[u8], a: usize, b: usize) -> u64 {
 /// (ACCURATE bit forced) is a node and is skipped by `PAD(totlen)`; anything else advances
 /// 4 bytes (0xFF runs, which hold no magic, included: stepping over them word by word finds
 /// the same nodes). `ff_bytes` is left to [`count_ff`], for the byte order that wins.
-fn walk(img: &[u8], e: Endian) -> Walk {
+pub(super) fn walk(img: &[u8], e: Endian) -> Walk {
     let mut w = Walk::default();
+    walk_range(img, e, 0, img.len(), &mut w);
+    w
+}
+
+/// [`walk`] for the nodes that start in `img[from..to]` (a node may end beyond `to`), from
+/// `from` or from the end of the last node `w` holds, whichever is further; found nodes are
+/// added to `w`. Returns where the walk stopped.
+fn walk_range(img: &[u8], e: Endian, from: usize, to: usize, w: &mut Walk) -> usize {
     let m = e.u16_bytes(MAGIC);
     let finder = memchr::memmem::Finder::new(&m);
-    let mut p = 0usize;
-    while let Some(q) = next_magic(img, p, &finder) {
+    let mut p = from;
+    if let Some(last) = w.nodes.last() {
+        p = p.max(last.ofs as usize + pad4(last.totlen) as usize);
+    }
+    let region = &img[..to.min(img.len())];
+    while let Some(q) = next_magic(region, img.len(), p, &finder) {
         p = q;
         let nodetype = e.get_u16(img, p + 2).unwrap_or(0);
         let totlen = e.get_u32(img, p + 4).unwrap_or(0);
@@ -120,7 +138,40 @@ fn walk(img: &[u8], e: Endian) -> Walk {
         }
         p += 4;
     }
-    w
+    p
+}
+
+/// Both byte orders' walks. The one likelier to be right (more node bytes in the first
+/// MiB) walks the whole image; the other only where the first found no node: a node of one
+/// byte order cannot lie inside a node of the other (short of a header CRC matching by
+/// chance), so this finds the nodes the other's own walk of the whole image finds, without
+/// a second pass over the image at memory speed.
+pub(super) fn walks(img: &[u8]) -> (Walk, Walk) {
+    const PROBE: usize = 1 << 20;
+    let probe = &img[..img.len().min(PROBE)];
+    let (le, be) = (walk(probe, Endian::Little), walk(probe, Endian::Big));
+    let (first, second) = if le.node_bytes >= be.node_bytes {
+        (Endian::Little, Endian::Big)
+    } else {
+        (Endian::Big, Endian::Little)
+    };
+    let main = walk(img, first);
+    let mut other = Walk::default();
+    let mut at = 0usize;
+    for n in &main.nodes {
+        let ofs = n.ofs as usize;
+        if ofs > at {
+            walk_range(img, second, at, ofs, &mut other);
+        }
+        at = at.max(ofs + pad4(n.totlen) as usize);
+    }
+    if at < img.len() {
+        walk_range(img, second, at, img.len(), &mut other);
+    }
+    match first {
+        Endian::Little => (main, other),
+        Endian::Big => (other, main),
+    }
 }
 
 /// Erased bytes (aligned 0xFF words) outside the nodes `w` found.
@@ -326,7 +377,7 @@ pub fn detect(image: &[u8]) -> Detection {
 
     // Byte order.
     // The two walks are independent: one per core.
-    let (le, be) = rayon::join(|| walk(img, Endian::Little), || walk(img, Endian::Big));
+    let (le, be) = walks(img);
     ev.push(format!(
         "{} node headers with valid CRCs read little-endian, {} big-endian",
         le.nodes.len(),
