@@ -150,6 +150,13 @@ const MIN_ERASE: u32 = 8192;
 const ROUND: usize = 2048;
 /// Inodes planned per batch sent to the writing side.
 const PLAN_CHUNK: usize = 64;
+/// Nodes (plus one per inode) a chunk of small files read at once holds, about.
+const CHUNK_NODES: usize = 1024;
+/// Chunks read ahead of the one being planned.
+const AHEAD: usize = 4;
+/// Files of this many nodes or more, and an eighth of all nodes or more, are read beside the
+/// others and written after them.
+const BIG: usize = 1024;
 /// Bytes of file data (decompressed) a round may hold: with the round being written and the
 /// next one prepared, memory stays bounded whatever the nodes claim (a round of hostile
 /// 4 MiB nodes would otherwise hold gigabytes; `tests/hostile_cli.rs`).
@@ -473,22 +480,36 @@ pub fn convert_with_progress<W: Write + Send>(
                 versions: Vec::new(),
                 inodes: 0,
             };
-            let mut ahead = incoming
-                .next_round()
-                .map(|r| scope.spawn(move || prepare(r)));
-            while let Some(h) = ahead.take() {
+            // A round with work to do is made ready on a thread (and the pool) of its own;
+            // one of nodes copied in the input's byte order only (nothing to compute) is
+            // made ready as it is written, without the round trip.
+            let start = |r: Vec<Item>| {
+                if r.iter().any(|it| worker.heavy(it)) {
+                    Ahead::Thread(scope.spawn(move || prepare(r)))
+                } else {
+                    Ahead::Inline(r)
+                }
+            };
+            let mut ahead = incoming.next_round().map(start);
+            while let Some(a) = ahead.take() {
                 if let Some(p) = progress {
                     p(incoming.inodes.min(total), total);
                 }
-                let (round, ready) = match h.join() {
-                    Ok(v) => v,
-                    Err(_) => {
-                        return Err(ConvertError::Internal("a compression thread failed".into()))
+                let (round, ready) = match a {
+                    Ahead::Thread(h) => match h.join() {
+                        Ok(v) => v,
+                        Err(_) => {
+                            return Err(ConvertError::Internal(
+                                "a compression thread failed".into(),
+                            ))
+                        }
+                    },
+                    Ahead::Inline(r) => {
+                        let ready = r.iter().map(|it| worker.ready(it)).collect();
+                        (r, ready)
                     }
                 };
-                ahead = incoming
-                    .next_round()
-                    .map(|r| scope.spawn(move || prepare(r)));
+                ahead = incoming.next_round().map(start);
                 for (ino, v) in incoming.versions.drain(..) {
                     first_version.insert(ino, v);
                     versions.insert(ino, v);
@@ -647,6 +668,14 @@ pub fn convert_with_progress<W: Write + Send>(
         Ok(out.finish()?)
     })?;
     Ok((out, report))
+}
+
+/// The next round, being made ready.
+enum Ahead<T> {
+    /// On a thread: its items and their ready forms.
+    Thread(T),
+    /// Nothing to compute: made ready when written.
+    Inline(Vec<Item>),
 }
 
 /// The writing side's end of the planning: items received, not yet in a round.
@@ -959,20 +988,21 @@ impl<'f, 'a> Planner<'f, 'a> {
         reads.insert(1, Read::Held(root));
         let early = reached_files(&reads);
 
-        // 2. The other inodes; those already known to be shown are planned at once.
-        for chunk in others.chunks(PLAN_CHUNK) {
-            let got: Vec<(u32, Read, Option<Vec<Item>>)> = pool.install(|| {
-                chunk
-                    .par_iter()
-                    .map(|&i| match fs.read_inode(i) {
-                        Ok(inode) if inode.kind != InodeKind::Dir && early.contains(&i) => {
-                            let items = self.items(&inode, &none);
-                            (i, Read::Held(inode), Some(items))
-                        }
-                        r => (i, Read::of(r), None),
-                    })
-                    .collect()
-            });
+        // 2. The other inodes; those already known to be shown are planned at once. Files
+        //    of many nodes are read beside the others (a long read of one inode would stall
+        //    the writing) and written after them.
+        let read_plan = |i: u32| match fs.read_inode(i) {
+            Ok(inode) if inode.kind != InodeKind::Dir && early.contains(&i) => {
+                let items = self.items(&inode, &none);
+                (i, Read::Held(inode), Some(items))
+            }
+            r => (i, Read::of(r), None),
+        };
+        let nodes = |i: &u32| fs.scan().inodes.get(i).map_or(0, |c| c.nodes.len());
+        let all: usize = others.iter().map(nodes).sum();
+        let big_at = BIG.max(all / 8);
+        let (big, small): (Vec<u32>, Vec<u32>) = others.iter().partition(|i| nodes(i) >= big_at);
+        let mut take = |got: Vec<(u32, Read, Option<Vec<Item>>)>| -> bool {
             let mut batch = Batch::default();
             for (ino, read, items) in got {
                 match (read, items) {
@@ -985,10 +1015,83 @@ impl<'f, 'a> Planner<'f, 'a> {
                     }
                 }
             }
-            if tx.send(batch).is_err() {
-                // The writing side stopped (on an error, which it reports).
-                return Ok(report);
+            // An error: the writing side stopped (on an error, which it reports).
+            tx.send(batch).is_ok()
+        };
+        let sent = std::thread::scope(|s| -> Result<bool, ConvertError> {
+            // On a thread of its own, one inode after the other (its data checks too: in
+            // the pool they would take every core from the small files).
+            let large = s.spawn(|| -> Result<Vec<_>, ConvertError> {
+                if big.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let one = rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .thread_name(|_| "jffs2-convert-large".into())
+                    .build()
+                    .map_err(|e| ConvertError::Internal(e.to_string()))?;
+                Ok(one.install(|| big.iter().map(|&i| read_plan(i)).collect()))
+            });
+            // Chunks of about the same work, a few read ahead at once, taken in order.
+            let mut chunks: Vec<&[u32]> = Vec::new();
+            let (mut from, mut work) = (0usize, 0usize);
+            for (k, i) in small.iter().enumerate() {
+                work += nodes(i) + 1;
+                if k + 1 - from >= PLAN_CHUNK || work >= CHUNK_NODES || k + 1 == small.len() {
+                    chunks.push(&small[from..=k]);
+                    from = k + 1;
+                    work = 0;
+                }
             }
+            let ok = pool.in_place_scope(|ps| -> Result<bool, ConvertError> {
+                let (rtx, rrx) = std::sync::mpsc::channel();
+                let read_plan = &read_plan;
+                let spawn = |k: usize| {
+                    let rtx = rtx.clone();
+                    let chunk = chunks[k];
+                    ps.spawn(move |_| {
+                        // A panic is answered (it would leave the receiver waiting).
+                        let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            chunk.par_iter().map(|&i| read_plan(i)).collect::<Vec<_>>()
+                        }));
+                        let _ = rtx.send((k, got.ok()));
+                    });
+                };
+                let mut spawned = 0usize;
+                while spawned < chunks.len().min(AHEAD) {
+                    spawn(spawned);
+                    spawned += 1;
+                }
+                let mut done: BTreeMap<usize, Vec<_>> = BTreeMap::new();
+                for k in 0..chunks.len() {
+                    let got = loop {
+                        if let Some(g) = done.remove(&k) {
+                            break g;
+                        }
+                        let failed = || ConvertError::Internal("a reading task failed".into());
+                        let (j, g) = rrx.recv().map_err(|_| failed())?;
+                        done.insert(j, g.ok_or_else(failed)?);
+                    };
+                    if spawned < chunks.len() {
+                        spawn(spawned);
+                        spawned += 1;
+                    }
+                    if !take(got) {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            })?;
+            if !ok {
+                return Ok(false);
+            }
+            let got = large
+                .join()
+                .map_err(|_| ConvertError::Internal("a reading thread failed".into()))??;
+            Ok(take(got))
+        })?;
+        if !sent {
+            return Ok(report);
         }
 
         // 3. The tree Linux shows.
@@ -1442,6 +1545,20 @@ impl<'a> Worker<'_, 'a> {
                 }
                 .encode(to, &mut b);
                 Ready::Node(Cow::Owned(b), record_size(NodeKind::Xref, 0))
+            }
+        }
+    }
+
+    /// Whether making `it` ready is work (a byte swap, decompression, compression) worth
+    /// a thread: everything but copies in the input's byte order and small fresh nodes.
+    fn heavy(&self, it: &Item) -> bool {
+        match it {
+            Item::Copy { .. } | Item::LastMeta { .. } => {
+                self.fs.scan().geometry.endian != self.cfg.layout.endian
+            }
+            Item::Data { .. } => true,
+            Item::Meta { .. } | Item::Datum { .. } | Item::Dirent { .. } | Item::Xref { .. } => {
+                false
             }
         }
     }
