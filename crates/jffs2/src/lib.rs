@@ -133,6 +133,7 @@ pub mod fsck;
 pub mod fuzz;
 pub mod layout;
 pub mod mkfs;
+mod prefetch;
 pub mod scan;
 pub mod source;
 pub mod sumtool;

@@ -226,6 +226,8 @@ pub struct Source<'a> {
     pub geometry: Geometry,
     /// What the detection said.
     pub detection: Detection,
+    /// Where the detection found nodes: prefetch hints for the scan.
+    hints: Vec<u32>,
 }
 
 /// Detects the geometry of `image` unless given; an error if it is not JFFS2.
@@ -233,7 +235,7 @@ fn geometry_of(
     image: &[u8],
     erase_size: Option<u32>,
     endian: Option<Endian>,
-) -> Result<(Geometry, Detection), ConvertError> {
+) -> Result<(Geometry, Detection, Vec<u32>), ConvertError> {
     if image.is_empty() {
         return Err(ConvertError::Input("the input is empty".into()));
     }
@@ -243,7 +245,7 @@ fn geometry_of(
             "the input is {len} bytes; JFFS2 addresses at most 4 GiB"
         )));
     }
-    let detection = crate::scan::detect(image);
+    let (detection, hints) = crate::scan::detect::detect_with_nodes(image);
     if detection.confidence <= 0.0 {
         let why = detection
             .evidence
@@ -259,7 +261,7 @@ fn geometry_of(
     if let Some(es) = erase_size {
         geometry.erase_size = es;
     }
-    Ok((geometry, detection))
+    Ok((geometry, detection, hints))
 }
 
 impl Source<'static> {
@@ -270,7 +272,7 @@ impl Source<'static> {
         erase_size: Option<u32>,
         endian: Option<Endian>,
     ) -> Result<Source<'static>, ConvertError> {
-        let (geometry, detection) = geometry_of(&image, erase_size, endian)?;
+        let (geometry, detection, hints) = geometry_of(&image, erase_size, endian)?;
         let input_len = image.len() as u64;
         let want = crate::scan::flashed_len(image.len(), geometry.erase_size);
         if want > image.len() {
@@ -281,6 +283,7 @@ impl Source<'static> {
             input_len,
             geometry,
             detection,
+            hints,
         })
     }
 }
@@ -297,7 +300,7 @@ impl<'a> Source<'a> {
         let image = buf
             .get(..len)
             .ok_or_else(|| ConvertError::Internal("input length beyond its buffer".into()))?;
-        let (geometry, detection) = geometry_of(image, erase_size, endian)?;
+        let (geometry, detection, hints) = geometry_of(image, erase_size, endian)?;
         let want = crate::scan::flashed_len(len, geometry.erase_size);
         let padded = buf.get_mut(..want.max(len)).ok_or_else(|| {
             ConvertError::Input(format!(
@@ -311,6 +314,7 @@ impl<'a> Source<'a> {
             input_len: len as u64,
             geometry,
             detection,
+            hints,
         })
     }
 
@@ -321,7 +325,7 @@ impl<'a> Source<'a> {
             read_only: true,
             ..ScanOptions::default()
         };
-        let s = crate::scan::scan(&self.image, &self.geometry, &opts);
+        let s = crate::scan::engine::scan_hinted(&self.image, &self.geometry, &opts, &self.hints);
         if let Some(f) = &s.failure {
             return Err(ConvertError::Unmountable(f.to_string()));
         }
@@ -1032,23 +1036,38 @@ impl<'f, 'a> Planner<'f, 'a> {
                     .map_err(|e| ConvertError::Internal(e.to_string()))?;
                 Ok(one.install(|| big.iter().map(|&i| read_plan(i)).collect()))
             });
-            // Chunks of about the same work, a few read ahead at once, taken in order.
-            let mut chunks: Vec<&[u32]> = Vec::new();
-            let (mut from, mut work) = (0usize, 0usize);
+            // Chunks of about the same work, a few read ahead at once, taken in order; the
+            // large files (`None`) halfway through the small files' nodes, so that the large
+            // read and the writing of the first half overlap, then the large writing and the
+            // reading of the second half.
+            let mut chunks: Vec<Option<&[u32]>> = Vec::new();
+            let half = small.iter().map(|i| nodes(i) + 1).sum::<usize>() / 2;
+            let (mut from, mut work, mut sum, mut placed) = (0usize, 0usize, 0usize, false);
             for (k, i) in small.iter().enumerate() {
                 work += nodes(i) + 1;
                 if k + 1 - from >= PLAN_CHUNK || work >= CHUNK_NODES || k + 1 == small.len() {
-                    chunks.push(&small[from..=k]);
+                    chunks.push(Some(&small[from..=k]));
                     from = k + 1;
+                    sum += work;
                     work = 0;
+                    if sum >= half && !placed {
+                        chunks.push(None);
+                        placed = true;
+                    }
                 }
             }
+            if !placed {
+                chunks.push(None);
+            }
+            let mut large = Some(large);
             let ok = pool.in_place_scope(|ps| -> Result<bool, ConvertError> {
                 let (rtx, rrx) = std::sync::mpsc::channel();
                 let read_plan = &read_plan;
                 let spawn = |k: usize| {
+                    let Some(chunk) = chunks[k] else {
+                        return;
+                    };
                     let rtx = rtx.clone();
-                    let chunk = chunks[k];
                     ps.spawn(move |_| {
                         // A panic is answered (it would leave the receiver waiting).
                         let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -1064,6 +1083,20 @@ impl<'f, 'a> Planner<'f, 'a> {
                 }
                 let mut done: BTreeMap<usize, Vec<_>> = BTreeMap::new();
                 for k in 0..chunks.len() {
+                    if chunks[k].is_none() {
+                        let got = match large.take().map(|h| h.join()) {
+                            Some(Ok(r)) => r?,
+                            _ => {
+                                return Err(ConvertError::Internal(
+                                    "a reading thread failed".into(),
+                                ))
+                            }
+                        };
+                        if !take(got) {
+                            return Ok(false);
+                        }
+                        continue;
+                    }
                     let got = loop {
                         if let Some(g) = done.remove(&k) {
                             break g;
@@ -1082,13 +1115,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 }
                 Ok(true)
             })?;
-            if !ok {
-                return Ok(false);
-            }
-            let got = large
-                .join()
-                .map_err(|_| ConvertError::Internal("a reading thread failed".into()))??;
-            Ok(take(got))
+            Ok(ok)
         })?;
         if !sent {
             return Ok(report);

@@ -11,6 +11,11 @@
 //! Other bytes (rewritten nodes, cleanmarkers, summaries, padding) are gathered in
 //! buffers. The bytes written, and their order, are exactly those given.
 //!
+//! Padding after a kept node is taken as the image's next bytes without looking at them
+//! (that look is a cache miss per node on the thread that lays the output out); the writing
+//! thread checks them just before it writes them, and writes the given bytes instead where
+//! they differ.
+//!
 //! Memory stays bounded: a batch holds at most [`BATCH_OWNED`] bytes of its own and
 //! [`BATCH_PIECES`] pieces, and at most two batches wait for the thread.
 
@@ -29,8 +34,24 @@ const BATCH_OWNED: usize = 2 * BUF;
 const BATCH_KEPT: usize = 8 << 20;
 /// ... or holds this many pieces.
 const BATCH_PIECES: usize = 1024;
-/// Padding after a kept slice is compared with the image's next bytes up to this length.
-const CONTINUE_MAX: usize = 64;
+/// Padding after a kept slice is taken as the image's next bytes (checked by the writing
+/// thread) up to this length.
+const CONTINUE_MAX: usize = 8;
+
+/// Bytes written as the image's own, to be checked before they are: the kept piece `piece`
+/// of the batch must hold `bytes` at `pos`.
+struct Check {
+    piece: usize,
+    pos: usize,
+    len: usize,
+    bytes: [u8; CONTINUE_MAX],
+}
+
+/// A batch of pieces and the checks of its kept bytes.
+struct Batch<'a> {
+    pieces: Vec<Piece<'a>>,
+    checks: Vec<Check>,
+}
 
 /// A run of output bytes.
 enum Piece<'a> {
@@ -54,10 +75,11 @@ impl Piece<'_> {
 pub(crate) struct Pipe<'scope, 'a, W: Write + Send> {
     image: &'a [u8],
     pieces: Vec<Piece<'a>>,
+    checks: Vec<Check>,
     buf: Vec<u8>,
     owned: usize,
     kept: usize,
-    tx: Option<SyncSender<Vec<Piece<'a>>>>,
+    tx: Option<SyncSender<Batch<'a>>>,
     spare: Receiver<Vec<u8>>,
     thread: Option<ScopedJoinHandle<'scope, io::Result<W>>>,
 }
@@ -69,12 +91,12 @@ impl<'scope, 'a: 'scope, W: Write + Send + 'scope> Pipe<'scope, 'a, W> {
         image: &'a [u8],
         mut out: W,
     ) -> Pipe<'scope, 'a, W> {
-        let (tx, rx) = sync_channel::<Vec<Piece<'a>>>(2);
+        let (tx, rx) = sync_channel::<Batch<'a>>(2);
         let (give_back, spare) = sync_channel::<Vec<u8>>(4);
         let thread = scope.spawn(move || -> io::Result<W> {
             for batch in rx {
-                write_pieces(&mut out, &batch)?;
-                for p in batch {
+                write_batch(&mut out, &batch)?;
+                for p in batch.pieces {
                     if let Piece::Owned(mut v) = p {
                         if v.capacity() >= BUF {
                             v.clear();
@@ -89,6 +111,7 @@ impl<'scope, 'a: 'scope, W: Write + Send + 'scope> Pipe<'scope, 'a, W> {
         Pipe {
             image,
             pieces: Vec::new(),
+            checks: Vec::new(),
             buf: Vec::with_capacity(BUF),
             owned: 0,
             kept: 0,
@@ -148,7 +171,10 @@ impl<'scope, 'a: 'scope, W: Write + Send + 'scope> Pipe<'scope, 'a, W> {
         if self.pieces.is_empty() {
             return Ok(());
         }
-        let batch = std::mem::take(&mut self.pieces);
+        let batch = Batch {
+            pieces: std::mem::take(&mut self.pieces),
+            checks: std::mem::take(&mut self.checks),
+        };
         self.owned = 0;
         self.kept = 0;
         match self.tx.as_ref().map(|tx| tx.send(batch)) {
@@ -186,14 +212,45 @@ impl<'scope, 'a: 'scope, W: Write + Send + 'scope> Pipe<'scope, 'a, W> {
     }
 }
 
-/// Writes the pieces with as few calls as `writev` allows.
-fn write_pieces<W: Write>(out: &mut W, batch: &[Piece<'_>]) -> io::Result<()> {
+/// Writes a batch: its pieces as given, with the bytes of a failed check in place of the
+/// image's.
+fn write_batch<W: Write>(out: &mut W, batch: &Batch<'_>) -> io::Result<()> {
+    let found = |c: &Check| match batch.pieces.get(c.piece) {
+        Some(Piece::Kept(s)) => s.get(c.pos..c.pos + c.len),
+        _ => None,
+    };
+    let holds = |c: &Check| found(c) == Some(&c.bytes[..c.len]);
+    let mut slices: Vec<&[u8]> = Vec::with_capacity(batch.pieces.len());
+    if batch.checks.iter().all(holds) {
+        slices.extend(batch.pieces.iter().map(Piece::bytes));
+        return write_slices(out, &slices);
+    }
+    // Rare: a kept piece is split around the bytes that differ.
+    let mut checks = batch.checks.iter().peekable();
+    for (i, p) in batch.pieces.iter().enumerate() {
+        let bytes = p.bytes();
+        let mut from = 0usize;
+        while let Some(c) = checks.next_if(|c| c.piece == i) {
+            if holds(c) || c.pos < from || c.pos + c.len > bytes.len() {
+                continue;
+            }
+            slices.push(&bytes[from..c.pos]);
+            slices.push(&c.bytes[..c.len]);
+            from = c.pos + c.len;
+        }
+        slices.push(&bytes[from..]);
+    }
+    write_slices(out, &slices)
+}
+
+/// Writes the slices with as few calls as `writev` allows.
+fn write_slices<W: Write>(out: &mut W, all: &[&[u8]]) -> io::Result<()> {
     const IOV: usize = 512;
     let mut i = 0;
-    while i < batch.len() {
-        let group = &batch[i..(i + IOV).min(batch.len())];
+    while i < all.len() {
+        let group = &all[i..(i + IOV).min(all.len())];
         i += group.len();
-        let mut slices: Vec<IoSlice<'_>> = group.iter().map(|p| IoSlice::new(p.bytes())).collect();
+        let mut slices: Vec<IoSlice<'_>> = group.iter().map(|b| IoSlice::new(b)).collect();
         let mut rest: &mut [IoSlice<'_>] = &mut slices;
         while !rest.is_empty() {
             match out.write_vectored(rest) {
@@ -229,11 +286,19 @@ impl<'scope, 'a: 'scope, W: Write + Send + 'scope> Write for Pipe<'scope, 'a, W>
                 }
             }
             _ => match end {
-                // Padding equal to what follows the kept slice in the input.
-                Some(e)
-                    if b.len() <= CONTINUE_MAX
-                        && self.image.get(e..e + b.len()).is_some_and(|n| n == b) =>
-                {
+                // Padding: taken as what follows the kept slice in the input, checked by
+                // the writing thread.
+                Some(e) if b.len() <= CONTINUE_MAX && e + b.len() <= self.image.len() => {
+                    let mut bytes = [0u8; CONTINUE_MAX];
+                    bytes[..b.len()].copy_from_slice(b);
+                    let piece = self.pieces.len() - 1;
+                    let pos = self.pieces[piece].bytes().len();
+                    self.checks.push(Check {
+                        piece,
+                        pos,
+                        len: b.len(),
+                        bytes,
+                    });
                     self.extend_kept(e, e + b.len());
                 }
                 _ => {
@@ -269,7 +334,8 @@ mod tests {
     }
 
     /// Every way a write can be taken (kept and continued, kept anew, padding equal to the
-    /// input's next bytes, owned, across buffer and batch limits) gives the same bytes.
+    /// input's next bytes or not, owned, across buffer and batch limits) gives the same
+    /// bytes.
     #[test]
     fn output_is_exactly_the_writes() {
         let img = image(40 << 20);
@@ -308,7 +374,17 @@ mod tests {
                         want.extend_from_slice(&own);
                         at += len;
                     }
-                    _ => at += len,
+                    // Padding that is not the input's next bytes, then the input again
+                    // after it: the writing thread's check fails and splits the slice.
+                    _ => {
+                        let pad: Vec<u8> = img[at + len..at + len + 1 + k % 3]
+                            .iter()
+                            .map(|b| !b)
+                            .collect();
+                        p.write_all(&pad).expect("write");
+                        want.extend_from_slice(&pad);
+                        at += len + pad.len();
+                    }
                 }
                 if want.len() > 300 << 20 {
                     break;

@@ -259,7 +259,15 @@ impl Fs<'_> {
         }
         let mut c = Collect::default();
         if let Some(ic) = ic {
-            for &idx in ic.nodes.iter().rev() {
+            // Headers a few nodes ahead are asked for while this one is read.
+            const AHEAD: usize = 8;
+            let order = ic.nodes.iter().rev();
+            for (k, &idx) in order.enumerate() {
+                if let Some(a) = ic.nodes.len().checked_sub(k + 1 + AHEAD) {
+                    if let Some(ahead) = ic.nodes.get(a).and_then(|&i| self.scan.refs.get(i)) {
+                        crate::prefetch::prefetch(self.image, ahead.offset as usize);
+                    }
+                }
                 let Some(r) = self.scan.refs.get(idx) else {
                     continue;
                 };

@@ -48,6 +48,17 @@ impl Engine<'_> {
         out
     }
 
+    /// Asks for the header of the node a few hints past `ofs` (see `scan_hinted`).
+    fn hint(&mut self, ofs: u32) {
+        const AHEAD: usize = 8;
+        while self.hints.get(self.hint_at).is_some_and(|&h| h <= ofs) {
+            self.hint_at += 1;
+        }
+        if let Some(&h) = self.hints.get(self.hint_at + AHEAD) {
+            crate::prefetch::prefetch(self.img, h as usize);
+        }
+    }
+
     fn word_ff(&self, ofs: u32) -> bool {
         self.bytes::<4>(ofs) == [0xFF; 4]
     }
@@ -182,6 +193,7 @@ impl Engine<'_> {
                 continue;
             }
             prevofs = Some(ofs);
+            self.hint(ofs);
             // D.3 fewer than 12 bytes left: dirty the rest (debug message only).
             if end - ofs < HEADER_SIZE as u32 {
                 self.dirty(b, end - ofs, Some(DirtCause::BlockTail))?;

@@ -356,6 +356,18 @@ fn unknown(evidence: Vec<String>, confidence: f32) -> Detection {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn detect(image: &[u8]) -> Detection {
+    detect_into(image, &mut Vec::new())
+}
+
+/// [`detect`], with the offsets of the nodes its walk found in the byte order it chose (a
+/// scan's prefetch hints: [`crate::scan::engine::scan_hinted`]).
+pub(crate) fn detect_with_nodes(image: &[u8]) -> (Detection, Vec<u32>) {
+    let mut nodes = Vec::new();
+    let d = detect_into(image, &mut nodes);
+    (d, nodes)
+}
+
+fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
     let mut ev = Vec::new();
     if image.is_empty() {
         ev.push("the image is empty (0 bytes): not a JFFS2 image".to_string());
@@ -389,6 +401,7 @@ pub fn detect(image: &[u8]) -> Detection {
         (Endian::Big, be, le)
     };
     count_ff(img, &mut w);
+    nodes.extend(w.nodes.iter().map(|n| n.ofs));
     if w.nodes.is_empty() {
         ev.push("no JFFS2 node header (magic 0x1985 with a valid header CRC) in either byte order: not a JFFS2 image".to_string());
         return unknown(ev, 0.0);

@@ -142,6 +142,9 @@ pub(super) struct Engine<'a> {
     /// OpenWrt's end-of-filesystem marker was found at this block offset (the kernel's
     /// `c->flags & (1 << 7)`).
     pub end_marker: Option<u32>,
+    /// Prefetch hints ([`scan_hinted`]) and the first not yet passed.
+    pub hints: &'a [u32],
+    pub hint_at: usize,
 }
 
 /// Bytes an image of `len` bytes takes as flashed in blocks of `erase_size`: whole blocks,
@@ -207,8 +210,22 @@ pub fn as_flashed(image: &[u8], erase_size: u32) -> Cow<'_, [u8]> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn scan(image: &[u8], geom: &Geometry, opts: &ScanOptions) -> Scan {
+    scan_hinted(image, geom, opts, &[])
+}
+
+/// [`scan`] with `hints`: offsets where nodes are expected (ascending; the detection's
+/// walk, [`crate::scan::detect::detect_with_nodes`]), whose headers are asked for a few nodes
+/// ahead. Hints change nothing the scan finds, only how long it waits on memory; wrong ones
+/// cost nothing but the hint.
+pub(crate) fn scan_hinted(
+    image: &[u8],
+    geom: &Geometry,
+    opts: &ScanOptions,
+    hints: &[u32],
+) -> Scan {
     let sector = geom.erase_size;
     let mut eng = Engine::new(&[], geom, opts);
+    eng.hints = hints;
     if sector < MIN_ERASE_SIZE || sector % 4 != 0 {
         eng.halted = true;
         eng.failure = Some(MountFailure::Other(format!(
@@ -280,6 +297,8 @@ impl<'a> Engine<'a> {
             nr_erasing_blocks: 0,
             empty_blocks: 0,
             end_marker: None,
+            hints: &[],
+            hint_at: 0,
         }
     }
 

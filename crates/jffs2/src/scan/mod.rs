@@ -60,7 +60,7 @@ use crate::format::{Endian, NodeKind};
 
 mod block;
 pub mod detect;
-mod engine;
+pub(crate) mod engine;
 pub mod msg;
 pub mod nodelist;
 mod summary;
