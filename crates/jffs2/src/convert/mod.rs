@@ -822,6 +822,10 @@ fn emit<W: Write>(
 /// counts a tail of up to 196 bytes (`ISDIRTY`, §1.10) as wasted, a larger one as dirt.
 const SPLIT_MIN: usize = INODE_SIZE + MIN_DATA_LEN as usize;
 
+/// Block tails smaller than this (less the node header) are filled with uncompressed data
+/// when a data node is split there.
+const RAW_TAIL: usize = 1024;
+
 /// `JFFS2_MIN_DATA_LEN`.
 const MIN_DATA_LEN: u32 = 128;
 
@@ -875,6 +879,19 @@ fn write_chunk<W: Write>(
         let fresh;
         let c = match spec.take() {
             Some(s) if pos == 0 && space == len && s.consumed == len => s,
+            // A small block tail is filled with data as it is: compressing "as much as fits"
+            // takes zlib many partial flushes (mtd-utils' method, §4.2) on the thread that
+            // lays the output out, for a few hundred bytes; the rest of the page is
+            // compressed in the next block as usual.
+            _ if space < len - pos && space < RAW_TAIL => {
+                fresh = Compressed {
+                    compr: COMPR_NONE,
+                    consumed: space,
+                    data: data[pos..pos + space].to_vec(),
+                    stats: Default::default(),
+                };
+                &fresh
+            }
             _ => {
                 fresh = cfg.compressors.compress(&data[pos..], space);
                 &fresh
