@@ -154,8 +154,8 @@ const PLAN_CHUNK: usize = 64;
 const CHUNK_NODES: usize = 1024;
 /// Chunks read ahead of the one being planned.
 const AHEAD: usize = 4;
-/// Files of this many nodes or more, and an eighth of all nodes or more, are read beside the
-/// others and written after them.
+/// Files of this many nodes or more, and an eighth of all nodes or more, are read and written
+/// before the others.
 const BIG: usize = 1024;
 /// Bytes of file data (decompressed) a round may hold: with the round being written and the
 /// next one prepared, memory stays bounded whatever the nodes claim (a round of hostile
@@ -1009,9 +1009,10 @@ impl<'f, 'a> Planner<'f, 'a> {
         reads.insert(1, Read::Held(root));
         let early = reached_files(&reads);
 
-        // 2. The other inodes; those already known to be shown are planned at once. Files
-        //    of many nodes are read beside the others (a long read of one inode would stall
-        //    the writing) and written after them.
+        // 2. The other inodes; those already known to be shown are planned at once. The
+        //    files of many nodes come first: their reading is the longest wait (its data
+        //    checks run on all cores, the small files' chunks beside), and once it is done
+        //    their writing, the bulk of the output, overlaps the small files' reading.
         let read_plan = |i: u32| match fs.read_inode(i) {
             Ok(inode) if inode.kind != InodeKind::Dir && early.contains(&i) => {
                 let items = self.items(&inode, &none);
@@ -1039,100 +1040,79 @@ impl<'f, 'a> Planner<'f, 'a> {
             // An error: the writing side stopped (on an error, which it reports).
             tx.send(batch).is_ok()
         };
-        let sent = std::thread::scope(|s| -> Result<bool, ConvertError> {
-            // On a thread of its own, one inode after the other (its data checks too: in
-            // the pool they would take every core from the small files).
-            let large = s.spawn(|| -> Result<Vec<_>, ConvertError> {
-                if big.is_empty() {
-                    return Ok(Vec::new());
+        // Chunks of about the same work, taken in order: the large files (one chunk)
+        // halfway through the small files' nodes. The large chunk is read first, the others
+        // beside it, so that its writing overlaps the reading of the second half and the
+        // writing of the first half its reading.
+        let mut chunks: Vec<&[u32]> = Vec::new();
+        let half = small.iter().map(|i| nodes(i) + 1).sum::<usize>() / 2;
+        let mut large_at = None;
+        let (mut from, mut work, mut sum) = (0usize, 0usize, 0usize);
+        for (k, i) in small.iter().enumerate() {
+            work += nodes(i) + 1;
+            if k + 1 - from >= PLAN_CHUNK || work >= CHUNK_NODES || k + 1 == small.len() {
+                chunks.push(&small[from..=k]);
+                from = k + 1;
+                sum += work;
+                work = 0;
+                if sum >= half && large_at.is_none() && !big.is_empty() {
+                    large_at = Some(chunks.len());
+                    chunks.push(&big);
                 }
-                let one = rayon::ThreadPoolBuilder::new()
-                    .num_threads(1)
-                    .thread_name(|_| "jffs2-convert-large".into())
-                    .build()
-                    .map_err(|e| ConvertError::Internal(e.to_string()))?;
-                Ok(one.install(|| big.iter().map(|&i| read_plan(i)).collect()))
-            });
-            // Chunks of about the same work, a few read ahead at once, taken in order; the
-            // large files (`None`) halfway through the small files' nodes, so that the large
-            // read and the writing of the first half overlap, then the large writing and the
-            // reading of the second half.
-            let mut chunks: Vec<Option<&[u32]>> = Vec::new();
-            let half = small.iter().map(|i| nodes(i) + 1).sum::<usize>() / 2;
-            let (mut from, mut work, mut sum, mut placed) = (0usize, 0usize, 0usize, false);
-            for (k, i) in small.iter().enumerate() {
-                work += nodes(i) + 1;
-                if k + 1 - from >= PLAN_CHUNK || work >= CHUNK_NODES || k + 1 == small.len() {
-                    chunks.push(Some(&small[from..=k]));
-                    from = k + 1;
-                    sum += work;
-                    work = 0;
-                    if sum >= half && !placed {
-                        chunks.push(None);
-                        placed = true;
+            }
+        }
+        if large_at.is_none() && !big.is_empty() {
+            large_at = Some(chunks.len());
+            chunks.push(&big);
+        }
+        // The order chunks are read in.
+        let reading: Vec<usize> = large_at
+            .into_iter()
+            .chain((0..chunks.len()).filter(|&k| Some(k) != large_at))
+            .collect();
+        let sent = pool.in_place_scope(|ps| -> Result<bool, ConvertError> {
+            let (rtx, rrx) = std::sync::mpsc::channel();
+            let read_plan = &read_plan;
+            let spawn = |k: usize| {
+                let rtx = rtx.clone();
+                let chunk = chunks[k];
+                ps.spawn(move |_| {
+                    // A panic is answered (it would leave the receiver waiting).
+                    let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        chunk.par_iter().map(|&i| read_plan(i)).collect::<Vec<_>>()
+                    }));
+                    let _ = rtx.send((k, got.ok()));
+                });
+            };
+            // In flight: AHEAD chunks past the one awaited, or as many nodes as the large
+            // files hold (read while they are: the pool's other threads would wait).
+            let work = |c: &[u32]| c.iter().map(|i| nodes(i) + 1).sum::<usize>();
+            let window = work(&big);
+            let (mut next, mut inflight) = (0usize, 0usize);
+            let mut done: BTreeMap<usize, Vec<_>> = BTreeMap::new();
+            for k in 0..chunks.len() {
+                while let Some(&r) = reading.get(next) {
+                    if r >= k + AHEAD && inflight >= window {
+                        break;
                     }
+                    inflight += work(chunks[r]);
+                    spawn(r);
+                    next += 1;
                 }
-            }
-            if !placed {
-                chunks.push(None);
-            }
-            let mut large = Some(large);
-            let ok = pool.in_place_scope(|ps| -> Result<bool, ConvertError> {
-                let (rtx, rrx) = std::sync::mpsc::channel();
-                let read_plan = &read_plan;
-                let spawn = |k: usize| {
-                    let Some(chunk) = chunks[k] else {
-                        return;
-                    };
-                    let rtx = rtx.clone();
-                    ps.spawn(move |_| {
-                        // A panic is answered (it would leave the receiver waiting).
-                        let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            chunk.par_iter().map(|&i| read_plan(i)).collect::<Vec<_>>()
-                        }));
-                        let _ = rtx.send((k, got.ok()));
-                    });
+                let got = loop {
+                    if let Some(g) = done.remove(&k) {
+                        break g;
+                    }
+                    let failed = || ConvertError::Internal("a reading task failed".into());
+                    let (j, g) = rrx.recv().map_err(|_| failed())?;
+                    done.insert(j, g.ok_or_else(failed)?);
                 };
-                let mut spawned = 0usize;
-                while spawned < chunks.len().min(AHEAD) {
-                    spawn(spawned);
-                    spawned += 1;
+                inflight = inflight.saturating_sub(work(chunks[k]));
+                if !take(got) {
+                    return Ok(false);
                 }
-                let mut done: BTreeMap<usize, Vec<_>> = BTreeMap::new();
-                for k in 0..chunks.len() {
-                    if chunks[k].is_none() {
-                        let got = match large.take().map(|h| h.join()) {
-                            Some(Ok(r)) => r?,
-                            _ => {
-                                return Err(ConvertError::Internal(
-                                    "a reading thread failed".into(),
-                                ))
-                            }
-                        };
-                        if !take(got) {
-                            return Ok(false);
-                        }
-                        continue;
-                    }
-                    let got = loop {
-                        if let Some(g) = done.remove(&k) {
-                            break g;
-                        }
-                        let failed = || ConvertError::Internal("a reading task failed".into());
-                        let (j, g) = rrx.recv().map_err(|_| failed())?;
-                        done.insert(j, g.ok_or_else(failed)?);
-                    };
-                    if spawned < chunks.len() {
-                        spawn(spawned);
-                        spawned += 1;
-                    }
-                    if !take(got) {
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
-            })?;
-            Ok(ok)
+            }
+            Ok(true)
         })?;
         if !sent {
             return Ok(report);

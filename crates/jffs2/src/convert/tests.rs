@@ -490,3 +490,72 @@ fn a_too_small_erase_size_is_an_error() {
         Err(ConvertError::Geometry(_))
     ));
 }
+
+/// An image for the streaming of the planning: two files large enough to be read apart
+/// (1100 and 1030 nodes), hundreds of small files (many chunks), a hard link, a directory
+/// its entry calls a regular file (found to be a directory only once read: what only it
+/// reaches is placed at the end), and a regular file its entry calls a directory.
+fn streamed(e: Endian) -> Vec<u8> {
+    let mut i = Img::new(e);
+    i.dir(2, 1).dirent(1, 1, 2, dt::DIR, b"d");
+    let mut big = |i: &mut Img, ino: u32, n: u32| {
+        for k in 0..n {
+            i.data(
+                ino,
+                k + 1,
+                n * 64,
+                k * 64,
+                &pattern(64, (ino + k) as u8),
+                false,
+            );
+        }
+    };
+    big(&mut i, 3, 1100);
+    i.dirent(1, 2, 3, dt::REG, b"big");
+    big(&mut i, 40, 1030);
+    i.dirent(2, 2, 40, dt::REG, b"big2");
+    for ino in 4..300u32 {
+        if ino == 40 {
+            continue;
+        }
+        if ino % 3 == 0 {
+            i.data(ino, 1, 200, 0, &[ino as u8; 200], true);
+        } else {
+            i.data(ino, 1, 16, 0, &pattern(16, ino as u8), false);
+        }
+        i.dirent(2, ino, ino, dt::REG, format!("f{ino}").as_bytes());
+    }
+    i.dirent(1, 3, 5, dt::REG, b"link");
+    // A directory named as a regular file, and what only it reaches.
+    i.dir(301, 1).dirent(2, 400, 301, dt::REG, b"sneaky");
+    i.data(302, 1, 5, 0, b"inner", false)
+        .dirent(301, 1, 302, dt::REG, b"inner");
+    // A regular file named as a directory.
+    i.data(303, 1, 4, 0, b"file", false)
+        .dirent(1, 4, 303, dt::DIR, b"notadir");
+    i.build()
+}
+
+#[test]
+fn streamed_planning_keeps_the_tree_whatever_the_threads() {
+    let img = streamed(LE);
+    let g = geometry(LE, ES, 12);
+    let (before, _) = shown(&img, &g);
+    assert!(before
+        .entries
+        .iter()
+        .any(|e| e.path.ends_with(b"sneaky/inner")));
+    let mut outs = Vec::new();
+    for threads in [1, 2, 3] {
+        let mut c = cfg(LE, ES, Some(12), false);
+        c.threads = threads;
+        let (out, report) = run(&img, &g, &c);
+        assert!(report.dropped.is_empty(), "{:?}", report.dropped);
+        let (after, _) = shown(&out, &g);
+        same_tree(&before, &after);
+        assert_clean(&out, &g);
+        outs.push(out);
+    }
+    assert_same_bytes(&outs[0], &outs[1]);
+    assert_same_bytes(&outs[0], &outs[2]);
+}
