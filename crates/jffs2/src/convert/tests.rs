@@ -498,7 +498,7 @@ fn a_too_small_erase_size_is_an_error() {
 fn streamed(e: Endian) -> Vec<u8> {
     let mut i = Img::new(e);
     i.dir(2, 1).dirent(1, 1, 2, dt::DIR, b"d");
-    let mut big = |i: &mut Img, ino: u32, n: u32| {
+    let big = |i: &mut Img, ino: u32, n: u32| {
         for k in 0..n {
             i.data(
                 ino,
