@@ -33,9 +33,10 @@
 //! Inodes Linux cannot read, the entries naming them, and inodes no directory reaches are
 //! left out and reported ([`Dropped`]). Output bytes never depend on the number of threads.
 //!
-//! Inodes are written in inode order as soon as they are read and known to be shown — the
-//! files first, the directories (whose entries depend on every child being readable) after
-//! them — while later inodes are still being read; the bytes of copied nodes go to the output
+//! Inodes are written as soon as they are read and known to be shown, while later ones are
+//! still being read: the files in inode order, those of many nodes halfway through the others
+//! (read first, so that their long reading overlaps writing), then the directories (whose
+//! entries depend on every child being readable). The bytes of copied nodes go to the output
 //! straight from the image, on a writing thread of their own.
 //!
 //! OpenWrt: LZMA data nodes (compressor 8) are read like any other and copied, or rewritten
