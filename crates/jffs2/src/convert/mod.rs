@@ -1088,16 +1088,24 @@ impl<'f, 'a> Planner<'f, 'a> {
             // In flight: AHEAD chunks past the one awaited, or as many nodes as the large
             // files hold (read while they are: the pool's other threads would wait).
             let work = |c: &[u32]| c.iter().map(|i| nodes(i) + 1).sum::<usize>();
-            let window = work(&big);
+            // Only when nodes are copied as they are: rounds to compress or byte-swap need the
+            // pool themselves (a deep read-ahead makes them wait, and costs a tenth more CPU
+            // time when recompressing, measured with LZO).
+            let light =
+                !self.cfg.recompress && self.fs.scan().geometry.endian == self.cfg.layout.endian;
+            let window = if light { work(&big) } else { 0 };
             let (mut next, mut inflight) = (0usize, 0usize);
+            let mut started = vec![false; chunks.len()];
             let mut done: BTreeMap<usize, Vec<_>> = BTreeMap::new();
             for k in 0..chunks.len() {
+                // Always as far as the chunk awaited.
                 while let Some(&r) = reading.get(next) {
-                    if r >= k + AHEAD && inflight >= window {
+                    if started[k] && r >= k + AHEAD && inflight >= window {
                         break;
                     }
                     inflight += work(chunks[r]);
                     spawn(r);
+                    started[r] = true;
                     next += 1;
                 }
                 let got = loop {
