@@ -492,7 +492,7 @@ fn a_too_small_erase_size_is_an_error() {
 }
 
 /// An image for the streaming of the planning: two files large enough to be read apart
-/// (1100 and 1030 nodes), hundreds of small files (many chunks), a hard link, a directory
+/// (1100 and 1030 nodes), hundreds of small files (a dozen chunks), a hard link, a directory
 /// its entry calls a regular file (found to be a directory only once read: what only it
 /// reaches is placed at the end), and a regular file its entry calls a directory.
 fn streamed(e: Endian) -> Vec<u8> {
@@ -514,7 +514,7 @@ fn streamed(e: Endian) -> Vec<u8> {
     i.dirent(1, 2, 3, dt::REG, b"big");
     big(&mut i, 40, 1030);
     i.dirent(2, 2, 40, dt::REG, b"big2");
-    for ino in 4..300u32 {
+    for ino in 4..700u32 {
         if ino == 40 {
             continue;
         }
@@ -527,12 +527,12 @@ fn streamed(e: Endian) -> Vec<u8> {
     }
     i.dirent(1, 3, 5, dt::REG, b"link");
     // A directory named as a regular file, and what only it reaches.
-    i.dir(301, 1).dirent(2, 400, 301, dt::REG, b"sneaky");
-    i.data(302, 1, 5, 0, b"inner", false)
-        .dirent(301, 1, 302, dt::REG, b"inner");
+    i.dir(801, 1).dirent(2, 900, 801, dt::REG, b"sneaky");
+    i.data(802, 1, 5, 0, b"inner", false)
+        .dirent(801, 1, 802, dt::REG, b"inner");
     // A regular file named as a directory.
-    i.data(303, 1, 4, 0, b"file", false)
-        .dirent(1, 4, 303, dt::DIR, b"notadir");
+    i.data(803, 1, 4, 0, b"file", false)
+        .dirent(1, 4, 803, dt::DIR, b"notadir");
     i.build()
 }
 
@@ -558,4 +558,15 @@ fn streamed_planning_keeps_the_tree_whatever_the_threads() {
     }
     assert_same_bytes(&outs[0], &outs[1]);
     assert_same_bytes(&outs[0], &outs[2]);
+    // Recompressed (no deep read-ahead; the large chunk is past the first few).
+    let mut c = cfg(LE, ES, Some(12), false);
+    c.recompress = true;
+    let mut again = Vec::new();
+    for threads in [1, 2] {
+        c.threads = threads;
+        let (out, _) = run(&img, &g, &c);
+        same_tree(&before, &shown(&out, &g).0);
+        again.push(out);
+    }
+    assert_same_bytes(&again[0], &again[1]);
 }
