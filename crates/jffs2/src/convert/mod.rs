@@ -1011,9 +1011,8 @@ impl<'f, 'a> Planner<'f, 'a> {
         let early = reached_files(&reads);
 
         // 2. The other inodes; those already known to be shown are planned at once. The
-        //    files of many nodes come first: their reading is the longest wait (its data
-        //    checks run on all cores, the small files' chunks beside), and once it is done
-        //    their writing, the bulk of the output, overlaps the small files' reading.
+        //    files of many nodes are the longest reads: they are read first (their data
+        //    checks on all cores, the small files' chunks beside) and written halfway.
         let read_plan = |i: u32| match fs.read_inode(i) {
             Ok(inode) if inode.kind != InodeKind::Dir && early.contains(&i) => {
                 let items = self.items(&inode, &none);
@@ -1022,6 +1021,8 @@ impl<'f, 'a> Planner<'f, 'a> {
             r => (i, Read::of(r), None),
         };
         let nodes = |i: &u32| fs.scan().inodes.get(i).map_or(0, |c| c.nodes.len());
+        // Reading work: nodes, and one per inode.
+        let work = |c: &[u32]| c.iter().map(|i| nodes(i) + 1).sum::<usize>();
         let all: usize = others.iter().map(nodes).sum();
         let big_at = BIG.max(all / 8);
         let (big, small): (Vec<u32>, Vec<u32>) = others.iter().partition(|i| nodes(i) >= big_at);
@@ -1046,16 +1047,16 @@ impl<'f, 'a> Planner<'f, 'a> {
         // beside it, so that its writing overlaps the reading of the second half and the
         // writing of the first half its reading.
         let mut chunks: Vec<&[u32]> = Vec::new();
-        let half = small.iter().map(|i| nodes(i) + 1).sum::<usize>() / 2;
+        let half = work(&small) / 2;
         let mut large_at = None;
-        let (mut from, mut work, mut sum) = (0usize, 0usize, 0usize);
+        let (mut from, mut chunk, mut sum) = (0usize, 0usize, 0usize);
         for (k, i) in small.iter().enumerate() {
-            work += nodes(i) + 1;
-            if k + 1 - from >= PLAN_CHUNK || work >= CHUNK_NODES || k + 1 == small.len() {
+            chunk += nodes(i) + 1;
+            if k + 1 - from >= PLAN_CHUNK || chunk >= CHUNK_NODES || k + 1 == small.len() {
                 chunks.push(&small[from..=k]);
                 from = k + 1;
-                sum += work;
-                work = 0;
+                sum += chunk;
+                chunk = 0;
                 if sum >= half && large_at.is_none() && !big.is_empty() {
                     large_at = Some(chunks.len());
                     chunks.push(&big);
@@ -1087,7 +1088,6 @@ impl<'f, 'a> Planner<'f, 'a> {
             };
             // In flight: AHEAD chunks past the one awaited, or as many nodes as the large
             // files hold (read while they are: the pool's other threads would wait).
-            let work = |c: &[u32]| c.iter().map(|i| nodes(i) + 1).sum::<usize>();
             // Only when nodes are copied as they are: rounds to compress or byte-swap need the
             // pool themselves (a deep read-ahead makes them wait, and costs a tenth more CPU
             // time when recompressing, measured with LZO).
