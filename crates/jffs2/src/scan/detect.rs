@@ -105,8 +105,8 @@ pub(super) fn walk(img: &[u8], e: Endian) -> Walk {
 
 /// [`walk`] for the nodes that start in `img[from..to]` (a node may end beyond `to`), from
 /// `from` or from the end of the last node `w` holds, whichever is further; found nodes are
-/// added to `w`. Returns where the walk stopped.
-fn walk_range(img: &[u8], e: Endian, from: usize, to: usize, w: &mut Walk) -> usize {
+/// added to `w`.
+fn walk_range(img: &[u8], e: Endian, from: usize, to: usize, w: &mut Walk) {
     let m = e.u16_bytes(MAGIC);
     let finder = memchr::memmem::Finder::new(&m);
     let mut p = from;
@@ -138,7 +138,6 @@ fn walk_range(img: &[u8], e: Endian, from: usize, to: usize, w: &mut Walk) -> us
         }
         p += 4;
     }
-    p
 }
 
 /// Both byte orders' walks. The one likelier to be right (more node bytes in the first
