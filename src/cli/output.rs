@@ -781,6 +781,20 @@ pub fn is_input_message(output: &Path, input: &Path) -> String {
     )
 }
 
+/// Whether `output` and `input` are the same file (after the kernel has followed links;
+/// hard links too), for outputs not opened through [`Output`]. Only regular files and block
+/// devices count, as in [`Output::is_same_file`].
+pub fn same_file(output: &Path, input: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    match (std::fs::metadata(output), std::fs::metadata(input)) {
+        (Ok(o), Ok(i)) => {
+            let counts = o.is_file() || o.file_type().is_block_device();
+            counts && o.dev() == i.dev() && o.ino() == i.ino()
+        }
+        _ => false,
+    }
+}
+
 /// Removes `path` if it is still the file `id` (one we created).
 fn remove_if(path: &Path, id: Id) {
     if let Ok((d, n)) = split(path) {
