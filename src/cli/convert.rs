@@ -116,8 +116,8 @@ Other:
 
 Exit status: 0 converted; 1 converted, but something Linux cannot read or never
 shows was left out (each named on stderr); 8 the input cannot be converted (not
-JFFS2, unreadable, or Linux would not mount it) or the output cannot be written;
-16 usage error.
+JFFS2, unreadable, or Linux would not mount it) or the output (or standard output)
+cannot be written; 16 usage error.
 ";
 
 struct Args {
