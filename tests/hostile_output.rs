@@ -847,3 +847,32 @@ fn output_errors_say_what_the_kernel_said() {
     }
     assert!(names_in(&locked).is_empty() && names_in(&dir).is_empty());
 }
+
+/// `-o /dev/stdout` into a pipe still streams the image (a link into /proc the kernel
+/// follows to a pipe: written directly), byte for byte what `-o FILE` writes.
+#[test]
+fn dev_stdout_into_a_pipe_still_streams() {
+    let work = scratch();
+    let (src, img) = tree_and_image(work.path());
+    let o = Command::new(MKFS)
+        .args([s("-r"), src.as_os_str(), s("-o"), s("/dev/stdout")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.stdout == std::fs::read(&img).unwrap(),
+        "not the same image"
+    );
+    let o = Command::new(SUMTOOL)
+        .args([s("-i"), img.as_os_str(), s("-o"), s("/dev/stdout")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stdout.len() >= std::fs::metadata(&img).unwrap().len() as usize);
+}
