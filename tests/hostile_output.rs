@@ -590,6 +590,15 @@ fn interrupted_runs_leave_nothing_behind() {
             SUMTOOL,
             vec![s("-o"), out.as_os_str(), s("-i"), fifo.as_os_str()],
         ),
+        (
+            FSCK,
+            vec![
+                s("--repair"),
+                out.as_os_str(),
+                s("--no-progress"),
+                fifo.as_os_str(),
+            ],
+        ),
     ];
     for named in [false, true] {
         for old in [false, true] {
@@ -875,4 +884,45 @@ fn dev_stdout_into_a_pipe_still_streams() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(o.stdout.len() >= std::fs::metadata(&img).unwrap().len() as usize);
+}
+
+/// Standard output closed by its reader (`| head` that has seen enough): quiet, no panic,
+/// a non-zero status.
+#[test]
+fn a_closed_standard_output_is_quiet() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let work = scratch();
+    let (_src, img) = tree_and_image(work.path());
+    let cases: Vec<(&str, Vec<&OsStr>)> = vec![
+        (MKFS, vec![s("--help")]),
+        (MKFS, vec![s("--version")]),
+        (SUMTOOL, vec![s("--help")]),
+        (CONVERT, vec![s("--help")]),
+        (DUMP, vec![s("--help")]),
+        (DUMP, vec![s("-c"), img.as_os_str()]),
+        (FSCK, vec![s("--help")]),
+        (FSCK, vec![s("--json"), img.as_os_str()]),
+    ];
+    for (bin, args) in cases {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors, which are then owned here.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: fresh descriptors from pipe2, each owned once.
+        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // The reader is gone before anything is written.
+        drop(r);
+        let o = Command::new(bin)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(w))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && o.status.code() != Some(101) && err.is_empty(),
+            "{bin} {args:?}: {:?} {err}",
+            o.status
+        );
+    }
 }
