@@ -942,6 +942,23 @@ mod tests {
         assert!(names(dir.path()).is_empty());
     }
 
+    /// A file replaced by another while the output was written is left as it is: the
+    /// rename happens only over the file opened.
+    #[test]
+    fn a_file_replaced_meanwhile_is_left_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("out.img");
+        std::fs::write(&p, b"opened").expect("write");
+        let mut out = Output::file(p.clone()).expect("output");
+        out.writer().write_all(&bytes(5000)).expect("write");
+        let other = dir.path().join("other");
+        std::fs::write(&other, b"someone else's").expect("write");
+        std::fs::rename(&other, &p).expect("rename");
+        assert!(out.commit().is_err());
+        assert_eq!(std::fs::read(&p).expect("read"), b"someone else's");
+        assert_eq!(names(dir.path()), ["out.img"]);
+    }
+
     /// Devices are written directly; an output is the same file as its input through links.
     #[test]
     fn devices_directly_and_inputs_recognised() {
