@@ -243,6 +243,10 @@ fn unreadable_file_or_directory() {
         let _ = std::fs::remove_file(&img);
         // A previous image must survive a failed run.
         std::fs::write(&img, "previous image").unwrap();
+        // Writable by nobody: a file they may not write is refused before any reading,
+        // as mkfs.jffs2's open refuses it.
+        std::fs::set_permissions(&img, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .unwrap();
         let o = as_nobody(Tool::OursAsMkfs, &refs);
         assert_eq!(o.status, 255, "ours ({what}): {}", o.stderr_text());
         let err = o.stderr_text();

@@ -116,8 +116,8 @@ Other:
 
 Exit status: 0 converted; 1 converted, but something Linux cannot read or never
 shows was left out (each named on stderr); 8 the input cannot be converted (not
-JFFS2, unreadable, or Linux would not mount it) or the output cannot be written;
-16 usage error.
+JFFS2, unreadable, or Linux would not mount it) or the output (or standard output)
+cannot be written; 16 usage error.
 ";
 
 struct Args {
@@ -299,12 +299,11 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
             }
             OPT_NO_PROGRESS => a.progress = false,
             0x68 /* h */ => {
-                print!("{HELP}");
-                return Err(EXIT_OK);
+                return Err(tool.print(HELP).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
             0x56 /* V */ => {
-                println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
-                return Err(EXIT_OK);
+                let v = format!("{} (jffs2-tools) {}\n", tool.name, env!("CARGO_PKG_VERSION"));
+                return Err(tool.print(&v).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
             _ => {}
         }
@@ -334,9 +333,10 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     // The output (a temporary file until complete; removed on any error) is opened first,
     // so that its space is reserved on another core while the input is read. The input's
     // size is the estimate: a conversion writes at most about what the input holds.
-    let mut out = match Output::file(PathBuf::from(output)) {
+    let shown = PathBuf::from(output);
+    let mut out = match Output::file(shown.clone()) {
         Ok(o) => o,
-        Err(e) => return fail(&format!("{}: {e}", PathBuf::from(output).display())),
+        Err(e) => return fail(&format!("{}: {}", shown.display(), super::errno_text(&e))),
     };
     if let Ok(m) = std::fs::metadata(&in_path) {
         if m.is_file() {
@@ -427,7 +427,6 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         // A write error (a full disk) names the output; the temporary file is removed.
         Err(convert::ConvertError::Write(e)) => {
             out.abandon();
-            let shown = PathBuf::from(output);
             let why = super::errno_text(&e);
             return fail(&format!("{}: writing the image: {why}", shown.display()));
         }
@@ -437,7 +436,7 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         }
     };
     if let Err(e) = out.commit() {
-        return fail(&format!("{}: {e}", PathBuf::from(output).display()));
+        return fail(&format!("{}: {}", shown.display(), super::errno_text(&e)));
     }
     for d in &report.dropped {
         let path = d
@@ -447,7 +446,10 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         tool.warning(&format!("left out (inode #{}{path}): {}", d.ino, d.what));
     }
     if a.json {
-        println!("{}", json(&report, &cfg, src.input_len, had.used));
+        let doc = format!("{}\n", json(&report, &cfg, src.input_len, had.used));
+        if tool.print(&doc).is_err() {
+            return EXIT_OPERATIONAL;
+        }
     } else if a.verbose {
         eprintln!("{}", summary(&report, &cfg, src.input_len, had.used));
     }

@@ -77,8 +77,18 @@ Invoked as mkfs.jffs2 (a link made at installation), it names itself so in its \
 messages; build systems that call mkfs.jffs2 (Yocto, Buildroot, OpenWrt) then use it \
 unchanged. Differences, none of which changes a byte of a valid image: device numbers above \
 255 are stored in the kernel's 4-byte form instead of being corrupted; the -v listing goes to \
-standard error when the image goes to standard output; the output is written to a temporary \
-file and renamed, so a failed run never leaves a partial image; more warnings.";
+standard error when the image goes to standard output; the output is written to an unnamed \
+temporary file and renamed when complete, so a failed or interrupted run never leaves a partial \
+image; -o over the -i image is refused; a failed write to standard output is an error (255); \
+more warnings.
+
+Outputs (of every jffs2-tools program): FILE is opened by the kernel as mkfs.jffs2 opens it, \
+so symbolic links are followed there, with its permission and fs.protected_symlinks checks. \
+A pipe or device is written directly. A regular file (reached directly or through links) is \
+replaced by a temporary file made beside it, given its mode (and, as root, its owner), and \
+renamed over it when complete: a new inode, so other hard links keep the old bytes. A \
+dangling link gets the file it names created, removed again if the run fails. A new FILE \
+gets mode 0644 less the umask.";
 
 const SUMTOOL_COMPAT: &str = "jffs2-sumtool takes mtd-utils sumtool's command line and \
 messages; invoked as sumtool (a link made at installation) it names itself so.
@@ -89,7 +99,8 @@ default), and a given -e or -b/-l that disagrees stops it with an error (--force
 re-blocks instead); every \
 erase block that holds nodes gets a summary, the last one included; nodes are packed as \
 tightly as the kernel allows; obsolete nodes stay obsolete; the output keeps the input's size \
-and is written atomically.";
+and is written atomically, as jffs2-mkfs writes its output (see jffs2-mkfs(1): links \
+followed by the kernel, the mode kept, a new inode).";
 
 const DUMP_COMPAT: &str = "jffs2-dump's -c text is jffs2dump's (mtd-utils) byte for byte. \
 Invoked as jffs2dump (a link made at installation) it takes exactly jffs2dump's \
@@ -98,7 +109,9 @@ options and exit codes; as jffs2reader, that tool's (see jffs2reader(1)).
 What differs on purpose: -e converts every node (xrefs, obsolete and unknown nodes, \
 summaries, device numbers and POSIX ACLs included) and replaces FNAME only when complete; a \
 node with totlen 0 is shown once (jffs2dump loops forever); -d/-o refuse an image that is not \
-a whole number of data+oob pages; errors name the file.";
+a whole number of data+oob pages; errors name the file. Outputs are written as jffs2-mkfs \
+writes its output (see jffs2-mkfs(1)); --map and --devtable refuse to overwrite the image, \
+and the default DIR.devtable never replaces an existing file.";
 
 const JFFS2DUMP_COMPAT: &str = "This is jffs2-dump invoked as jffs2dump: mtd-utils \
 jffs2dump's options, messages and exit codes, and its -c text byte for byte. \
@@ -120,7 +133,8 @@ escaped; symbolic links inside the image are followed for PATH.";
 
 const FSCK_COMPAT: &str = "mtd-utils has no checker for JFFS2: jffs2-fsck reproduces the \
 Linux 6.1 mount scan and inode reads, checks every CRC and every data node, and reports \
-problems by byte offset. Its exit codes are fsck(8)'s. It never writes to IMAGE.
+problems by byte offset. Its exit codes are fsck(8)'s. It never writes to IMAGE: a --repair \
+OUT that is IMAGE (through links too) is refused with status 16.
 
 Installed as fsck.jffs2 (a link made at installation, found by fsck(8) in its search path \
 or PATH), fsck -t jffs2 IMAGE runs it; under that name it also accepts fsck(8)'s generic \
@@ -134,8 +148,9 @@ ignored; -C shows the progress bar when standard error is a terminal.";
 
 const CONVERT_COMPAT: &str = "mtd-utils has no converter: jffs2-convert is offline garbage \
 collection and re-layout. Its output options are mkfs.jffs2's, with mkfs.jffs2's grammar \
-(-e 128KiB, --pad=SIZE). The input is never modified; the output is written to a temporary \
-file and renamed.";
+(-e 128KiB, --pad=SIZE). The input is never modified; the output is written as jffs2-mkfs \
+writes its output (see jffs2-mkfs(1)): from an unnamed temporary file renamed when complete, \
+links followed by the kernel, the mode kept.";
 
 /// Every name the binaries answer to, the jffs2-tools names first.
 pub const PERSONALITIES: &[Personality] = &[
@@ -430,7 +445,7 @@ fn mkfs_args(cmd: Command) -> Command {
         flag("no-cleanmarkers", "Don't add a cleanmarker to every eraseblock.")
             .short('n')
             .long("no-cleanmarkers"),
-        value("output", "FILE", "Output to FILE (default: stdout). FILE is written under a temporary name and renamed when complete.")
+        value("output", "FILE", "Output to FILE (default: stdout). FILE is opened as mkfs.jffs2 opens it (links followed by the kernel); a regular file is replaced when the image is complete, keeping its mode (see COMPATIBILITY).")
             .short('o')
             .long("output")
             .value_hint(ValueHint::FilePath),
@@ -676,7 +691,7 @@ pub fn dump_command() -> Command {
         flag("no-owners", "Do not set owners when extracting.")
             .long("no-owners")
             .help_heading(views),
-        value("devtable", "FILE", "Where to list devices that cannot be created (default: DIR.devtable).")
+        value("devtable", "FILE", "Where to list devices that cannot be created (default: DIR.devtable, which never replaces an existing file; FILE may not be the image).")
             .long("devtable")
             .value_hint(ValueHint::FilePath)
             .help_heading(views),
@@ -763,7 +778,7 @@ fn fsck_args(cmd: Command) -> Command {
         flag("json", "Print one JSON document (findings and summary).").long("json"),
         flag("kernel-log", "Print what Linux 6.1 logs mounting the image and reading every file (dmesg style), instead of the findings.")
             .long("kernel-log"),
-        value("repair", "OUT", "Also write to OUT the image Linux would have shown: what it can read, in the same layout, without dead nodes (the garbage collection of jffs2-convert); what is left out is named. IMAGE itself is never written.")
+        value("repair", "OUT", "Also write to OUT the image Linux would have shown: what it can read, in the same layout, without dead nodes (the garbage collection of jffs2-convert); what is left out is named. IMAGE itself is never written (an OUT that is IMAGE is refused).")
             .long("repair")
             .value_hint(ValueHint::FilePath),
         value("compare", "DIR", "Factory verification: the image's tree must equal DIR (names, types, modes, owners, sizes, contents, link targets, device numbers, times, xattrs).")

@@ -207,14 +207,22 @@ enum Input {
 
 /// How a write to stdout failed.
 fn stdout_failed(tool: &Tool, e: &io::Error) -> Exit {
+    tool.stdout_failed(e);
     if e.kind() == io::ErrorKind::BrokenPipe {
         // A reader such as `head` went away: jffs2dump dies of SIGPIPE (status 141 in the
         // shell); end the same way, quietly.
         Exit(141)
     } else {
-        tool.error(&format!("write to standard output: {}", io_text(e)));
         Exit(1)
     }
+}
+
+/// Writes `text` to stdout, flushed.
+fn print_out(tool: &Tool, text: &str) -> Result<(), Exit> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| stdout_failed(tool, &e))
 }
 
 /// A log writer that remembers whether it failed (to tell its errors from the image
@@ -262,11 +270,16 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         let a = arg.as_deref().map(text).unwrap_or_default();
         match u8::try_from(id).unwrap_or(0) {
             b'h' => {
-                print!("{}", help(&tool.name));
+                print_out(tool, &help(&tool.name))?;
                 return Ok(0);
             }
             b'V' => {
-                println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
+                let v = format!(
+                    "{} (jffs2-tools) {}\n",
+                    tool.name,
+                    env!("CARGO_PKG_VERSION")
+                );
+                print_out(tool, &v)?;
                 return Ok(0);
             }
             b'v' => verbose = true,
@@ -318,13 +331,13 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     }
     va.verbose = verbose;
     if error {
-        print!("{}", help(&tool.name));
+        print_out(tool, &help(&tool.name))?;
         return Err(Exit(1));
     }
     let image = match operands.as_slice() {
         [one] => PathBuf::from(one),
         _ if drop_in => {
-            print!("{}", help(&tool.name));
+            print_out(tool, &help(&tool.name))?;
             return Ok(0);
         }
         _ => {
@@ -332,7 +345,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
                 "exactly one INPUTFILE is needed, {} given",
                 operands.len()
             ));
-            print!("{}", help(&tool.name));
+            print_out(tool, &help(&tool.name))?;
             return Err(Exit(1));
         }
     };

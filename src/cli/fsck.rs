@@ -12,7 +12,7 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 
 use jffs2::format::Endian;
@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::num::{erase_size, EraseSizeError};
-use super::output::Output;
+use super::output::{is_input_message, Output};
 use super::{Progress, Tool};
 
 /// Exit code: no errors.
@@ -97,7 +97,8 @@ Options:
       --repair=OUT        Also write to OUT the image Linux would have shown: what it
                           can read, in the same layout, without dead nodes (the
                           garbage collection of jffs2-convert); what is left out is
-                          named. IMAGE itself is never written
+                          named. IMAGE itself is never written (an OUT that
+                          is IMAGE, through links too, is refused: status 16)
       --compare=DIR       Factory verification: the image's tree must equal DIR
                           (names, types, modes, owners, sizes, contents, link
                           targets, device numbers, times, xattrs)
@@ -117,7 +118,8 @@ As fsck.jffs2, fsck(8)'s -a -p -y -n -f -V -C[fd] are accepted (the check never
 writes; -C shows the progress bar).
 
 Exit status: 0 consistent, 4 errors found (or differences from --compare),
-8 operational error (unreadable, empty, not JFFS2), 16 usage error. With
+8 operational error (unreadable, empty, not JFFS2, standard output not
+writable), 16 usage error. With
 --repair: 1 when OUT was written and IMAGE had errors or something was left out
 (errors corrected), 0 when IMAGE was consistent, 8 when no repair was possible.
 ";
@@ -209,8 +211,9 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
                     x if x == u32::from(b'b') => a.endian = Some(Endian::Big),
                     x if x == u32::from(b'v') => a.verbose = true,
                     x if x == u32::from(b'h') => {
-                        print!("{HELP}");
-                        return Parse::Exit(EXIT_OK);
+                        return Parse::Exit(
+                            tool.print(HELP).map_or(EXIT_OPERATIONAL, |()| EXIT_OK),
+                        );
                     }
                     // fsck(8) generic options: accepted, no effect (the check never writes).
                     x if [b'a', b'p', b'n', b'y', b'f', b'V']
@@ -243,8 +246,12 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
                     OPT_NO_PROGRESS => a.progress = false,
                     OPT_REPAIR => a.repair = Some(PathBuf::from(arg)),
                     OPT_VERSION => {
-                        println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
-                        return Parse::Exit(EXIT_OK);
+                        let v = format!(
+                            "{} (jffs2-tools) {}\n",
+                            tool.name,
+                            env!("CARGO_PKG_VERSION")
+                        );
+                        return Parse::Exit(tool.print(&v).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
                     }
                     _ => return usage_error("unknown option"),
                 }
@@ -275,6 +282,25 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         return EXIT_USAGE;
     };
     let shown = image_path.to_string_lossy().into_owned();
+    // --repair's output is opened first: IMAGE is never written, so an OUT that is IMAGE
+    // (through a link, a hard link) is refused before anything is done.
+    let mut repair_out = None;
+    if let Some(out) = &a.repair {
+        match Output::file(out.clone()) {
+            Ok(o) if o.is_same_file(std::path::Path::new(&image_path)) => {
+                o.abandon();
+                let msg = is_input_message(out, std::path::Path::new(&image_path));
+                tool.error(&format!("--repair: {msg}"));
+                return EXIT_USAGE;
+            }
+            Ok(o) => repair_out = Some(o),
+            Err(e) => {
+                let why = super::errno_text(&e);
+                tool.error(&format!("--repair: {}: {why}", out.display()));
+                return EXIT_OPERATIONAL;
+            }
+        }
+    }
     let image = match read_image(&PathBuf::from(&image_path)) {
         Ok(v) => v,
         Err(err) => {
@@ -317,15 +343,17 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
             };
             if a.json {
                 let doc = json!({ "image": shown, "error": msg, "exit_code": EXIT_OPERATIONAL });
-                println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+                let doc = serde_json::to_string_pretty(&doc).unwrap_or_default();
+                // Exits EXIT_OPERATIONAL either way.
+                let _ = tool.print(&format!("{doc}\n"));
             }
             tool.error(&msg);
             return EXIT_OPERATIONAL;
         }
     };
     let mut code = report.verdict().exit_code();
-    if let Some(out) = &a.repair {
-        match repair(tool, &PathBuf::from(&image_path), out, &report) {
+    if let (Some(out), Some(output)) = (&a.repair, repair_out) {
+        match repair(tool, &PathBuf::from(&image_path), out, output, &report) {
             Ok(dropped) => {
                 if code != EXIT_OK || dropped {
                     code = EXIT_CORRECTED;
@@ -347,12 +375,7 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
     } else {
         text_report(tool, &shown, &report, a.verbose)
     };
-    let mut stdout = std::io::stdout().lock();
-    if stdout
-        .write_all(out.as_bytes())
-        .and_then(|_| stdout.flush())
-        .is_err()
-    {
+    if tool.print(&out).is_err() {
         return EXIT_OPERATIONAL;
     }
     code
@@ -367,6 +390,7 @@ fn repair(
     tool: &Tool,
     image: &PathBuf,
     out: &std::path::Path,
+    mut output: Output,
     report: &Report,
 ) -> Result<bool, String> {
     use jffs2::convert::{self, ConvertConfig, Source};
@@ -397,8 +421,6 @@ fn repair(
         threads: 0,
     };
     let fs = jffs2::fs::build(&src.image, &mut scan);
-    let mut output =
-        Output::file(out.to_path_buf()).map_err(|e| format!("{}: {e}", out.display()))?;
     let result = output
         .direct_writer()
         .map_err(convert::ConvertError::Write)
@@ -418,7 +440,7 @@ fn repair(
     };
     output
         .commit()
-        .map_err(|e| format!("{}: {e}", out.display()))?;
+        .map_err(|e| format!("{}: {}", out.display(), super::errno_text(&e)))?;
     for d in &r.dropped {
         let path = d
             .path

@@ -15,8 +15,8 @@ use jffs2::source::{self, ScanOptions, WarningKind, XattrSelect};
 
 use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
-use super::output::Output;
-use super::{Progress, Tool};
+use super::output::{is_input_message, Output};
+use super::{Noted, Progress, Tool};
 
 pub(crate) const SHORT: &str = "D:d:r:s:o:qUPfh?vVe:lbp::nc:m:x:X:Lty:i:";
 
@@ -203,7 +203,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             }
             Parsed::Error(msg) => {
                 eprintln!("{}: {msg}", tool.name);
-                println!("{HELP}");
+                let _ = tool.print(&format!("{HELP}\n"));
                 return Err(Fatal(1));
             }
         };
@@ -246,16 +246,17 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             0x50 /* P */ => o.scan.squash_perms = true,
             0x66 /* f */ => o.scan.faketime = true,
             0x68 /* h */ => {
-                println!("{HELP}");
+                tool.print(&format!("{HELP}\n")).map_err(|_| Fatal(255))?;
                 return Ok(0);
             }
             0x3f /* ? */ => {
-                println!("{HELP}");
+                let _ = tool.print(&format!("{HELP}\n"));
                 return Err(Fatal(1));
             }
             0x76 /* v */ => o.verbose = true,
             0x56 /* V */ => {
-                println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
+                let v = format!("{} (jffs2-tools) {}\n", tool.name, env!("CARGO_PKG_VERSION"));
+                tool.print(&v).map_err(|_| Fatal(255))?;
                 return Ok(0);
             }
             0x65 /* e */ => match erase_size(&a) {
@@ -315,7 +316,8 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 return Err(die(&format!("\n{}", o.compressors.list_text())));
             }
             OPT_LIST_COMPRESSORS => {
-                print!("{}", o.compressors.list_text());
+                tool.print(&o.compressors.list_text())
+                    .map_err(|_| Fatal(255))?;
                 return Ok(0);
             }
             0x74 /* t */ => o.compressors.set_test(true),
@@ -413,8 +415,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         return Err(Fatal(255));
     }
 
-    // Everything mkfs.jffs2 prints on stdout goes through this one buffered stream.
-    let mut listing = listing_stream(to_stdout);
+    // Everything mkfs.jffs2 prints on stdout goes through this one buffered stream; its
+    // first error is reported at the end.
+    let mut listing = Noted::new(listing_stream(to_stdout));
 
     // -i: the old image's highest inode number.
     let mut first_ino = 0;
@@ -490,10 +493,22 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     let mut output = match output {
         Ok(out) => out,
         Err(e) => {
-            tool.sys_error("open output file", &e);
+            // mkfs.jffs2's words; as jffs2-mkfs, the file named.
+            let msg = match &o.output {
+                Some(p) if tool.name != "mkfs.jffs2" => format!("open output file {}", text(p)),
+                _ => "open output file".to_string(),
+            };
+            tool.sys_error(&msg, &e);
             return Err(Fatal(255));
         }
     };
+    // -i names the image this one is appended to: writing over it would destroy it.
+    if let (Some(inc), Some(p)) = (&o.incremental, &o.output) {
+        if output.is_same_file(Path::new(inc)) {
+            output.abandon();
+            return Err(die(&is_input_message(Path::new(p), Path::new(inc))));
+        }
+    }
     let mut sink = CliSink {
         tool,
         listing,
@@ -550,6 +565,13 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     if !o.verbose && report.stats.errors() > 0 {
         eprint!("{}", report.stats.errors_line());
     }
+    // The listing, flushed last (see above); its loss is an error when it was asked for on
+    // standard output (with the image there, it goes to stderr).
+    sink.listing.flush().ok();
+    if let (Some(e), false) = (&sink.listing.error, to_stdout) {
+        tool.stdout_failed(e);
+        return Err(Fatal(255));
+    }
     Ok(0)
 }
 
@@ -579,7 +601,7 @@ fn report_warnings(tool: &Tool, warnings: &[source::Warning], listing: &mut dyn 
 
 struct CliSink<'a> {
     tool: &'a Tool,
-    listing: Box<dyn Write>,
+    listing: Noted<Box<dyn Write>>,
     progress: Option<Progress>,
 }
 

@@ -14,7 +14,7 @@ pub mod output;
 pub mod sumtool;
 
 use std::ffi::OsString;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use jffs2::mkfs::MsgKind;
@@ -50,12 +50,72 @@ impl Tool {
         );
     }
 
+    /// Writes `text` to standard output and flushes it. A failure (a full disk, `/dev/full`)
+    /// is reported on stderr as "writing to standard output: No space left on device";
+    /// the caller exits with its tool's error status.
+    pub fn print(&self, text: &str) -> Result<(), StdoutFailed> {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| self.stdout_failed(&e))
+    }
+
+    /// Reports a failed write to standard output, except a closed pipe: a reader such as
+    /// `head` that stopped reading is no error worth a message (mtd-utils' tools die of
+    /// SIGPIPE there, silently).
+    pub fn stdout_failed(&self, e: &std::io::Error) -> StdoutFailed {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            self.error(&format!("writing to standard output: {}", errno_text(e)));
+        }
+        StdoutFailed
+    }
+
     /// A builder message.
     pub fn message(&self, kind: MsgKind, msg: &str) {
         match kind {
             MsgKind::Error => self.error(msg),
             MsgKind::Warning => self.warning(msg),
         }
+    }
+}
+
+/// Standard output could not be written (already reported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StdoutFailed;
+
+/// A writer that keeps going after an error and remembers the first one: for listings
+/// written along the way, whose loss is reported once at the end.
+pub struct Noted<W: Write> {
+    /// Where the text goes.
+    pub inner: W,
+    /// The first error met.
+    pub error: Option<std::io::Error>,
+}
+
+impl<W: Write> Noted<W> {
+    /// Wraps `inner`.
+    pub fn new(inner: W) -> Noted<W> {
+        Noted { inner, error: None }
+    }
+}
+
+impl<W: Write> Write for Noted<W> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.error.is_none() {
+            if let Err(e) = self.inner.write_all(b) {
+                self.error = Some(e);
+            }
+        }
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.error.is_none() {
+            if let Err(e) = self.inner.flush() {
+                self.error = Some(e);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -15,7 +15,7 @@ use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::input::Input;
 use super::num::{erase_size, strtol_int, EraseSizeError};
 use super::output::Output;
-use super::Tool;
+use super::{Noted, Tool};
 
 pub(crate) const SHORT: &str = "o:i:e:hvVblnc:p";
 
@@ -124,7 +124,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             }
             Parsed::Error(msg) => {
                 eprintln!("{}: {msg}", tool.name);
-                println!("{HELP}");
+                let _ = tool.print(&format!("{HELP}\n"));
                 return Err(Fatal(1));
             }
         };
@@ -166,12 +166,13 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 endian_given = true;
             }
             0x68 /* h */ => {
-                println!("{HELP}");
+                tool.print(&format!("{HELP}\n")).map_err(|_| Fatal(255))?;
                 return Ok(0);
             }
             0x76 /* v */ => verbose = true,
             0x56 /* V */ => {
-                println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
+                let v = format!("{} (jffs2-tools) {}\n", tool.name, env!("CARGO_PKG_VERSION"));
+                tool.print(&v).map_err(|_| Fatal(255))?;
                 return Ok(0);
             }
             0x65 /* e */ => match erase_size(&a) {
@@ -298,11 +299,17 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     }
     if verbose {
         let stdout = std::io::stdout();
-        let mut out = BufWriter::new(stdout.lock());
+        let mut out = Noted::new(BufWriter::new(stdout.lock()));
         sumtool::listing(image, &analysis, &mut |l| {
             let _ = writeln!(out, "{l}");
         });
         let _ = out.flush();
+        // The listing asked for is lost: no image either.
+        if let Some(e) = &out.error {
+            output.abandon();
+            tool.stdout_failed(e);
+            return Err(Fatal(255));
+        }
     }
     // A write error (a full disk): sumtool's `sys_errmsg_die("write")`, naming the output as
     // jffs2-sumtool ("write OUT", then "error 28 (No space left on device)").

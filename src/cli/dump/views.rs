@@ -16,6 +16,7 @@ use jffs2::fs::{self, Fs, InodeKind};
 use jffs2::scan::{self, Detection, ScanOptions};
 use serde_json::{json, Map, Value};
 
+use super::super::output::{is_input_message, same_file};
 use super::{io_text, stdout_failed, Exit};
 use crate::cli::getopt::{lo, HasArg, LongOpt};
 use crate::cli::Tool;
@@ -571,6 +572,11 @@ pub fn run(
                 return Err(Exit(1));
             }
         };
+        if o.is_same_file(image) {
+            o.abandon();
+            tool.error(&format!("--map: {}", is_input_message(path, image)));
+            return Err(Exit(1));
+        }
         let w = o.writer().write_all(svg.as_bytes());
         if let Err(e) = w.and_then(|()| o.commit()) {
             tool.error(&format!("write {}: {}", path.display(), io_text(&e)));
@@ -590,6 +596,10 @@ pub fn run(
     }
     if let Some(dir) = &a.extract {
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
+        if let Some(t) = a.devtable.as_deref().filter(|t| same_file(t, image)) {
+            tool.error(&format!("--devtable: {}", is_input_message(t, image)));
+            return Err(Exit(1));
+        }
         status = status.max(extract_to(tool, &fs, dir, a)?);
     }
     Ok(status)
@@ -652,6 +662,18 @@ fn extract_to(tool: &Tool, fs: &Fs<'_>, dir: &Path, a: &ViewArgs) -> Result<i32,
         Err(extract::ExtractError::NotEmpty { path }) => {
             tool.error(&format!(
                 "{}: the destination is not empty (--force merges into it, never replacing anything)",
+                path.display()
+            ));
+            return Err(Exit(1));
+        }
+        // DIR.devtable exists: a name the user did not give replaces nothing.
+        Err(extract::ExtractError::Io {
+            what: "write device table",
+            path,
+            source,
+        }) if source.kind() == io::ErrorKind::AlreadyExists && a.devtable.is_none() => {
+            tool.error(&format!(
+                "{}: exists; the table of the device nodes not created was not written over it (name its file with --devtable=FILE)",
                 path.display()
             ));
             return Err(Exit(1));
@@ -746,8 +768,15 @@ pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
                 b'r' => recursive = true,
                 b't' => time = true,
                 b'V' => {
-                    println!("{} (jffs2-tools) {}", tool.name, env!("CARGO_PKG_VERSION"));
-                    return 0;
+                    let v = format!(
+                        "{} (jffs2-tools) {}\n",
+                        tool.name,
+                        env!("CARGO_PKG_VERSION")
+                    );
+                    return match tool.print(&v) {
+                        Ok(()) => 0,
+                        Err(_) => 1,
+                    };
                 }
                 b'h' => {
                     eprint!("{}", reader_help(&tool.name));

@@ -25,7 +25,8 @@ pub struct ExtractOptions {
     /// Accept a destination that is not empty: existing directories are merged into, existing
     /// entries of any other kind are left alone and reported ([`Refusal::Exists`]).
     pub allow_non_empty: bool,
-    /// Where to write the device table (default: beside the destination, `DIR.devtable`).
+    /// Where to write the device table (default: beside the destination, `DIR.devtable`,
+    /// which never replaces an existing file: [`ExtractError::Io`] with `AlreadyExists`).
     pub devtable: Option<PathBuf>,
     /// How far decompression may run ahead.
     pub stream: StreamOptions,
@@ -1065,25 +1066,33 @@ pub fn extract(
 # mkfs.jffs2 -D this-file. <name> <type> <mode> <uid> <gid> <major> <minor> <start> <inc> <count>\n"
             .to_vec();
         text.extend_from_slice(&w.devtable);
-        write_nofollow(&path, &text).map_err(|source| ExtractError::Io {
-            what: "write device table",
-            path: path.clone(),
-            source,
+        // A name the user did not give never replaces a file: O_EXCL.
+        write_nofollow(&path, &text, opts.devtable.is_none()).map_err(|source| {
+            ExtractError::Io {
+                what: "write device table",
+                path: path.clone(),
+                source,
+            }
         })?;
         w.report.devtable = Some((path, w.devtable_lines));
     }
     Ok(w.report)
 }
 
-/// Writes `data` to `path`, replacing a regular file there but never following a symbolic
-/// link.
-fn write_nofollow(path: &Path, data: &[u8]) -> io::Result<()> {
+/// Writes `data` to `path`, replacing a regular file there (unless `exclusive`: then an
+/// existing name is an error) but never following a symbolic link.
+fn write_nofollow(path: &Path, data: &[u8], exclusive: bool) -> io::Result<()> {
     use std::io::Write;
     let c = cstring(path.as_os_str().as_bytes())?;
+    let keep = if exclusive {
+        libc::O_EXCL
+    } else {
+        libc::O_TRUNC
+    };
     let fd = openat(
         libc::AT_FDCWD,
         &c,
-        libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW,
+        libc::O_WRONLY | libc::O_CREAT | keep | libc::O_NOFOLLOW,
         0o644,
     )?;
     let mut f = std::fs::File::from(fd);
