@@ -22,8 +22,9 @@ pub struct ExtractOptions {
     /// Create character and block devices with `mknod` (falling back to the device table when
     /// not permitted). When false they all go to the device table.
     pub devices: bool,
-    /// Accept a destination that is not empty: existing directories are merged into, existing
-    /// entries of any other kind are left alone and reported ([`Refusal::Exists`]).
+    /// Accept a destination that is not empty: existing directories are merged into (their
+    /// owner, mode, times and xattrs left as they are), existing entries of any other kind
+    /// are left alone and reported ([`Refusal::Exists`]).
     pub allow_non_empty: bool,
     /// Where to write the device table (default: beside the destination, `DIR.devtable`).
     pub devtable: Option<PathBuf>,
@@ -103,6 +104,10 @@ pub struct XattrSkip {
 pub struct ExtractReport {
     /// Directories created (the destination not counted).
     pub dirs: u64,
+    /// Directories that already existed and were merged into (only with
+    /// [`ExtractOptions::allow_non_empty`]); their owner, mode, times and xattrs are left as
+    /// they were.
+    pub dirs_merged: u64,
     /// Regular files created.
     pub files: u64,
     /// Further names of inodes, created with `link(2)`.
@@ -148,6 +153,29 @@ enum State {
 struct Level {
     entry: usize,
     fd: Option<OwnedFd>,
+    /// `None`: made by this extraction. Otherwise the directory was already there (merged
+    /// into with `--force`, or an existing destination) and keeps its own owner, mode, xattrs
+    /// and these access and modification times (restored once its subtree is done): the image
+    /// must not choose who owns a host directory, nor what it looks like.
+    existed: Option<[libc::timespec; 2]>,
+}
+
+/// The access and modification times of an open file, as `futimens` takes them.
+fn times_of(fd: RawFd) -> io::Result<[libc::timespec; 2]> {
+    // SAFETY: zeroed is a valid `stat`; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: an open descriptor and a valid pointer.
+    check(unsafe { libc::fstat(fd, &mut st) })?;
+    Ok([
+        libc::timespec {
+            tv_sec: st.st_atime,
+            tv_nsec: st.st_atime_nsec,
+        },
+        libc::timespec {
+            tv_sec: st.st_mtime,
+            tv_nsec: st.st_mtime_nsec,
+        },
+    ])
 }
 
 /// Directories kept open along the current path at least (the rest are opened again when
@@ -590,12 +618,29 @@ impl<'p> Writer<'p> {
             self.open -= 1;
         }
         self.shallow = self.shallow.min(self.stack.len().max(1));
-        match fd {
-            Ok(fd) => self.finish_fd(level.entry, fd),
-            Err(e) => self.meta_error(level.entry, "reopen", &e),
-        }
+        self.finish_level(level.entry, level.existed, fd);
         drop(level);
         Ok(())
+    }
+
+    /// Finalises a directory whose subtree is done: the image's metadata if this extraction
+    /// made it, else only its own times put back (creating entries in it changed them).
+    fn finish_level(
+        &mut self,
+        i: usize,
+        existed: Option<[libc::timespec; 2]>,
+        fd: io::Result<RawFd>,
+    ) {
+        match (fd, existed) {
+            (Ok(fd), None) => self.finish_fd(i, fd),
+            (Ok(fd), Some(ts)) => {
+                // SAFETY: an open descriptor and a two-element array.
+                if let Err(err) = check(unsafe { libc::futimens(fd, ts.as_ptr()) }) {
+                    self.meta_error(i, "utimens", &err);
+                }
+            }
+            (Err(e), _) => self.meta_error(i, "reopen", &e),
+        }
     }
 
     /// Pops (and finalises) directories until the stack holds `depth` levels.
@@ -623,6 +668,7 @@ impl<'p> Writer<'p> {
         };
         // SAFETY: valid descriptor and name.
         let made = check(unsafe { libc::mkdirat(pfd, name.as_ptr(), 0o700) });
+        let created = made.is_ok();
         if let Err(err) = made {
             let merge = err.raw_os_error() == Some(libc::EEXIST)
                 && self.opts.allow_non_empty
@@ -634,14 +680,30 @@ impl<'p> Writer<'p> {
         }
         match open_dir_at(pfd, &e.name) {
             Ok(fd) => {
+                let existed = if created {
+                    None
+                } else {
+                    match times_of(fd.as_raw_fd()) {
+                        Ok(ts) => Some(ts),
+                        Err(err) => {
+                            self.create_error(i, "stat", &err);
+                            return false;
+                        }
+                    }
+                };
                 self.stack.push(Level {
                     entry: i,
                     fd: Some(fd),
+                    existed,
                 });
                 self.open += 1;
                 self.enforce_cap();
                 self.state[i] = State::Created;
-                self.report.dirs += 1;
+                if created {
+                    self.report.dirs += 1;
+                } else {
+                    self.report.dirs_merged += 1;
+                }
                 true
             }
             Err(err) => {
@@ -934,14 +996,16 @@ fn chmod_nofollow(dir: RawFd, name: &CStr, mode: u32) -> io::Result<()> {
 }
 
 /// Prepares the destination: creates it (one level) if missing; otherwise it must be a
-/// directory and, unless allowed, empty. Returns an open descriptor.
-fn open_destination(dir: &Path, allow_non_empty: bool) -> Result<OwnedFd, ExtractError> {
+/// directory and, unless allowed, empty. Returns an open descriptor, and whether it was
+/// created here.
+fn open_destination(dir: &Path, allow_non_empty: bool) -> Result<(OwnedFd, bool), ExtractError> {
     let io = |what, source| ExtractError::Io {
         what,
         path: dir.to_path_buf(),
         source,
     };
     let c = cstring(dir.as_os_str().as_bytes()).map_err(|e| io("open", e))?;
+    let mut created = false;
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => {
             return Err(ExtractError::NotADirectory {
@@ -961,10 +1025,20 @@ fn open_destination(dir: &Path, allow_non_empty: bool) -> Result<OwnedFd, Extrac
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             // SAFETY: a valid path.
             check(unsafe { libc::mkdir(c.as_ptr(), 0o700) }).map_err(|e| io("mkdir", e))?;
+            created = true;
         }
         Err(e) => return Err(io("stat", e)),
     }
-    openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| io("open", e))
+    // Once created, never follow a link someone put in its place since.
+    let nofollow = if created { libc::O_NOFOLLOW } else { 0 };
+    let fd = openat(
+        libc::AT_FDCWD,
+        &c,
+        libc::O_RDONLY | libc::O_DIRECTORY | nofollow,
+        0,
+    )
+    .map_err(|e| io("open", e))?;
+    Ok((fd, created))
 }
 
 /// Extracts `plan` (built from `fs`) into `dir`: see the module documentation of [`super`].
@@ -976,7 +1050,18 @@ pub fn extract(
     dir: &Path,
     opts: &ExtractOptions,
 ) -> Result<ExtractReport, ExtractError> {
-    let root = open_destination(dir, opts.allow_non_empty)?;
+    let (root, root_created) = open_destination(dir, opts.allow_non_empty)?;
+    let root_existed = if root_created {
+        None
+    } else {
+        Some(
+            times_of(root.as_raw_fd()).map_err(|source| ExtractError::Io {
+                what: "stat",
+                path: dir.to_path_buf(),
+                source,
+            })?,
+        )
+    };
     // SAFETY: no preconditions.
     let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut w = Writer {
@@ -985,6 +1070,7 @@ pub fn extract(
         stack: vec![Level {
             entry: 0,
             fd: Some(root),
+            existed: root_existed,
         }],
         open: 1,
         shallow: 1,
@@ -1048,9 +1134,8 @@ pub fn extract(
     });
     // Finalise every directory still open, the destination last.
     let popped = w.pop_to(1);
-    if let Ok(fd) = w.level_fd(0) {
-        w.finish_fd(0, fd);
-    }
+    let fd = w.level_fd(0);
+    w.finish_level(0, root_existed, fd);
     result?;
     popped.map_err(|source| ExtractError::Write {
         path: Vec::new(),
