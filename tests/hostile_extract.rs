@@ -4,8 +4,14 @@
 //!   (the destination included) the image's owner, mode, times or xattrs; only what it
 //!   creates gets them, and nothing is chown/chmod-ed through a symbolic link that was there.
 //!
+//! * names holding ESC sequences, CR, TAB, newline, U+202E and an invalid UTF-8 byte never
+//!   reach the terminal raw: `jffs2-mkfs` warnings and `-v`, `jffs2-dump --list`, `--info`,
+//!   extraction refusals, `jffs2reader`, `jffs2-fsck` findings and `jffs2-sumtool -v` escape
+//!   them; `jffs2dump -c` stays byte for byte mtd-utils' (raw), `--json` keeps the real
+//!   characters, and ordinary names in the `-v` listing stay mkfs.jffs2's.
+//!
 //! The metadata test needs root (chown); without it, it says SKIPPED loudly (fails under
-//! `CI=true`).
+//! `CI=true`). The text tests need Debian's mtd-utils.
 
 mod common;
 #[path = "common/dump.rs"]
@@ -18,7 +24,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use common::scratch;
-use extract_common::{dump, xattrs, Craft};
+use extract_common::{dump, ours_as_reader, run_prog, xattrs, Craft};
 use jffs2::format::{dt, Endian, InodeNode};
 
 /// True when running as root; otherwise says SKIPPED loudly and returns false (or fails
@@ -196,4 +202,270 @@ fn force_merge_leaves_existing_directories_and_links_alone() {
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert_eq!(meta(&made), (4242, 4242, 0o7777, 1_600_000_000));
     assert_eq!(meta(&made.join("etc/passwd")), (4242, 4242, 0o4755, 1000));
+}
+
+// ---------------------------------------------------------------------------------------
+// Terminal-safe text
+// ---------------------------------------------------------------------------------------
+
+/// Names that must never reach a terminal as they are.
+const HOSTILE_NAMES: &[&[u8]] = &[
+    b"esc\x1b[31mred",
+    b"cr\rname",
+    b"tab\tname",
+    b"nl\nname",
+    "rlo\u{202e}txt.exe".as_bytes(),
+    b"bad\xffbyte",
+    "c1\u{9b}31m".as_bytes(),
+];
+
+/// Ordinary names: printed exactly as mtd-utils prints them.
+const ORDINARY_NAMES: &[&[u8]] = &[b"back\\slash", "caf\u{e9}".as_bytes(), b"plain name"];
+
+/// Fails when `out` holds a raw control character (other than newline, and tab where
+/// `tabs` allows it), DEL, a C1 control, a bidirectional control or invalid UTF-8.
+fn assert_terminal_safe(what: &str, out: &[u8], tabs: bool) {
+    let text = match std::str::from_utf8(out) {
+        Ok(t) => t,
+        Err(e) => panic!(
+            "{what}: invalid UTF-8 at byte {}: {:?}",
+            e.valid_up_to(),
+            String::from_utf8_lossy(out)
+        ),
+    };
+    for (n, line) in text.lines().enumerate() {
+        let bad = line.chars().find(|&c| {
+            (c.is_control() && !(tabs && c == '\t'))
+                || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        });
+        assert!(
+            bad.is_none(),
+            "{what}: raw {bad:?} on line {}: {line:?}",
+            n + 1
+        );
+    }
+    for name in HOSTILE_NAMES {
+        assert!(
+            !out.windows(name.len()).any(|w| w == *name),
+            "{what}: the raw name {:?} is in the output",
+            String::from_utf8_lossy(name)
+        );
+    }
+}
+
+/// A host tree with the hostile and ordinary names (files, a directory, a symlink target).
+fn hostile_tree() -> tempfile::TempDir {
+    use std::os::unix::ffi::OsStrExt;
+    let t = scratch();
+    let root = t.path();
+    let p = |n: &[u8]| root.join(OsStr::from_bytes(n));
+    for (i, n) in HOSTILE_NAMES.iter().chain(ORDINARY_NAMES).enumerate() {
+        std::fs::write(p(n), format!("file {i}\n")).unwrap();
+    }
+    std::fs::create_dir(p(b"dir\x1b]0;title\x07")).unwrap();
+    std::fs::write(p(b"dir\x1b]0;title\x07").join("inner\x1b[2J"), b"x").unwrap();
+    std::os::unix::fs::symlink(OsStr::from_bytes(b"tgt\x1b[31m\xe2\x80\xae"), p(b"link")).unwrap();
+    t
+}
+
+/// The `-v` listing of `mkfs` (stdout) and its messages (stderr).
+fn mkfs_verbose(program: &Path, root: &Path, out: &Path, extra: &[&str]) -> (Vec<u8>, Vec<u8>) {
+    let o = std::process::Command::new(program)
+        .env("LC_ALL", "C")
+        .arg("-v")
+        .args(extra)
+        .arg("-r")
+        .arg(root)
+        .arg("-o")
+        .arg(out)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        program.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.stdout, o.stderr)
+}
+
+#[test]
+fn mkfs_listing_and_messages_escape_hostile_names() {
+    common::require_mtd_utils();
+    let tree = hostile_tree();
+    let work = scratch();
+    // As root, an owner beyond 16 bits makes mkfs warn with the path.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        let p = tree.path().join("esc\x1b[31mred");
+        std::os::unix::fs::lchown(&p, Some(70_000), Some(70_000)).unwrap();
+    }
+    let ours = work.path().join("ours.img");
+    let (listing, messages) = mkfs_verbose(Path::new(common::OURS), tree.path(), &ours, &[]);
+    // The listing's lines start with a tab (mkfs.jffs2's format).
+    assert_terminal_safe("jffs2-mkfs -v", &listing, true);
+    assert_terminal_safe("jffs2-mkfs messages", &messages, false);
+    let listing = String::from_utf8(listing).unwrap();
+    for shown in [
+        "esc\\x1b[31mred",
+        "cr\\rname",
+        "tab\\tname",
+        "nl\\nname",
+        "rlo\\xe2\\x80\\xaetxt.exe",
+        "bad\\xffbyte",
+        "c1\\xc2\\x9b31m",
+        "link -> tgt\\x1b[31m\\xe2\\x80\\xae",
+    ] {
+        assert!(listing.contains(shown), "{shown} not in\n{listing}");
+    }
+    if root {
+        let m = String::from_utf8_lossy(&messages);
+        assert!(
+            m.contains("esc\\x1b[31mred: uid:gid 70000:70000 truncated"),
+            "{m}"
+        );
+    }
+    // Ordinary names: the very lines of mkfs.jffs2's listing; the image is the same.
+    let reference = work.path().join("ref.img");
+    let (ref_listing, _) = mkfs_verbose(common::mkfs_jffs2(), tree.path(), &reference, &[]);
+    let ref_listing = String::from_utf8_lossy(&ref_listing).into_owned();
+    for name in ["back\\slash", "caf\u{e9}", "plain name"] {
+        let line = |l: &str| {
+            l.lines()
+                .find(|x| x.ends_with(&format!(" {name}")))
+                .map(str::to_owned)
+        };
+        let want = line(&ref_listing).unwrap_or_else(|| panic!("{name} in\n{ref_listing}"));
+        assert_eq!(line(&listing), Some(want), "{name}");
+    }
+    assert_eq!(
+        std::fs::read(&ours).unwrap(),
+        std::fs::read(&reference).unwrap(),
+        "the image differs from mkfs.jffs2's"
+    );
+}
+
+#[test]
+fn image_names_are_escaped_in_every_listing_and_kept_by_c_and_json() {
+    common::require_mtd_utils();
+    let tree = hostile_tree();
+    let work = scratch();
+    let img = work.path().join("names.img");
+    let o = std::process::Command::new(common::mkfs_jffs2())
+        .arg("-r")
+        .arg(tree.path())
+        .arg("-o")
+        .arg(&img)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = OsStr::new;
+
+    for args in [
+        vec![s("--list")],
+        vec![s("--list"), s("-v")],
+        vec![s("--info")],
+    ] {
+        let mut a = args.clone();
+        a.push(img.as_os_str());
+        let o = dump(&a);
+        assert_eq!(o.code, Some(0), "{args:?}: {}", o.stderr);
+        assert_terminal_safe(&format!("jffs2-dump {args:?}"), &o.stdout, false);
+        assert_terminal_safe(
+            &format!("jffs2-dump {args:?} (stderr)"),
+            o.stderr.as_bytes(),
+            false,
+        );
+        if args == [s("--list")] {
+            let t = o.text();
+            assert!(t.contains("rlo\\xe2\\x80\\xaetxt.exe"), "{t}");
+            assert!(t.contains("esc\\x1b[31mred"), "{t}");
+        }
+    }
+    // jffs2reader's listing.
+    let o = run_prog(ours_as_reader(), &[img.as_os_str()]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_terminal_safe("jffs2reader", &o.stdout, false);
+
+    // A name no host can hold, with an escape sequence in it: refused by the extraction and
+    // reported by fsck, escaped both times.
+    let mut c = Craft::new(Endian::Little, 16384);
+    c.dirent(1, 1, 2, dt::REG, b"a/\x1b[31m\xe2\x80\xae")
+        .file(2, b"x\n")
+        .dirent(1, 2, 3, dt::REG, b"ok\x1b[2J")
+        .file(3, b"y\n");
+    let bad = dump_common::put(work.path(), "bad.img", &c.build());
+    let dest = work.path().join("dest");
+    let o = dump(&[s("--extract"), dest.as_os_str(), bad.as_os_str()]);
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(o.stderr.contains("refused"), "{}", o.stderr);
+    assert_terminal_safe("jffs2-dump --extract", o.stderr.as_bytes(), false);
+    let o = run_prog(
+        Path::new(env!("CARGO_BIN_EXE_jffs2-fsck")),
+        &[bad.as_os_str()],
+    );
+    assert!(o.stdout.len() + o.stderr.len() > 0);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("\\x1b[31m"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_terminal_safe("jffs2-fsck", &o.stdout, false);
+    assert_terminal_safe("jffs2-fsck (stderr)", o.stderr.as_bytes(), false);
+
+    // sumtool's -v listing names every dirent.
+    let out = work.path().join("sum.img");
+    let o = run_prog(
+        Path::new(env!("CARGO_BIN_EXE_jffs2-sumtool")),
+        &[s("-v"), s("-i"), img.as_os_str(), s("-o"), out.as_os_str()],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let all = [o.stdout.clone(), o.stderr.clone().into_bytes()].concat();
+    assert!(
+        String::from_utf8_lossy(&all).contains("esc\\x1b[31mred"),
+        "{}",
+        String::from_utf8_lossy(&all)
+    );
+    assert_terminal_safe("jffs2-sumtool -v", &all, false);
+
+    // -c: mtd-utils' text byte for byte, names raw, under both of our names.
+    let reference = run_prog(common::jffs2dump_path(), &[s("-c"), img.as_os_str()]);
+    assert!(
+        reference.stdout.windows(4).any(|w| w == b"\x1b[31"),
+        "mtd-utils' jffs2dump -c printed no raw name"
+    );
+    for program in [
+        dump_common::ours_as_jffs2dump(),
+        Path::new(extract_common::OURS),
+    ] {
+        let o = run_prog(program, &[s("-c"), img.as_os_str()]);
+        assert!(
+            o.stdout == reference.stdout,
+            "{}: -c differs from mtd-utils' jffs2dump",
+            program.display()
+        );
+        assert_eq!(o.code, reference.code);
+    }
+
+    // JSON keeps the real characters (escaped the JSON way), and the bytes of names that
+    // are not UTF-8.
+    let o = dump(&[s("--json"), img.as_os_str()]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let t = o.text();
+    assert!(t.contains("esc\\u001b[31mred"), "JSON");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let names: Vec<String> = v["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["fields"]["name"].as_str().map(str::to_owned))
+        .collect();
+    assert!(names.iter().any(|n| n == "rlo\u{202e}txt.exe"), "{names:?}");
+    assert!(names.iter().any(|n| n == "cr\rname"), "{names:?}");
+    assert!(
+        t.contains(&format!("\"{}\"", "626164ff62797465")),
+        "bad\\xffbyte's hex"
+    );
 }
