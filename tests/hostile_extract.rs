@@ -2,7 +2,8 @@
 //!
 //! * `jffs2-dump --force --extract` into an existing tree never hands an existing directory
 //!   (the destination included) the image's owner, mode, times or xattrs; only what it
-//!   creates gets them, and nothing is chown/chmod-ed through a symbolic link that was there.
+//!   creates gets them, and nothing is chown/chmod-ed through a symbolic link that was there;
+//! * the device table beside DIR is never written through a second hard link.
 //!
 //! * names holding ESC sequences, CR, TAB, newline, U+202E and an invalid UTF-8 byte never
 //!   reach the terminal raw: `jffs2-mkfs` warnings and `-v`, `jffs2-dump --list`, `--info`,
@@ -202,6 +203,63 @@ fn force_merge_leaves_existing_directories_and_links_alone() {
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert_eq!(meta(&made), (4242, 4242, 0o7777, 1_600_000_000));
     assert_eq!(meta(&made.join("etc/passwd")), (4242, 4242, 0o4755, 1000));
+}
+
+/// The device table beside DIR replaces an existing file's content but is never written
+/// through a second hard link (the file someone planted as `DIR.devtable` could be another
+/// user's).
+#[test]
+fn device_table_is_not_written_through_a_hard_link() {
+    if !root_or_skip("device_table_is_not_written_through_a_hard_link") {
+        return;
+    }
+    let work = scratch();
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut c = Craft::new(Endian::Little, 16384);
+    c.dirent(1, 1, 2, dt::CHR, b"null")
+        .inode(2, 1, 0o020666, 2, 0, 2, 0, &[3, 1]);
+    let img = dump_common::put(work.path(), "dev.img", &c.build());
+    std::fs::set_permissions(&img, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let victim = work.path().join("victim");
+    std::fs::write(&victim, b"victim\n").unwrap();
+    std::os::unix::fs::chown(&victim, Some(65534), Some(65534)).unwrap();
+    std::fs::hard_link(&victim, work.path().join("out.devtable")).unwrap();
+    let dest = work.path().join("out");
+    let o = run_prog(
+        Path::new("/usr/bin/setpriv"),
+        &[
+            OsStr::new("--reuid=65534"),
+            OsStr::new("--regid=65534"),
+            OsStr::new("--clear-groups"),
+            OsStr::new(extract_common::OURS),
+            OsStr::new("--extract"),
+            dest.as_os_str(),
+            img.as_os_str(),
+        ],
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(o.stderr.contains("hard links"), "{}", o.stderr);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"victim\n");
+    // A lone regular file there is replaced.
+    std::fs::remove_file(work.path().join("out.devtable")).unwrap();
+    std::fs::remove_dir(&dest).unwrap();
+    std::fs::write(work.path().join("out.devtable"), b"old").unwrap();
+    std::os::unix::fs::chown(work.path().join("out.devtable"), Some(65534), Some(65534)).unwrap();
+    let o = run_prog(
+        Path::new("/usr/bin/setpriv"),
+        &[
+            OsStr::new("--reuid=65534"),
+            OsStr::new("--regid=65534"),
+            OsStr::new("--clear-groups"),
+            OsStr::new(extract_common::OURS),
+            OsStr::new("--extract"),
+            dest.as_os_str(),
+            img.as_os_str(),
+        ],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let t = std::fs::read_to_string(work.path().join("out.devtable")).unwrap();
+    assert!(t.contains("/null c 666 0 0 1 3 0 0 -"), "{t}");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1160,17 +1160,32 @@ pub fn extract(
     Ok(w.report)
 }
 
-/// Writes `data` to `path`, replacing a regular file there but never following a symbolic
-/// link.
+/// Writes `data` to `path`, replacing the content of a regular file there but never following
+/// a symbolic link, never blocking on a FIFO, and never writing through a second hard link
+/// (the file would be someone else's too).
 fn write_nofollow(path: &Path, data: &[u8]) -> io::Result<()> {
     use std::io::Write;
     let c = cstring(path.as_os_str().as_bytes())?;
     let fd = openat(
         libc::AT_FDCWD,
         &c,
-        libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_NONBLOCK,
         0o644,
     )?;
+    // SAFETY: zeroed is a valid `stat`; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: an open descriptor and a valid pointer.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(io::Error::other("exists and is not a regular file"));
+    }
+    if st.st_nlink > 1 {
+        return Err(io::Error::other(
+            "has other hard links; not overwritten (remove it first)",
+        ));
+    }
+    // SAFETY: an open descriptor.
+    check(unsafe { libc::ftruncate(fd.as_raw_fd(), 0) })?;
     let mut f = std::fs::File::from(fd);
     f.write_all(data)
 }
