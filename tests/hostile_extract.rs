@@ -453,8 +453,12 @@ fn image_names_are_escaped_in_every_listing_and_kept_by_c_and_json() {
     c.dirent(1, 1, 2, dt::REG, b"a/\x1b[31m\xe2\x80\xae")
         .file(2, b"x\n")
         .dirent(1, 2, 3, dt::REG, b"ok\x1b[2J")
-        .file(3, b"y\n");
+        .file(3, b"y\n")
+        .xattr(3, 1, 1, b"x\x1b[31m", "v\u{202e}".as_bytes());
     let bad = dump_common::put(work.path(), "bad.img", &c.build());
+    let o = dump(&[s("--list"), s("-v"), bad.as_os_str()]);
+    assert_terminal_safe("jffs2-dump --list -v (xattrs)", &o.stdout, false);
+    assert!(o.text().contains("user.x\\x1b[31m"), "{}", o.text());
     let dest = work.path().join("dest");
     let o = dump(&[s("--extract"), dest.as_os_str(), bad.as_os_str()]);
     assert_eq!(o.code, Some(2), "{}", o.stderr);

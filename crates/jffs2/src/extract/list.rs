@@ -324,7 +324,10 @@ pub fn list(fs: &Fs<'_>, out: &mut dyn Write, opts: &ListOptions) -> io::Result<
             for x in fs.xattrs(inode).0 {
                 let v = match &x.value {
                     Ok(v) => match std::str::from_utf8(v) {
-                        Ok(s) if !s.chars().any(char::is_control) => format!("\"{s}\""),
+                        // Text only when nothing in it could drive a terminal; else hex.
+                        Ok(s) if !s.chars().any(crate::text::needs_escape) => {
+                            format!("\"{s}\"")
+                        }
                         _ => format!("0x{}", hex(v)),
                     },
                     Err(e) => format!("<{e}>"),

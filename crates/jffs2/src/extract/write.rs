@@ -531,8 +531,8 @@ impl<'p> Writer<'p> {
     }
 
     fn skip_xattr(&mut self, i: usize, name: &[u8], reason: String) {
-        let ns =
-            String::from_utf8_lossy(name.split(|&b| b == b'.').next().unwrap_or(b"")).into_owned();
+        // The image names it: escaped, as it is printed.
+        let ns = crate::text::escape(name.split(|&b| b == b'.').next().unwrap_or(b""), false);
         if let Some(s) = self
             .report
             .xattrs_skipped
