@@ -494,19 +494,35 @@ impl<'p> Writer<'p> {
         }
     }
 
-    /// Sets owner, mode (not for symbolic links), xattrs and times of `name` in `dir`,
-    /// without following it.
-    fn finish_at(&mut self, i: usize, dir: RawFd, name: &CStr, symlink: bool) {
+    /// Sets owner, mode (not for symbolic links), xattrs and times of `name` in `dir`, just
+    /// created as a `ftype` (`S_IFLNK`, `S_IFIFO`, ...). Through an `O_PATH | O_NOFOLLOW`
+    /// descriptor checked to be of that type with one link: in a directory others can write
+    /// (merged into with `--force`), the name may have been swapped meanwhile for a link to
+    /// someone's file, which must not be given the image's owner, setuid bits or
+    /// capabilities. The descriptor's `/proc/self/fd` entry reaches that very inode (a
+    /// symbolic link itself, not its target).
+    fn finish_at(&mut self, i: usize, dir: RawFd, name: &CStr, ftype: libc::mode_t) {
         let meta = self.plan.entries[i].meta.clone();
+        let fd = match open_created(dir, name, ftype) {
+            Ok(fd) => fd,
+            Err(err) => {
+                self.meta_error(i, "open", &err);
+                return;
+            }
+        };
+        let Ok(proc_path) = cstring(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes()) else {
+            return;
+        };
         if self.opts.owners {
-            // SAFETY: valid descriptor and name.
+            // SAFETY: an open descriptor and an empty name (AT_EMPTY_PATH: the descriptor's
+            // own inode).
             let rc = unsafe {
                 libc::fchownat(
-                    dir,
-                    name.as_ptr(),
+                    fd.as_raw_fd(),
+                    c"".as_ptr(),
                     meta.uid,
                     meta.gid,
-                    libc::AT_SYMLINK_NOFOLLOW,
+                    libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
                 )
             };
             if let Err(err) = check(rc) {
@@ -515,16 +531,18 @@ impl<'p> Writer<'p> {
         } else if meta.uid != self.euid || meta.gid != self.egid {
             self.report.owners_not_set += 1;
         }
-        if !symlink {
-            if let Err(err) = chmod_nofollow(dir, name, meta.mode & 0o7777) {
+        // After the owner: chown clears setuid and setgid bits.
+        if ftype != libc::S_IFLNK {
+            // SAFETY: a valid path (the descriptor's /proc entry).
+            if let Err(err) = check(unsafe { libc::chmod(proc_path.as_ptr(), meta.mode & 0o7777) })
+            {
                 self.meta_error(i, "chmod", &err);
             }
         }
-        self.set_xattrs(i, XattrTarget::At(dir, name));
+        self.set_xattrs(i, XattrTarget::Proc(&proc_path));
         let ts = timespecs(meta.atime, meta.mtime);
-        // SAFETY: valid descriptor, name and a two-element array.
-        let rc =
-            unsafe { libc::utimensat(dir, name.as_ptr(), ts.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+        // SAFETY: a valid path and a two-element array.
+        let rc = unsafe { libc::utimensat(libc::AT_FDCWD, proc_path.as_ptr(), ts.as_ptr(), 0) };
         if let Err(err) = check(rc) {
             self.meta_error(i, "utimensat", &err);
         }
@@ -559,14 +577,6 @@ impl<'p> Writer<'p> {
         if xs.is_empty() {
             return;
         }
-        let proc_path = match target {
-            XattrTarget::At(dir, name) => {
-                let mut p = format!("/proc/self/fd/{dir}/").into_bytes();
-                p.extend_from_slice(name.to_bytes());
-                cstring(&p).ok()
-            }
-            XattrTarget::Fd(_) => None,
-        };
         for x in xs {
             let value = match &x.value {
                 Ok(v) => v,
@@ -579,15 +589,15 @@ impl<'p> Writer<'p> {
                 self.skip_xattr(i, &x.name, "name contains NUL".into());
                 continue;
             };
-            let rc = match (target, &proc_path) {
+            let rc = match target {
                 // SAFETY: valid descriptor, name and value buffer.
-                (XattrTarget::Fd(fd), _) => unsafe {
+                XattrTarget::Fd(fd) => unsafe {
                     libc::fsetxattr(fd, cname.as_ptr(), value.as_ptr().cast(), value.len(), 0)
                 },
-                // SAFETY: valid path, name and value buffer; `lsetxattr` does not follow the
-                // last component, and the directory is reached through its descriptor.
-                (XattrTarget::At(..), Some(p)) => unsafe {
-                    libc::lsetxattr(
+                // SAFETY: valid path, name and value buffer; the path is a descriptor's /proc
+                // entry, which reaches the descriptor's inode (see `finish_at`).
+                XattrTarget::Proc(p) => unsafe {
+                    libc::setxattr(
                         p.as_ptr(),
                         cname.as_ptr(),
                         value.as_ptr().cast(),
@@ -595,10 +605,6 @@ impl<'p> Writer<'p> {
                         0,
                     )
                 },
-                (XattrTarget::At(..), None) => {
-                    self.skip_xattr(i, &x.name, "name not representable".into());
-                    continue;
-                }
             };
             match check(rc) {
                 Ok(()) => self.report.xattrs_set += 1,
@@ -868,7 +874,7 @@ impl<'p> Writer<'p> {
             Ok(()) => {
                 self.state[i] = State::Created;
                 self.report.symlinks += 1;
-                self.finish_at(i, pfd, &name, true);
+                self.finish_at(i, pfd, &name, libc::S_IFLNK);
             }
             Err(err) => self.create_error(i, "symlink", &err),
         }
@@ -905,7 +911,7 @@ impl<'p> Writer<'p> {
                     libc::S_IFSOCK => self.report.sockets += 1,
                     _ => self.report.devices += 1,
                 }
-                self.finish_at(i, pfd, &name, false);
+                self.finish_at(i, pfd, &name, kind);
             }
             Err(err)
                 if dev.is_some()
@@ -956,8 +962,9 @@ impl<'p> Writer<'p> {
 enum XattrTarget<'a> {
     /// An open file or directory.
     Fd(RawFd),
-    /// A name in a directory (symbolic links, devices, FIFOs, sockets).
-    At(RawFd, &'a CStr),
+    /// The `/proc/self/fd` entry of an `O_PATH` descriptor (symbolic links, devices, FIFOs,
+    /// sockets).
+    Proc(&'a CStr),
 }
 
 /// A directory descriptor that is either on the writer's stack or owned for one operation.
@@ -975,24 +982,21 @@ impl DirFd {
     }
 }
 
-/// `chmod` of `name` in `dir`, which must not be a symbolic link (checked; glibc's
-/// `AT_SYMLINK_NOFOLLOW` is used where the kernel supports it).
-fn chmod_nofollow(dir: RawFd, name: &CStr, mode: u32) -> io::Result<()> {
-    // SAFETY: valid descriptor and name.
-    let rc = unsafe { libc::fchmodat(dir, name.as_ptr(), mode, libc::AT_SYMLINK_NOFOLLOW) };
-    match check(rc) {
-        Ok(()) => Ok(()),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::ENOSYS)) => {
-            let st = lstat_at(dir, name)?;
-            if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
-                return Err(io::Error::from_raw_os_error(libc::ELOOP));
-            }
-            // SAFETY: valid descriptor and name (checked not to be a link just above; the
-            // destination is ours).
-            check(unsafe { libc::fchmodat(dir, name.as_ptr(), mode, 0) })
-        }
-        Err(e) => Err(e),
+/// An `O_PATH` descriptor of `name` in `dir`, never following it, which must be a `ftype`
+/// with a single link: what the extraction just created, not something swapped in since (see
+/// [`Writer::finish_at`]).
+fn open_created(dir: RawFd, name: &CStr, ftype: libc::mode_t) -> io::Result<OwnedFd> {
+    let fd = openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+    // SAFETY: zeroed is a valid `stat`; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: an open descriptor and a valid pointer.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    if st.st_mode & libc::S_IFMT != ftype || st.st_nlink != 1 {
+        return Err(io::Error::other(
+            "replaced during the extraction; metadata not set",
+        ));
     }
+    Ok(fd)
 }
 
 /// Prepares the destination: creates it (one level) if missing; otherwise it must be a
@@ -1188,4 +1192,30 @@ fn write_nofollow(path: &Path, data: &[u8]) -> io::Result<()> {
     check(unsafe { libc::ftruncate(fd.as_raw_fd(), 0) })?;
     let mut f = std::fs::File::from(fd);
     f.write_all(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_is_set_only_on_what_was_created() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = std::fs::File::open(d.path()).unwrap();
+        let at = |n: &str| CString::new(n).unwrap();
+        let fifo = at("fifo");
+        // SAFETY: valid descriptor and name.
+        check(unsafe { libc::mknodat(dir.as_raw_fd(), fifo.as_ptr(), libc::S_IFIFO | 0o600, 0) })
+            .unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("link")).unwrap();
+        std::fs::write(d.path().join("file"), b"x").unwrap();
+        let raw = dir.as_raw_fd();
+        assert!(open_created(raw, &fifo, libc::S_IFIFO).is_ok());
+        assert!(open_created(raw, &at("link"), libc::S_IFLNK).is_ok());
+        // A regular file where a FIFO or a link was made; a second link to the FIFO.
+        assert!(open_created(raw, &at("file"), libc::S_IFIFO).is_err());
+        assert!(open_created(raw, &at("file"), libc::S_IFLNK).is_err());
+        std::fs::hard_link(d.path().join("fifo"), d.path().join("fifo2")).unwrap();
+        assert!(open_created(raw, &fifo, libc::S_IFIFO).is_err());
+    }
 }
