@@ -374,7 +374,7 @@ impl Ctx<'_> {
             message,
             location: Some(format!(
                 "{}:{}",
-                crate::text::path(&self.table_name),
+                crate::text::path(self.table_name),
                 self.line
             )),
             kind,
