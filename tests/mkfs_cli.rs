@@ -561,7 +561,8 @@ fn image_to_stdout() {
             })
             .collect()
     };
-    let expected = r.stdout_text() + &messages(&r.stderr_text());
+    // Names with control characters or invalid UTF-8 are escaped in ours (deliberately).
+    let expected = as_we_show(&r.stdout) + &messages(&as_we_show(&r.stderr));
     if let Some(d) = text_difference("-v listing on stderr", &expected, &messages(&err)) {
         panic!("{d}");
     }

@@ -180,14 +180,15 @@ fn run_case(tree: &Path, c: &Case) -> Result<(), String> {
         }
     }
     if c.stdout {
-        if let Some(d) = text_difference("stdout", &r.stdout_text(), &o.stdout_text()) {
+        // Names with control characters or invalid UTF-8 are escaped in ours (deliberately).
+        if let Some(d) = text_difference("stdout", &as_we_show(&r.stdout), &o.stdout_text()) {
             problems.push_str(&d);
         }
     }
     if c.stderr {
         let (ours, _extra) = without_our_warnings(&o.stderr_text());
         let ours = without_table_locations(&ours, &c.args);
-        if let Some(d) = text_difference("stderr", &r.stderr_text(), &ours) {
+        if let Some(d) = text_difference("stderr", &as_we_show(&r.stderr), &ours) {
             problems.push_str(&d);
         }
     }

@@ -439,10 +439,9 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         return fail(&format!("{}: {}", shown.display(), super::errno_text(&e)));
     }
     for d in &report.dropped {
-        let path = d
-            .path
-            .as_deref()
-            .map_or_else(String::new, |p| format!(" {}", String::from_utf8_lossy(p)));
+        let path = d.path.as_deref().map_or_else(String::new, |p| {
+            format!(" {}", jffs2::text::escape_if_needed(p))
+        });
         tool.warning(&format!("left out (inode #{}{path}): {}", d.ino, d.what));
     }
     if a.json {

@@ -682,7 +682,7 @@ pub fn dump_command() -> Command {
             .long("extract")
             .value_hint(ValueHint::DirPath)
             .help_heading(views),
-        flag("force", "Extract into a non-empty DIR: merges, and never replaces anything.")
+        flag("force", "Extract into a non-empty DIR: merges, and never replaces anything; existing directories (DIR included) keep their owner, mode, times and xattrs.")
             .long("force")
             .help_heading(views),
         flag("no-xattrs", "Do not set extended attributes when extracting.")

@@ -136,7 +136,8 @@ Views and files (jffs2-dump only; the byte order and erase size are detected unl
                               hard links, holes, symlinks (never followed), devices (as
                               root; else listed in DIR.devtable), owners (as root), modes,
                               times, xattrs where permitted
-     --force                  extract into a non-empty DIR
+     --force                  extract into a non-empty DIR; existing directories (and DIR)
+                              keep their owner, mode, times and xattrs
      --no-xattrs, --no-owners do not set extended attributes / owners
      --devtable=FILE          where to list devices that cannot be created
      --erase-size=SIZE        erase block size (same grammar as mkfs.jffs2 -e)

@@ -442,10 +442,9 @@ fn repair(
         .commit()
         .map_err(|e| format!("{}: {}", out.display(), super::errno_text(&e)))?;
     for d in &r.dropped {
-        let path = d
-            .path
-            .as_deref()
-            .map_or_else(String::new, |p| format!(" {}", String::from_utf8_lossy(p)));
+        let path = d.path.as_deref().map_or_else(String::new, |p| {
+            format!(" {}", jffs2::text::escape_if_needed(p))
+        });
         tool.warning(&format!(
             "--repair left out (inode #{}{path}): {}",
             d.ino, d.what

@@ -123,6 +123,9 @@ identical to mkfs.jffs2's):
 SIZE arguments follow mkfs.jffs2: decimal, 0x hex or 0 octal; -e also takes
 KiB/MiB suffixes and reads a bare number below 4096 as KiB. Note that `-p SIZE`
 (with a space) pads to the end of the last erase block only: write --pad=SIZE.
+Names that are not UTF-8 or hold control or bidirectional characters are shown
+escaped (\\x1b, \\r, \\xe2\\x80\\xae) in messages and the -v listing; mkfs.jffs2
+prints them raw. Other names are shown exactly as mkfs.jffs2 shows them.
 Exit status: 0 on success, 1 for an unknown option, 255 for any other error.
 ";
 

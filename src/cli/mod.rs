@@ -26,20 +26,22 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// `"<prog>: error!: <msg>"` on stderr (mtd-utils' `errmsg`).
+    /// `"<prog>: error!: <msg>"` on stderr (mtd-utils' `errmsg`). Control and bidirectional
+    /// characters a name may have brought into `msg` are escaped ([`jffs2::text::message`]).
     pub fn error(&self, msg: &str) {
-        eprintln!("{}: error!: {msg}", self.name);
+        eprintln!("{}: error!: {}", self.name, jffs2::text::message(msg));
     }
 
-    /// `"<prog>: warning!: <msg>"` on stderr (mtd-utils' `warnmsg`).
+    /// `"<prog>: warning!: <msg>"` on stderr (mtd-utils' `warnmsg`), escaped as
+    /// [`Tool::error`].
     pub fn warning(&self, msg: &str) {
-        eprintln!("{}: warning!: {msg}", self.name);
+        eprintln!("{}: warning!: {}", self.name, jffs2::text::message(msg));
     }
 
     /// mtd-utils' `sys_errmsg`: the message, then `error N (text)` indented under it by
     /// `sizeof(PROGRAM_NAME) + 1` spaces, i.e. the name length + 2 (`include/common.h`).
     pub fn sys_error(&self, msg: &str, err: &std::io::Error) {
-        eprintln!("{}: error!: {msg}", self.name);
+        self.error(msg);
         let code = err.raw_os_error().unwrap_or(0);
         let text = std::io::Error::from_raw_os_error(code).to_string();
         let text = text.split(" (os error").next().unwrap_or(&text).to_string();

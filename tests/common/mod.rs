@@ -1131,3 +1131,24 @@ pub fn name_text(n: &[u8]) -> String {
 pub fn os(b: &[u8]) -> OsString {
     OsString::from_vec(b.to_vec())
 }
+
+/// mtd-utils' text as our tools show it: on every line (leading tabs kept), names that are not
+/// UTF-8 or hold control or bidirectional characters are escaped (`jffs2::text`), where
+/// mtd-utils prints them raw. Ordinary lines are unchanged.
+pub fn as_we_show(raw: &[u8]) -> String {
+    raw.split_inclusive(|&b| b == b'\n')
+        .map(|line| {
+            let (line, nl) = match line.strip_suffix(b"\n") {
+                Some(l) => (l, "\n"),
+                None => (line, ""),
+            };
+            let tabs = line.iter().take_while(|&&b| b == b'\t').count();
+            let (lead, rest) = line.split_at(tabs);
+            format!(
+                "{}{}{nl}",
+                "\t".repeat(lead.len()),
+                jffs2::text::escape_if_needed(rest)
+            )
+        })
+        .collect()
+}

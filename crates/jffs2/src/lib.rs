@@ -137,6 +137,7 @@ mod prefetch;
 pub mod scan;
 pub mod source;
 pub mod sumtool;
+pub mod text;
 
 /// What docs/LIBRARY.md promises of the error types and the read-side models, checked at
 /// compile time: errors are `std::error::Error + Send + Sync + 'static` (usable with `?` into

@@ -725,9 +725,14 @@ fn extract_to(tool: &Tool, fs: &Fs<'_>, dir: &Path, a: &ViewArgs) -> Result<i32,
     }
     if a.verbose || !r.refused.is_empty() {
         eprintln!(
-            "{}: extracted {} directories, {} files ({} bytes written, {} left as holes), {} hard links, {} symbolic links, {} devices, {} FIFOs, {} sockets into {}; {} refused",
+            "{}: extracted {} directories{}, {} files ({} bytes written, {} left as holes), {} hard links, {} symbolic links, {} devices, {} FIFOs, {} sockets into {}; {} refused",
             tool.name,
             r.dirs,
+            if r.dirs_merged > 0 {
+                format!(" (and {} existing ones merged into, left as they were)", r.dirs_merged)
+            } else {
+                String::new()
+            },
             r.files,
             r.data_bytes,
             r.hole_bytes,

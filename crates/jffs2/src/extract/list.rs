@@ -2,44 +2,15 @@
 //! lookup inside the image, and file contents.
 
 use std::collections::{HashSet, VecDeque};
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::plan::FileData;
 use super::stream::{stream, Chunk, StreamOptions};
 use crate::fs::{Dirent, Fs, FsError, Inode, InodeKind, ReadError};
+pub use crate::text::escape;
 
 /// How many symbolic links a lookup follows (Linux's `MAXSYMLINKS`).
 const MAX_SYMLINKS: u32 = 40;
-
-/// A path (or name) as text: valid UTF-8 is kept, control characters, backslashes and
-/// invalid bytes are escaped C-style (`\n`, `\\`, `\xNN`); with `name`, a `/` inside it is
-/// escaped too (`\x2f`), so that a hostile name cannot pass for a path.
-pub fn escape(b: &[u8], name: bool) -> String {
-    let mut s = String::with_capacity(b.len());
-    for chunk in b.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\\' => s.push_str("\\\\"),
-                '\n' => s.push_str("\\n"),
-                '\t' => s.push_str("\\t"),
-                '\r' => s.push_str("\\r"),
-                '/' if name => s.push_str("\\x2f"),
-                c if c.is_control() => {
-                    let mut buf = [0u8; 4];
-                    for byte in c.encode_utf8(&mut buf).bytes() {
-                        let _ = write!(s, "\\x{byte:02x}");
-                    }
-                }
-                c => s.push(c),
-            }
-        }
-        for byte in chunk.invalid() {
-            let _ = write!(s, "\\x{byte:02x}");
-        }
-    }
-    s
-}
 
 /// `ls -l`'s mode string (type character and permissions with `s`/`S`/`t`/`T`), with
 /// jffs2reader's type characters (`"0pcCd?bB-?l?s???"`: the usual ones for the real types).
@@ -353,7 +324,10 @@ pub fn list(fs: &Fs<'_>, out: &mut dyn Write, opts: &ListOptions) -> io::Result<
             for x in fs.xattrs(inode).0 {
                 let v = match &x.value {
                     Ok(v) => match std::str::from_utf8(v) {
-                        Ok(s) if !s.chars().any(char::is_control) => format!("\"{s}\""),
+                        // Text only when nothing in it could drive a terminal; else hex.
+                        Ok(s) if !s.chars().any(crate::text::needs_escape) => {
+                            format!("\"{s}\"")
+                        }
                         _ => format!("0x{}", hex(v)),
                     },
                     Err(e) => format!("<{e}>"),
@@ -554,15 +528,5 @@ mod tests {
         assert_eq!(format_mode(0o60660), "brw-rw----");
         assert_eq!(format_mode(0o10644), "prw-r--r--");
         assert_eq!(format_mode(0o140755), "srwxr-xr-x");
-    }
-
-    #[test]
-    fn escaping() {
-        assert_eq!(escape(b"plain", true), "plain");
-        assert_eq!(escape("é".as_bytes(), true), "é");
-        assert_eq!(escape(b"a/b", true), "a\\x2fb");
-        assert_eq!(escape(b"a/b", false), "a/b");
-        assert_eq!(escape(b"\xff\n\\", false), "\\xff\\n\\\\");
-        assert_eq!(escape(b"\x7f", false), "\\x7f");
     }
 }

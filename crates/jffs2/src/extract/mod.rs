@@ -18,7 +18,10 @@
 //! * owners when [`ExtractOptions::owners`] (default: when running as root), permission bits
 //!   (setuid, setgid and sticky included), access and modification times (a directory's after
 //!   its children are written), extended attributes and POSIX ACLs where the host permits
-//!   (otherwise skipped and counted in [`ExtractReport::xattrs_skipped`]).
+//!   (otherwise skipped and counted in [`ExtractReport::xattrs_skipped`]);
+//! * only on what it creates: a directory that was already there (merged into, or the
+//!   destination itself) keeps its owner, mode, xattrs and times (the times put back after
+//!   its subtree), so an image cannot choose who owns a host directory.
 //!
 //! # Safety against hostile images
 //!

@@ -468,3 +468,60 @@ fn lying_fields_with_valid_crcs_never_panic_nor_escape() {
         assert!(beside.is_empty(), "round {round}: wrote {beside:?}");
     }
 }
+
+/// Merging (`allow_non_empty`) never hands an existing directory the image's mode or times —
+/// the destination itself included — while the directories it creates get them.
+#[test]
+fn merged_directories_keep_their_own_mode_and_times() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let mut img = Img::default();
+    img.inode(1, 1, 0o047777, 0, 0, 0, COMPR_NONE, &[])
+        .dirent(1, 2, 2, dt::DIR, b"etc")
+        .inode(2, 1, 0o041777, 0, 0, 0, COMPR_NONE, &[])
+        .dirent(2, 3, 3, dt::DIR, b"new")
+        .inode(3, 1, 0o042775, 0, 0, 0, COMPR_NONE, &[]);
+    let image = img.build();
+    let parent = tempfile::tempdir().unwrap();
+    let dest = parent.path().join("out");
+    std::fs::create_dir(&dest).unwrap();
+    std::fs::create_dir(dest.join("etc")).unwrap();
+    let stamp = |p: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        let t = std::fs::FileTimes::new()
+            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_234_567_890));
+        std::fs::File::open(p).unwrap().set_times(t).unwrap();
+    };
+    stamp(&dest, 0o700);
+    stamp(&dest.join("etc"), 0o755);
+    let report = with_fs(&image, |fs| {
+        let plan = Plan::build(fs, true).unwrap();
+        let opts = ExtractOptions {
+            owners: false,
+            allow_non_empty: true,
+            ..ExtractOptions::default()
+        };
+        extract(fs, &plan, &dest, &opts).unwrap()
+    });
+    assert!(report.refused.is_empty(), "{:?}", report.refused);
+    assert_eq!((report.dirs, report.dirs_merged), (1, 1));
+    for (p, mode) in [(dest.clone(), 0o700), (dest.join("etc"), 0o755)] {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        assert_eq!(m.mode() & 0o7777, mode, "{}", p.display());
+        assert_eq!(m.mtime(), 1_234_567_890, "{}", p.display());
+    }
+    let m = std::fs::symlink_metadata(dest.join("etc/new")).unwrap();
+    assert_eq!(m.mode() & 0o7777, 0o2775);
+    assert_eq!(m.mtime(), 0);
+    // A destination the extraction creates gets the image root's mode.
+    let fresh = parent.path().join("fresh");
+    with_fs(&image, |fs| {
+        let plan = Plan::build(fs, true).unwrap();
+        let opts = ExtractOptions {
+            owners: false,
+            ..ExtractOptions::default()
+        };
+        extract(fs, &plan, &fresh, &opts).unwrap()
+    });
+    let m = std::fs::symlink_metadata(&fresh).unwrap();
+    assert_eq!(m.mode() & 0o7777, 0o7777);
+}

@@ -22,8 +22,9 @@ pub struct ExtractOptions {
     /// Create character and block devices with `mknod` (falling back to the device table when
     /// not permitted). When false they all go to the device table.
     pub devices: bool,
-    /// Accept a destination that is not empty: existing directories are merged into, existing
-    /// entries of any other kind are left alone and reported ([`Refusal::Exists`]).
+    /// Accept a destination that is not empty: existing directories are merged into (their
+    /// owner, mode, times and xattrs left as they are), existing entries of any other kind
+    /// are left alone and reported ([`Refusal::Exists`]).
     pub allow_non_empty: bool,
     /// Where to write the device table (default: beside the destination, `DIR.devtable`,
     /// which never replaces an existing file: [`ExtractError::Io`] with `AlreadyExists`).
@@ -104,6 +105,10 @@ pub struct XattrSkip {
 pub struct ExtractReport {
     /// Directories created (the destination not counted).
     pub dirs: u64,
+    /// Directories that already existed and were merged into (only with
+    /// [`ExtractOptions::allow_non_empty`]); their owner, mode, times and xattrs are left as
+    /// they were.
+    pub dirs_merged: u64,
     /// Regular files created.
     pub files: u64,
     /// Further names of inodes, created with `link(2)`.
@@ -149,6 +154,29 @@ enum State {
 struct Level {
     entry: usize,
     fd: Option<OwnedFd>,
+    /// `None`: made by this extraction. Otherwise the directory was already there (merged
+    /// into with `--force`, or an existing destination) and keeps its own owner, mode, xattrs
+    /// and these access and modification times (restored once its subtree is done): the image
+    /// must not choose who owns a host directory, nor what it looks like.
+    existed: Option<[libc::timespec; 2]>,
+}
+
+/// The access and modification times of an open file, as `futimens` takes them.
+fn times_of(fd: RawFd) -> io::Result<[libc::timespec; 2]> {
+    // SAFETY: zeroed is a valid `stat`; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: an open descriptor and a valid pointer.
+    check(unsafe { libc::fstat(fd, &mut st) })?;
+    Ok([
+        libc::timespec {
+            tv_sec: st.st_atime,
+            tv_nsec: st.st_atime_nsec,
+        },
+        libc::timespec {
+            tv_sec: st.st_mtime,
+            tv_nsec: st.st_mtime_nsec,
+        },
+    ])
 }
 
 /// Directories kept open along the current path at least (the rest are opened again when
@@ -467,19 +495,35 @@ impl<'p> Writer<'p> {
         }
     }
 
-    /// Sets owner, mode (not for symbolic links), xattrs and times of `name` in `dir`,
-    /// without following it.
-    fn finish_at(&mut self, i: usize, dir: RawFd, name: &CStr, symlink: bool) {
+    /// Sets owner, mode (not for symbolic links), xattrs and times of `name` in `dir`, just
+    /// created as a `ftype` (`S_IFLNK`, `S_IFIFO`, ...). Through an `O_PATH | O_NOFOLLOW`
+    /// descriptor checked to be of that type with one link: in a directory others can write
+    /// (merged into with `--force`), the name may have been swapped meanwhile for a link to
+    /// someone's file, which must not be given the image's owner, setuid bits or
+    /// capabilities. The descriptor's `/proc/self/fd` entry reaches that very inode (a
+    /// symbolic link itself, not its target).
+    fn finish_at(&mut self, i: usize, dir: RawFd, name: &CStr, ftype: libc::mode_t) {
         let meta = self.plan.entries[i].meta.clone();
+        let fd = match open_created(dir, name, ftype) {
+            Ok(fd) => fd,
+            Err(err) => {
+                self.meta_error(i, "open", &err);
+                return;
+            }
+        };
+        let Ok(proc_path) = cstring(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes()) else {
+            return;
+        };
         if self.opts.owners {
-            // SAFETY: valid descriptor and name.
+            // SAFETY: an open descriptor and an empty name (AT_EMPTY_PATH: the descriptor's
+            // own inode).
             let rc = unsafe {
                 libc::fchownat(
-                    dir,
-                    name.as_ptr(),
+                    fd.as_raw_fd(),
+                    c"".as_ptr(),
                     meta.uid,
                     meta.gid,
-                    libc::AT_SYMLINK_NOFOLLOW,
+                    libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
                 )
             };
             if let Err(err) = check(rc) {
@@ -488,24 +532,26 @@ impl<'p> Writer<'p> {
         } else if meta.uid != self.euid || meta.gid != self.egid {
             self.report.owners_not_set += 1;
         }
-        if !symlink {
-            if let Err(err) = chmod_nofollow(dir, name, meta.mode & 0o7777) {
+        // After the owner: chown clears setuid and setgid bits.
+        if ftype != libc::S_IFLNK {
+            // SAFETY: a valid path (the descriptor's /proc entry).
+            if let Err(err) = check(unsafe { libc::chmod(proc_path.as_ptr(), meta.mode & 0o7777) })
+            {
                 self.meta_error(i, "chmod", &err);
             }
         }
-        self.set_xattrs(i, XattrTarget::At(dir, name));
+        self.set_xattrs(i, XattrTarget::Proc(&proc_path));
         let ts = timespecs(meta.atime, meta.mtime);
-        // SAFETY: valid descriptor, name and a two-element array.
-        let rc =
-            unsafe { libc::utimensat(dir, name.as_ptr(), ts.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+        // SAFETY: a valid path and a two-element array.
+        let rc = unsafe { libc::utimensat(libc::AT_FDCWD, proc_path.as_ptr(), ts.as_ptr(), 0) };
         if let Err(err) = check(rc) {
             self.meta_error(i, "utimensat", &err);
         }
     }
 
     fn skip_xattr(&mut self, i: usize, name: &[u8], reason: String) {
-        let ns =
-            String::from_utf8_lossy(name.split(|&b| b == b'.').next().unwrap_or(b"")).into_owned();
+        // The image names it: escaped, as it is printed.
+        let ns = crate::text::escape(name.split(|&b| b == b'.').next().unwrap_or(b""), false);
         if let Some(s) = self
             .report
             .xattrs_skipped
@@ -532,14 +578,6 @@ impl<'p> Writer<'p> {
         if xs.is_empty() {
             return;
         }
-        let proc_path = match target {
-            XattrTarget::At(dir, name) => {
-                let mut p = format!("/proc/self/fd/{dir}/").into_bytes();
-                p.extend_from_slice(name.to_bytes());
-                cstring(&p).ok()
-            }
-            XattrTarget::Fd(_) => None,
-        };
         for x in xs {
             let value = match &x.value {
                 Ok(v) => v,
@@ -552,15 +590,15 @@ impl<'p> Writer<'p> {
                 self.skip_xattr(i, &x.name, "name contains NUL".into());
                 continue;
             };
-            let rc = match (target, &proc_path) {
+            let rc = match target {
                 // SAFETY: valid descriptor, name and value buffer.
-                (XattrTarget::Fd(fd), _) => unsafe {
+                XattrTarget::Fd(fd) => unsafe {
                     libc::fsetxattr(fd, cname.as_ptr(), value.as_ptr().cast(), value.len(), 0)
                 },
-                // SAFETY: valid path, name and value buffer; `lsetxattr` does not follow the
-                // last component, and the directory is reached through its descriptor.
-                (XattrTarget::At(..), Some(p)) => unsafe {
-                    libc::lsetxattr(
+                // SAFETY: valid path, name and value buffer; the path is a descriptor's /proc
+                // entry, which reaches the descriptor's inode (see `finish_at`).
+                XattrTarget::Proc(p) => unsafe {
+                    libc::setxattr(
                         p.as_ptr(),
                         cname.as_ptr(),
                         value.as_ptr().cast(),
@@ -568,10 +606,6 @@ impl<'p> Writer<'p> {
                         0,
                     )
                 },
-                (XattrTarget::At(..), None) => {
-                    self.skip_xattr(i, &x.name, "name not representable".into());
-                    continue;
-                }
             };
             match check(rc) {
                 Ok(()) => self.report.xattrs_set += 1,
@@ -591,12 +625,29 @@ impl<'p> Writer<'p> {
             self.open -= 1;
         }
         self.shallow = self.shallow.min(self.stack.len().max(1));
-        match fd {
-            Ok(fd) => self.finish_fd(level.entry, fd),
-            Err(e) => self.meta_error(level.entry, "reopen", &e),
-        }
+        self.finish_level(level.entry, level.existed, fd);
         drop(level);
         Ok(())
+    }
+
+    /// Finalises a directory whose subtree is done: the image's metadata if this extraction
+    /// made it, else only its own times put back (creating entries in it changed them).
+    fn finish_level(
+        &mut self,
+        i: usize,
+        existed: Option<[libc::timespec; 2]>,
+        fd: io::Result<RawFd>,
+    ) {
+        match (fd, existed) {
+            (Ok(fd), None) => self.finish_fd(i, fd),
+            (Ok(fd), Some(ts)) => {
+                // SAFETY: an open descriptor and a two-element array.
+                if let Err(err) = check(unsafe { libc::futimens(fd, ts.as_ptr()) }) {
+                    self.meta_error(i, "utimens", &err);
+                }
+            }
+            (Err(e), _) => self.meta_error(i, "reopen", &e),
+        }
     }
 
     /// Pops (and finalises) directories until the stack holds `depth` levels.
@@ -624,6 +675,7 @@ impl<'p> Writer<'p> {
         };
         // SAFETY: valid descriptor and name.
         let made = check(unsafe { libc::mkdirat(pfd, name.as_ptr(), 0o700) });
+        let created = made.is_ok();
         if let Err(err) = made {
             let merge = err.raw_os_error() == Some(libc::EEXIST)
                 && self.opts.allow_non_empty
@@ -635,14 +687,30 @@ impl<'p> Writer<'p> {
         }
         match open_dir_at(pfd, &e.name) {
             Ok(fd) => {
+                let existed = if created {
+                    None
+                } else {
+                    match times_of(fd.as_raw_fd()) {
+                        Ok(ts) => Some(ts),
+                        Err(err) => {
+                            self.create_error(i, "stat", &err);
+                            return false;
+                        }
+                    }
+                };
                 self.stack.push(Level {
                     entry: i,
                     fd: Some(fd),
+                    existed,
                 });
                 self.open += 1;
                 self.enforce_cap();
                 self.state[i] = State::Created;
-                self.report.dirs += 1;
+                if created {
+                    self.report.dirs += 1;
+                } else {
+                    self.report.dirs_merged += 1;
+                }
                 true
             }
             Err(err) => {
@@ -807,7 +875,7 @@ impl<'p> Writer<'p> {
             Ok(()) => {
                 self.state[i] = State::Created;
                 self.report.symlinks += 1;
-                self.finish_at(i, pfd, &name, true);
+                self.finish_at(i, pfd, &name, libc::S_IFLNK);
             }
             Err(err) => self.create_error(i, "symlink", &err),
         }
@@ -844,7 +912,7 @@ impl<'p> Writer<'p> {
                     libc::S_IFSOCK => self.report.sockets += 1,
                     _ => self.report.devices += 1,
                 }
-                self.finish_at(i, pfd, &name, false);
+                self.finish_at(i, pfd, &name, kind);
             }
             Err(err)
                 if dev.is_some()
@@ -895,8 +963,9 @@ impl<'p> Writer<'p> {
 enum XattrTarget<'a> {
     /// An open file or directory.
     Fd(RawFd),
-    /// A name in a directory (symbolic links, devices, FIFOs, sockets).
-    At(RawFd, &'a CStr),
+    /// The `/proc/self/fd` entry of an `O_PATH` descriptor (symbolic links, devices, FIFOs,
+    /// sockets).
+    Proc(&'a CStr),
 }
 
 /// A directory descriptor that is either on the writer's stack or owned for one operation.
@@ -914,35 +983,34 @@ impl DirFd {
     }
 }
 
-/// `chmod` of `name` in `dir`, which must not be a symbolic link (checked; glibc's
-/// `AT_SYMLINK_NOFOLLOW` is used where the kernel supports it).
-fn chmod_nofollow(dir: RawFd, name: &CStr, mode: u32) -> io::Result<()> {
-    // SAFETY: valid descriptor and name.
-    let rc = unsafe { libc::fchmodat(dir, name.as_ptr(), mode, libc::AT_SYMLINK_NOFOLLOW) };
-    match check(rc) {
-        Ok(()) => Ok(()),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::ENOSYS)) => {
-            let st = lstat_at(dir, name)?;
-            if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
-                return Err(io::Error::from_raw_os_error(libc::ELOOP));
-            }
-            // SAFETY: valid descriptor and name (checked not to be a link just above; the
-            // destination is ours).
-            check(unsafe { libc::fchmodat(dir, name.as_ptr(), mode, 0) })
-        }
-        Err(e) => Err(e),
+/// An `O_PATH` descriptor of `name` in `dir`, never following it, which must be a `ftype`
+/// with a single link: what the extraction just created, not something swapped in since (see
+/// [`Writer::finish_at`]).
+fn open_created(dir: RawFd, name: &CStr, ftype: libc::mode_t) -> io::Result<OwnedFd> {
+    let fd = openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+    // SAFETY: zeroed is a valid `stat`; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: an open descriptor and a valid pointer.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    if st.st_mode & libc::S_IFMT != ftype || st.st_nlink != 1 {
+        return Err(io::Error::other(
+            "replaced during the extraction; metadata not set",
+        ));
     }
+    Ok(fd)
 }
 
 /// Prepares the destination: creates it (one level) if missing; otherwise it must be a
-/// directory and, unless allowed, empty. Returns an open descriptor.
-fn open_destination(dir: &Path, allow_non_empty: bool) -> Result<OwnedFd, ExtractError> {
+/// directory and, unless allowed, empty. Returns an open descriptor, and whether it was
+/// created here.
+fn open_destination(dir: &Path, allow_non_empty: bool) -> Result<(OwnedFd, bool), ExtractError> {
     let io = |what, source| ExtractError::Io {
         what,
         path: dir.to_path_buf(),
         source,
     };
     let c = cstring(dir.as_os_str().as_bytes()).map_err(|e| io("open", e))?;
+    let mut created = false;
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => {
             return Err(ExtractError::NotADirectory {
@@ -962,10 +1030,20 @@ fn open_destination(dir: &Path, allow_non_empty: bool) -> Result<OwnedFd, Extrac
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             // SAFETY: a valid path.
             check(unsafe { libc::mkdir(c.as_ptr(), 0o700) }).map_err(|e| io("mkdir", e))?;
+            created = true;
         }
         Err(e) => return Err(io("stat", e)),
     }
-    openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| io("open", e))
+    // Once created, never follow a link someone put in its place since.
+    let nofollow = if created { libc::O_NOFOLLOW } else { 0 };
+    let fd = openat(
+        libc::AT_FDCWD,
+        &c,
+        libc::O_RDONLY | libc::O_DIRECTORY | nofollow,
+        0,
+    )
+    .map_err(|e| io("open", e))?;
+    Ok((fd, created))
 }
 
 /// Extracts `plan` (built from `fs`) into `dir`: see the module documentation of [`super`].
@@ -977,7 +1055,18 @@ pub fn extract(
     dir: &Path,
     opts: &ExtractOptions,
 ) -> Result<ExtractReport, ExtractError> {
-    let root = open_destination(dir, opts.allow_non_empty)?;
+    let (root, root_created) = open_destination(dir, opts.allow_non_empty)?;
+    let root_existed = if root_created {
+        None
+    } else {
+        Some(
+            times_of(root.as_raw_fd()).map_err(|source| ExtractError::Io {
+                what: "stat",
+                path: dir.to_path_buf(),
+                source,
+            })?,
+        )
+    };
     // SAFETY: no preconditions.
     let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut w = Writer {
@@ -986,6 +1075,7 @@ pub fn extract(
         stack: vec![Level {
             entry: 0,
             fd: Some(root),
+            existed: root_existed,
         }],
         open: 1,
         shallow: 1,
@@ -1049,9 +1139,8 @@ pub fn extract(
     });
     // Finalise every directory still open, the destination last.
     let popped = w.pop_to(1);
-    if let Ok(fd) = w.level_fd(0) {
-        w.finish_fd(0, fd);
-    }
+    let fd = w.level_fd(0);
+    w.finish_level(0, root_existed, fd);
     result?;
     popped.map_err(|source| ExtractError::Write {
         path: Vec::new(),
@@ -1079,22 +1168,61 @@ pub fn extract(
     Ok(w.report)
 }
 
-/// Writes `data` to `path`, replacing a regular file there (unless `exclusive`: then an
-/// existing name is an error) but never following a symbolic link.
+/// Writes `data` to `path`, replacing the content of a regular file there (unless
+/// `exclusive`: then an existing name is an error) but never following a symbolic link, never
+/// blocking on a FIFO, and never writing through a second hard link (the file would be someone
+/// else's too).
 fn write_nofollow(path: &Path, data: &[u8], exclusive: bool) -> io::Result<()> {
     use std::io::Write;
     let c = cstring(path.as_os_str().as_bytes())?;
-    let keep = if exclusive {
-        libc::O_EXCL
-    } else {
-        libc::O_TRUNC
-    };
+    // Truncated only once checked (below): O_TRUNC would empty a second hard link first.
+    let keep = if exclusive { libc::O_EXCL } else { 0 };
     let fd = openat(
         libc::AT_FDCWD,
         &c,
-        libc::O_WRONLY | libc::O_CREAT | keep | libc::O_NOFOLLOW,
+        libc::O_WRONLY | libc::O_CREAT | keep | libc::O_NOFOLLOW | libc::O_NONBLOCK,
         0o644,
     )?;
+    // SAFETY: zeroed is a valid `stat`; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: an open descriptor and a valid pointer.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(io::Error::other("exists and is not a regular file"));
+    }
+    if st.st_nlink > 1 {
+        return Err(io::Error::other(
+            "has other hard links; not overwritten (remove it first)",
+        ));
+    }
+    // SAFETY: an open descriptor.
+    check(unsafe { libc::ftruncate(fd.as_raw_fd(), 0) })?;
     let mut f = std::fs::File::from(fd);
     f.write_all(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_is_set_only_on_what_was_created() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = std::fs::File::open(d.path()).unwrap();
+        let at = |n: &str| CString::new(n).unwrap();
+        let fifo = at("fifo");
+        // SAFETY: valid descriptor and name.
+        check(unsafe { libc::mknodat(dir.as_raw_fd(), fifo.as_ptr(), libc::S_IFIFO | 0o600, 0) })
+            .unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("link")).unwrap();
+        std::fs::write(d.path().join("file"), b"x").unwrap();
+        let raw = dir.as_raw_fd();
+        assert!(open_created(raw, &fifo, libc::S_IFIFO).is_ok());
+        assert!(open_created(raw, &at("link"), libc::S_IFLNK).is_ok());
+        // A regular file where a FIFO or a link was made; a second link to the FIFO.
+        assert!(open_created(raw, &at("file"), libc::S_IFIFO).is_err());
+        assert!(open_created(raw, &at("file"), libc::S_IFLNK).is_err());
+        std::fs::hard_link(d.path().join("fifo"), d.path().join("fifo2")).unwrap();
+        assert!(open_created(raw, &fifo, libc::S_IFIFO).is_err());
+    }
 }

@@ -162,7 +162,7 @@ pub fn build_with<'a>(image: &'a [u8], scan: &'a mut Scan, opts: FsOptions) -> F
                     Some(offset),
                     format!(
                         "child dir \"{}\" (ino #{}) of dir ino #{} is also hard linked from dir ino #{}",
-                        String::from_utf8_lossy(&fd.name),
+                        crate::text::escape_if_needed(&fd.name),
                         fd.ino,
                         ino,
                         child.pino_nlink

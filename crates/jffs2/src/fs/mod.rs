@@ -487,7 +487,7 @@ impl Problem {
 }
 
 fn show(name: &[u8]) -> String {
-    String::from_utf8_lossy(name).into_owned()
+    crate::text::escape_if_needed(name).into_owned()
 }
 
 impl fmt::Display for Problem {

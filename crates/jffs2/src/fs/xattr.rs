@@ -155,7 +155,7 @@ impl fmt::Display for XattrError {
             XattrError::DuplicateName { offset, ino, name } => write!(
                 f,
                 "inode #{ino} has attribute {} twice; the reference at 0x{offset:08x} is dropped",
-                String::from_utf8_lossy(name)
+                crate::text::escape_if_needed(name)
             ),
             XattrError::BadAcl {
                 offset,

@@ -31,6 +31,7 @@ fn kib(v: u32) -> String {
     }
 }
 
+/// Names and paths as JSON keeps them (the text output escapes them when shown).
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -1185,8 +1186,8 @@ impl Ctx<'_, '_> {
                     .then(|| {
                         format!(
                             "says entry \"{}\" -> #{ino} in #{pino} (version {version}), the node is \"{}\" -> #{i} in #{p} (version {v})",
-                            lossy(name),
-                            lossy(nm)
+                            crate::text::escape_if_needed(name),
+                            crate::text::escape_if_needed(nm)
                         )
                     }),
                 (
@@ -1393,7 +1394,7 @@ impl Ctx<'_, '_> {
                                 Some(*pino),
                                 format!(
                                     "entry \"{}\" for inode #{ino} is marked obsolete, but nothing replaces or deletes it and the inode has no other name: it is lost (a flipped ACCURATE bit?)",
-                                    lossy(name)
+                                    crate::text::escape_if_needed(name)
                                 ),
                             ))
                         } else if live(self.fs, *ino) {
@@ -1405,7 +1406,7 @@ impl Ctx<'_, '_> {
                                     "lost-node",
                                     format!(
                                         "entry \"{}\" for inode #{ino} is marked obsolete and nothing replaces or deletes it; the inode keeps another name (normal after garbage collection on NOR flash, a lost name in a fresh image)",
-                                        lossy(name)
+                                        crate::text::escape_if_needed(name)
                                     ),
                                 )
                                 .at(n.offset)

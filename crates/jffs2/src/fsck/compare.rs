@@ -12,7 +12,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use rayon::prelude::*;
@@ -54,16 +53,22 @@ pub struct Difference {
 }
 
 impl fmt::Display for Difference {
-    /// `path: what: image X, directory Y`.
+    /// `path: what: image X, directory Y`, names escaped (they come from the image and the
+    /// host tree).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = |s: &'_ str| crate::text::escape_if_needed(s.as_bytes()).into_owned();
         write!(
             f,
             "{}: {}: image {}, directory {}",
-            self.path, self.what, self.image, self.dir
+            e(&self.path),
+            self.what,
+            e(&self.image),
+            e(&self.dir)
         )
     }
 }
 
+/// Names and paths as JSON keeps them (the text output escapes them when shown).
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -360,10 +365,7 @@ fn content_difference(fs: &Fs<'_>, e: &TreeEntry, h: &Entry) -> Option<(String, 
         Err(err) => {
             return Some((
                 "readable".to_string(),
-                format!(
-                    "unreadable ({}: {err})",
-                    String::from_utf8_lossy(h.host_path.as_os_str().as_bytes())
-                ),
+                format!("unreadable ({}: {err})", crate::text::path(&h.host_path)),
             ))
         }
     };

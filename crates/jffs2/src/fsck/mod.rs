@@ -208,10 +208,11 @@ impl fmt::Display for Finding {
         if let Some(i) = self.ino {
             write!(f, " ino {i}")?;
         }
+        // A path (and a name quoted in the sentence) may come from the image: shown escaped.
         if let Some(p) = &self.path {
-            write!(f, " {p}")?;
+            write!(f, " {}", crate::text::escape_if_needed(p.as_bytes()))?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", crate::text::message(&self.message))
     }
 }
 

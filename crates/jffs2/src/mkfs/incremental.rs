@@ -91,7 +91,7 @@ fn walk_chunk(buf: &[u8], e: Endian, verbose: bool, r: &mut IncrementalScan) {
                     let name = name.split(|&c| c == 0).next().unwrap_or(&[]);
                     r.stdout.push(format!(
                         "{tag:>8} Dirent     node at 0x{p:08x}, totlen 0x{totlen:08x}, #pino {:5}, version {:5}, #ino  {:8}, nsize {:8}, name {}",
-                        f(12), f(16), f(20), nsize, String::from_utf8_lossy(name)
+                        f(12), f(16), f(20), nsize, crate::text::escape_if_needed(name)
                     ));
                 }
             }

@@ -484,14 +484,16 @@ impl<'a, W: Write> Builder<'a, W> {
             match *step {
                 Step::DirStart { dir, ino } => {
                     if self.cfg.verbose {
-                        let line = String::from_utf8_lossy(&self.e(dir).full_name).into_owned();
+                        let line =
+                            crate::text::escape_if_needed(&self.e(dir).full_name).into_owned();
                         self.sink.listing(&line);
                     }
                     self.write_xattrs(dir, ino)?;
                 }
                 Step::DirEmpty { dir } => {
                     if self.cfg.verbose {
-                        let line = String::from_utf8_lossy(&self.e(dir).full_name).into_owned();
+                        let line =
+                            crate::text::escape_if_needed(&self.e(dir).full_name).into_owned();
                         self.sink.listing(&line);
                     }
                 }
@@ -505,7 +507,7 @@ impl<'a, W: Write> Builder<'a, W> {
                             ino,
                             en.uid as i32,
                             en.gid as i32,
-                            String::from_utf8_lossy(&en.name)
+                            crate::text::escape_if_needed(&en.name)
                         );
                         self.sink.listing(&line);
                     }
@@ -556,12 +558,12 @@ impl<'a, W: Write> Builder<'a, W> {
                         .unwrap_or_default();
                     let msg = format!(
                         "Skipping file \"{}\" too large.",
-                        String::from_utf8_lossy(&dir)
+                        crate::text::escape_if_needed(&dir)
                     );
                     self.sink.message(MsgKind::Error, &msg);
                     let msg = format!(
                         "{}: {} bytes is over the 4 GiB JFFS2 file size limit; not stored",
-                        String::from_utf8_lossy(&en.full_name),
+                        crate::text::escape_if_needed(&en.full_name),
                         en.size
                     );
                     self.sink.message(MsgKind::Warning, &msg);
@@ -573,7 +575,7 @@ impl<'a, W: Write> Builder<'a, W> {
                     let msg = format!(
                         "Unknown mode {:o} for {}",
                         en.mode,
-                        String::from_utf8_lossy(&en.full_name)
+                        crate::text::escape_if_needed(&en.full_name)
                     );
                     self.sink.message(MsgKind::Error, &msg);
                 }
@@ -583,7 +585,10 @@ impl<'a, W: Write> Builder<'a, W> {
     }
 
     /// The listing line of a regular file, printed after it is written with the bytes
-    /// written (`-v`, §3.8).
+    /// written (`-v`, §3.8). Names are mkfs.jffs2's, byte for byte, unless they are not
+    /// UTF-8 or hold control or bidirectional characters: those are escaped
+    /// ([`crate::text::escape_if_needed`]), deliberately unlike mkfs.jffs2, which prints them
+    /// raw to the terminal.
     fn list_file(&mut self, id: usize, wrote: u64) {
         if !self.cfg.verbose {
             return;
@@ -596,7 +601,7 @@ impl<'a, W: Write> Builder<'a, W> {
             wrote,
             en.uid as i32,
             en.gid as i32,
-            String::from_utf8_lossy(&en.name)
+            crate::text::escape_if_needed(&en.name)
         );
         self.sink.listing(&line);
     }
@@ -608,7 +613,7 @@ impl<'a, W: Write> Builder<'a, W> {
             return;
         }
         let en = self.e(id);
-        let name = String::from_utf8_lossy(&en.name);
+        let name = crate::text::escape_if_needed(&en.name);
         let (uid, gid) = (en.uid as i32, en.gid as i32);
         let line = match en.mode & 0o170000 {
             0o040000 | 0o140000 | 0o010000 => {
@@ -646,7 +651,7 @@ impl<'a, W: Write> Builder<'a, W> {
                 en.size,
                 uid,
                 gid,
-                String::from_utf8_lossy(en.link_target.as_deref().unwrap_or(b""))
+                crate::text::escape_if_needed(en.link_target.as_deref().unwrap_or(b""))
             ),
         };
         self.sink.listing(&line);
@@ -665,7 +670,7 @@ impl<'a, W: Write> Builder<'a, W> {
             let msg = format!(
                 "{}: device {major}:{minor} does not fit mkfs.jffs2's 8:8 encoding; \
                  stored in the kernel's 4-byte form",
-                String::from_utf8_lossy(&en.full_name)
+                crate::text::escape_if_needed(&en.full_name)
             );
             self.sink.message(MsgKind::Warning, &msg);
             let v = (minor & 0xff) | ((major & 0xfff) << 8) | ((minor & !0xff) << 12);
@@ -679,7 +684,7 @@ impl<'a, W: Write> Builder<'a, W> {
         if uid > 0xFFFF || gid > 0xFFFF {
             let msg = format!(
                 "{}: uid:gid {uid}:{gid} truncated to 16 bits ({}:{})",
-                String::from_utf8_lossy(&en.full_name),
+                crate::text::escape_if_needed(&en.full_name),
                 uid as u16,
                 gid as u16
             );
@@ -710,7 +715,7 @@ impl<'a, W: Write> Builder<'a, W> {
         if en.name.len() > MAX_NAME_LEN {
             let msg = format!(
                 "{}: name is {} bytes; the kernel rejects names over {MAX_NAME_LEN}",
-                String::from_utf8_lossy(&en.full_name),
+                crate::text::escape_if_needed(&en.full_name),
                 en.name.len()
             );
             self.sink.message(MsgKind::Warning, &msg);

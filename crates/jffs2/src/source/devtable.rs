@@ -372,7 +372,11 @@ impl Ctx<'_> {
     fn warn(&mut self, kind: WarningKind, message: String) {
         self.warnings.push(Warning {
             message,
-            location: Some(format!("{}:{}", self.table_name.display(), self.line)),
+            location: Some(format!(
+                "{}:{}",
+                crate::text::path(self.table_name),
+                self.line
+            )),
             kind,
         });
     }

@@ -339,7 +339,7 @@ impl fmt::Display for Warning {
 #[non_exhaustive]
 pub enum SourceError {
     /// The root directory is missing, not a directory or not accessible (mkfs: `chdir` failed).
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", crate::text::path(path))]
     Root {
         /// The root as given.
         path: PathBuf,
@@ -347,7 +347,7 @@ pub enum SourceError {
         source: std::io::Error,
     },
     /// `lstat` of a host path failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", crate::text::path(path))]
     Lstat {
         /// The host path.
         path: PathBuf,
@@ -355,7 +355,7 @@ pub enum SourceError {
         source: std::io::Error,
     },
     /// A directory could not be listed (mkfs: "opening directory %s").
-    #[error("opening directory {}: {source}", path.display())]
+    #[error("opening directory {}: {source}", crate::text::path(path))]
     ReadDir {
         /// The host directory.
         path: PathBuf,
@@ -363,7 +363,7 @@ pub enum SourceError {
         source: std::io::Error,
     },
     /// `readlink` of a host symlink failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", crate::text::path(path))]
     ReadLink {
         /// The host path.
         path: PathBuf,
@@ -371,7 +371,7 @@ pub enum SourceError {
         source: std::io::Error,
     },
     /// The device table file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", crate::text::path(path))]
     DeviceTableIo {
         /// The table file.
         path: PathBuf,
@@ -379,13 +379,13 @@ pub enum SourceError {
         source: std::io::Error,
     },
     /// The device table is shorter than 10 bytes (mkfs' sanity check, §3.1 `-D`).
-    #[error("{}: not a proper device table file", path.display())]
+    #[error("{}: not a proper device table file", crate::text::path(path))]
     DeviceTableTooSmall {
         /// The table file.
         path: PathBuf,
     },
     /// A fatal device-table line; `message` is in mtd-utils' wording, the location is added.
-    #[error("{}:{line}: {message}", table.display())]
+    #[error("{}:{line}: {message}", crate::text::path(table))]
     DeviceTable {
         /// The table file.
         table: PathBuf,

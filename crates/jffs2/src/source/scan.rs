@@ -119,7 +119,7 @@ pub fn scan_host(root: &Path, opts: &ScanOptions) -> Result<(Tree, Vec<Warning>)
 fn unknown_type_warning(mode: u32, hpath: &Path) -> Warning {
     Warning::error(format!(
         "Unknown file type {mode:o} for {}",
-        hpath.display()
+        crate::text::path(hpath)
     ))
 }
 

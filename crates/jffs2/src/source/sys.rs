@@ -144,9 +144,11 @@ pub(crate) fn path_from_bytes(bytes: &[u8]) -> std::path::PathBuf {
     std::path::PathBuf::from(OsStr::from_bytes(bytes))
 }
 
-/// Lossy display of raw bytes for messages (mkfs prints them raw with `%s`).
+/// Raw bytes for messages: as they are (mkfs prints them raw with `%s`) unless they are not
+/// UTF-8 or hold control or bidirectional characters, which are escaped
+/// ([`crate::text::escape_if_needed`]).
 pub(crate) fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    crate::text::escape_if_needed(bytes).into_owned()
 }
 
 #[cfg(test)]

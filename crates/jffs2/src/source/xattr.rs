@@ -49,7 +49,7 @@ pub(crate) fn read_xattrs(
     if select.is_empty() {
         return out;
     }
-    let shown = shown.display();
+    let shown = crate::text::path(shown);
     let cpath = match sys::cpath(host_path) {
         Ok(c) => c,
         Err(e) => {

@@ -140,7 +140,7 @@ fn node_line(
                     d.version as i32,
                     d.ino as i32,
                     d.nsize,
-                    String::from_utf8_lossy(name)
+                    crate::text::escape_if_needed(name)
                 )
             }
             Err(_) => format!("{prefix:>8} Dirent     node at 0x{rel:08x}, totlen 0x{t:08x}"),
