@@ -231,9 +231,9 @@ fn force_merge_leaves_existing_directories_and_links_alone() {
     assert_eq!(meta(&made.join("etc/passwd")), (4242, 4242, 0o4755, 1000));
 }
 
-/// The device table beside DIR replaces an existing file's content but is never written
-/// through a second hard link (the file someone planted as `DIR.devtable` could be another
-/// user's).
+/// A device table named with `--devtable=FILE` replaces an existing file's content but is
+/// never written through a second hard link (the file someone planted there could be another
+/// user's); the default `DIR.devtable`, a name the user did not give, never replaces anything.
 #[test]
 fn device_table_is_not_written_through_a_hard_link() {
     if !root_or_skip("device_table_is_not_written_through_a_hard_link") {
@@ -251,6 +251,7 @@ fn device_table_is_not_written_through_a_hard_link() {
     std::os::unix::fs::chown(&victim, Some(65534), Some(65534)).unwrap();
     std::fs::hard_link(&victim, work.path().join("out.devtable")).unwrap();
     let dest = work.path().join("out");
+    let table = work.path().join("out.devtable");
     let o = run_prog(
         Path::new("/usr/bin/setpriv"),
         &[
@@ -258,6 +259,8 @@ fn device_table_is_not_written_through_a_hard_link() {
             OsStr::new("--regid=65534"),
             OsStr::new("--clear-groups"),
             OsStr::new(extract_common::OURS),
+            OsStr::new("--devtable"),
+            table.as_os_str(),
             OsStr::new("--extract"),
             dest.as_os_str(),
             img.as_os_str(),
@@ -266,26 +269,32 @@ fn device_table_is_not_written_through_a_hard_link() {
     assert_eq!(o.code, Some(1), "{}", o.stderr);
     assert!(o.stderr.contains("hard links"), "{}", o.stderr);
     assert_eq!(std::fs::read(&victim).unwrap(), b"victim\n");
-    // A lone regular file there is replaced.
-    std::fs::remove_file(work.path().join("out.devtable")).unwrap();
-    std::fs::remove_dir(&dest).unwrap();
-    std::fs::write(work.path().join("out.devtable"), b"old").unwrap();
-    std::os::unix::fs::chown(work.path().join("out.devtable"), Some(65534), Some(65534)).unwrap();
-    let o = run_prog(
-        Path::new("/usr/bin/setpriv"),
-        &[
+    // A lone regular file named with --devtable is replaced; the default name is refused.
+    std::fs::remove_file(&table).unwrap();
+    std::fs::write(&table, b"old").unwrap();
+    std::os::unix::fs::chown(&table, Some(65534), Some(65534)).unwrap();
+    for (named, code) in [(false, 1), (true, 0)] {
+        let _ = std::fs::remove_dir_all(&dest);
+        let mut args = vec![
             OsStr::new("--reuid=65534"),
             OsStr::new("--regid=65534"),
             OsStr::new("--clear-groups"),
             OsStr::new(extract_common::OURS),
-            OsStr::new("--extract"),
-            dest.as_os_str(),
-            img.as_os_str(),
-        ],
-    );
-    assert_eq!(o.code, Some(0), "{}", o.stderr);
-    let t = std::fs::read_to_string(work.path().join("out.devtable")).unwrap();
-    assert!(t.contains("/null c 666 0 0 1 3 0 0 -"), "{t}");
+        ];
+        if named {
+            args.extend([OsStr::new("--devtable"), table.as_os_str()]);
+        }
+        args.extend([OsStr::new("--extract"), dest.as_os_str(), img.as_os_str()]);
+        let o = run_prog(Path::new("/usr/bin/setpriv"), &args);
+        assert_eq!(o.code, Some(code), "named {named}: {}", o.stderr);
+        let t = std::fs::read_to_string(&table).unwrap();
+        if named {
+            assert!(t.contains("/null c 666 0 0 1 3 0 0 -"), "{t}");
+        } else {
+            assert_eq!(t, "old");
+            assert!(o.stderr.contains("--devtable=FILE"), "{}", o.stderr);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
