@@ -10,7 +10,7 @@ use jffs2::format::Endian;
 use jffs2::layout::{EndPad, LayoutConfig};
 
 use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
-use super::input::Input;
+use super::input::{Input, Watch};
 use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
 use super::output::Output;
 use super::{Progress, Tool};
@@ -330,7 +330,21 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         return EXIT_USAGE;
     };
     let in_path = PathBuf::from(input);
-    let named = |e: &dyn std::fmt::Display| fail(&format!("{}: {e}", in_path.display()));
+    // Whether the input changed while mapped (see `Watch`), set once it is mapped.
+    let watch: std::cell::OnceCell<Watch> = std::cell::OnceCell::new();
+    let input_changed = || watch.get().is_some_and(Watch::changed);
+    let shrank = || {
+        fail(&format!(
+            "{}: changed (shrank) while being read",
+            in_path.display()
+        ))
+    };
+    let named = |e: &dyn std::fmt::Display| {
+        if input_changed() {
+            return shrank();
+        }
+        fail(&format!("{}: {e}", in_path.display()))
+    };
     // The output (a temporary file until complete; removed on any error) is opened first,
     // so that its space is reserved on another core while the input is read. The input's
     // size is the estimate: a conversion writes at most about what the input holds.
@@ -364,6 +378,7 @@ fn run(tool: &Tool, a: &Args) -> i32 {
             Ok(i) => mapped.insert(i),
             Err(e) => return named(&e),
         };
+        let _ = watch.set(input.watch());
         let len = input.len;
         Source::in_place(input.buf_mut(), len, a.input_erase, a.input_endian)
     };
@@ -422,8 +437,16 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     if let Some(b) = bar {
         b.finish();
     }
+    let result = result.map(|(_, r)| r);
+    // The input shrank while mapped (rebuilt in place): what was read of it is not its
+    // contents, so nothing derived from it is kept (checked before any other error: a write
+    // from a vanished page fails with EFAULT).
+    if input_changed() {
+        out.abandon();
+        return shrank();
+    }
     let report = match result {
-        Ok((_, r)) => r,
+        Ok(r) => r,
         // A write error (a full disk) names the output; the temporary file is removed.
         Err(convert::ConvertError::Write(e)) => {
             out.abandon();

@@ -237,6 +237,18 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         }
     };
     drop(infile);
+    let watch = input.watch();
+    // The input shrank while mapped (rebuilt in place): what was read of it is not its
+    // contents; nothing derived from it is written.
+    let changed = || {
+        watch.changed().then(|| {
+            tool.error(&format!(
+                "{}: changed (shrank) while being read",
+                text(&inpath)
+            ));
+            Fatal(255)
+        })
+    };
     let len = input.len;
     // Without -e (or -b/-l), sumtool assumes 64 KiB (or the host's byte order): for an input
     // built otherwise, mtd-utils' sumtool writes an image that loses nodes (Yocto's
@@ -280,6 +292,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 endian_given = true;
             }
             Err(e) => {
+                if let Some(f) = changed() {
+                    return Err(f);
+                }
                 let mut msg = e.to_string();
                 let geometry = matches!(
                     e,
@@ -306,8 +321,13 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     }
     // A write error (a full disk): sumtool's `sys_errmsg_die("write")`, naming the output as
     // jffs2-sumtool ("write OUT", then "error 28 (No space left on device)").
-    let report = match sumtool::write(image, &analysis, &cfg, output.writer()) {
-        Ok((_, r)) => r,
+    let result = sumtool::write(image, &analysis, &cfg, output.writer()).map(|(_, r)| r);
+    if let Some(f) = changed() {
+        output.abandon();
+        return Err(f);
+    }
+    let report = match result {
+        Ok(r) => r,
         Err(SumtoolError::Io(e)) => {
             output.abandon();
             tool.sys_error(&about("write", &out_path), &e);

@@ -572,6 +572,10 @@ pub fn run(
             }
         };
         let w = o.writer().write_all(svg.as_bytes());
+        if let Err(e) = super::input_unchanged(tool, &shown) {
+            o.abandon();
+            return Err(e);
+        }
         if let Err(e) = w.and_then(|()| o.commit()) {
             tool.error(&format!("write {}: {}", path.display(), io_text(&e)));
             return Err(Exit(1));
@@ -814,6 +818,7 @@ pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
             list(b"/", true, &mut out)?;
         }
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
+        super::input_unchanged(tool, &Path::new(image).display())?;
         Ok(status)
     };
     match run() {
