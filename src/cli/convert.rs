@@ -361,9 +361,9 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     // must be peeled out of it first.
     let mut mapped: Option<Input> = None;
     let src = if a.oobsize > 0 {
-        let mut raw = match std::fs::read(&in_path) {
+        let mut raw = match jffs2::input::read_image_path(&in_path) {
             Ok(b) => b,
-            Err(e) => return named(&e),
+            Err(e) => return named(&super::errno_text(&e)),
         };
         if let Err(e) = jffs2::dump::peel_oob(&mut raw, a.input_pagesize, a.oobsize) {
             return named(&e);
@@ -372,11 +372,11 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     } else {
         let file = match std::fs::File::open(&in_path) {
             Ok(f) => f,
-            Err(e) => return named(&e),
+            Err(e) => return named(&super::errno_text(&e)),
         };
         let input = match Input::load(&file) {
             Ok(i) => mapped.insert(i),
-            Err(e) => return named(&e),
+            Err(e) => return named(&super::errno_text(&e)),
         };
         let _ = watch.set(input.watch());
         let len = input.len;

@@ -366,13 +366,13 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         Exit(1)
     };
     let mut input = if peel {
-        Input::Owned(std::fs::read(&image).map_err(|e| open_error(&e))?)
+        Input::Owned(jffs2::input::read_image_path(image.as_ref()).map_err(|e| open_error(&e))?)
     } else {
         match ImageMap::open(&image, None) {
             Ok(m) => Input::Mapped(m),
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                Input::Owned(std::fs::read(&image).map_err(|e| open_error(&e))?)
-            }
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => Input::Owned(
+                jffs2::input::read_image_path(image.as_ref()).map_err(|e| open_error(&e))?,
+            ),
             Err(e) => return Err(open_error(&e)),
         }
     };

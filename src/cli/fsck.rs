@@ -11,8 +11,7 @@
 //! progress bar when stderr is a terminal.
 
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use jffs2::format::Endian;
@@ -441,13 +440,10 @@ fn repair(
     Ok(!r.dropped.is_empty())
 }
 
-/// Reads the whole image once (a regular file, or a block/character device read to its end).
+/// Reads the whole image once (a regular file, or a block/character device read to its end),
+/// up to the 4 GiB an image can hold (`jffs2::input`).
 fn read_image(path: &PathBuf) -> std::io::Result<Vec<u8>> {
-    let mut f = File::open(path)?;
-    let hint = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut v = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
-    f.read_to_end(&mut v)?;
-    Ok(v)
+    jffs2::input::read_image_path(path)
 }
 
 /// The kernel log in `dmesg` form.

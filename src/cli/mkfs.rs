@@ -419,7 +419,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     // -i: the old image's highest inode number.
     let mut first_ino = 0;
     if let Some(inc) = &o.incremental {
-        let bytes = match std::fs::read(inc) {
+        let bytes = match jffs2::input::read_image_path(inc.as_ref()) {
             Ok(b) => b,
             Err(e) => {
                 tool.sys_error("cannot open (incremental) file", &e);
@@ -443,7 +443,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     };
     report_warnings(tool, &warnings, &mut listing);
     if let Some(dt) = &o.devtable {
-        let table = match std::fs::read(dt) {
+        let table = match std::fs::File::open(dt).and_then(|f| {
+            jffs2::input::read_limited(&f, source::MAX_TABLE_BYTES, "not a device table")
+        }) {
             Ok(t) => t,
             Err(e) => {
                 tool.sys_error(&text(dt), &e);

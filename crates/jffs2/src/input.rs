@@ -47,6 +47,11 @@ pub fn read_image(file: &std::fs::File) -> io::Result<Vec<u8>> {
     read_limited(file, MAX_IMAGE_LEN, "not a JFFS2 image")
 }
 
+/// Opens `path` and reads it with [`read_image`].
+pub fn read_image_path(path: &std::path::Path) -> io::Result<Vec<u8>> {
+    read_image(&std::fs::File::open(path)?)
+}
+
 /// Reads `file` to its end, refusing more than `limit` bytes with "larger than LIMIT: what".
 pub fn read_limited(file: &std::fs::File, limit: u64, what: &str) -> io::Result<Vec<u8>> {
     let meta = file.metadata()?;

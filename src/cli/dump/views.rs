@@ -140,7 +140,7 @@ pub fn load(
         None => match ImageMap::open(path, None) {
             Ok(m) => Source::Map(m),
             Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                Source::Owned(std::fs::read(path).map_err(|e| open_error(&e))?)
+                Source::Owned(jffs2::input::read_image_path(path).map_err(|e| open_error(&e))?)
             }
             Err(e) => return Err(open_error(&e)),
         },
