@@ -11,7 +11,7 @@ use jffs2::layout::{EndPad, LayoutConfig};
 
 use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::input::{Input, Watch};
-use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
+use super::num::{erase_size, strtol, strtol_i32, EraseSizeError};
 use super::output::Output;
 use super::{Progress, Tool};
 
@@ -109,7 +109,7 @@ Output (mkfs.jffs2's options; default: what the input had):
 Other:
   -v, --verbose             Report what was copied, rewritten and left out
       --json                The report as JSON on stdout
-      --threads=N           Compression threads (default: one per core)
+      --threads=N           Compression threads, 1 to 1024 (default: one per core)
       --no-progress         No progress bar (shown only when stderr is a terminal)
   -h, --help                This text
   -V, --version             Version information
@@ -207,6 +207,9 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
                 Err(EraseSizeError::UnknownUnits) => {
                     Err(usage(&format!("{what}: unknown units in '{s}'")))
                 }
+                Err(EraseSizeError::OutOfRange) => {
+                    Err(usage(&format!("{what}: '{s}' is out of range")))
+                }
             }
         };
         match id {
@@ -214,7 +217,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
             0x6f /* o */ => a.output = arg,
             0x65 /* e */ => a.erase = Some(size("--eraseblock")?),
             0x73 /* s */ => {
-                let v = strtol_int(&s);
+                let v = strtol_i32(&s).unwrap_or(0);
                 if !(512..=1 << 20).contains(&v) || v.count_ones() != 1 {
                     return Err(usage(&format!(
                         "--pagesize: {s} is not a power of two between 512 and 1MiB"
@@ -223,7 +226,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
                 a.page_size = v as u32;
             }
             0x63 /* c */ => {
-                let v = strtol_int(&s);
+                let v = strtol_i32(&s).unwrap_or(0);
                 if v < 12 || v % 4 != 0 {
                     return Err(usage("cleanmarker size must be >= 12 and a multiple of 4"));
                 }
@@ -235,10 +238,15 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
             0x70 /* p */ => {
                 a.pad = match arg {
                     None => EndPad::Block,
-                    Some(_) => match strtol_int(&s) {
-                        -1 => EndPad::Block,
-                        v if v < 0 => return Err(usage(&format!("--pad: bad size '{s}'"))),
-                        v => EndPad::Size(i64::from(v)),
+                    // Up to the 4 GiB an image can hold; never wrapped.
+                    Some(_) => match super::num::size_up_to(&s, jffs2::input::MAX_IMAGE_LEN) {
+                        Some(-1) => EndPad::Block,
+                        Some(v) => EndPad::Size(v),
+                        None => {
+                            return Err(usage(&format!(
+                                "--pad: bad size '{s}' (at most 4GiB; KiB, MiB, GiB suffixes)"
+                            )))
+                        }
                     },
                 }
             }
@@ -278,7 +286,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
                 })
             }
             OPT_OOBSIZE | OPT_INPUT_PAGESIZE => {
-                let v = strtol_int(&s);
+                let v = strtol_i32(&s).unwrap_or(0);
                 if v <= 0 {
                     return Err(usage(&format!("bad size '{s}'")));
                 }
@@ -291,9 +299,12 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
             0x76 /* v */ => a.verbose = true,
             OPT_JSON => a.json = true,
             OPT_THREADS => {
-                let v = strtol_int(&s);
-                if !(1..=1024).contains(&v) {
-                    return Err(usage(&format!("--threads: '{s}' is not between 1 and 1024")));
+                let (v, rest) = strtol(&s);
+                if !rest.is_empty() || !(1..=jffs2::mkfs::MAX_THREADS as i64).contains(&v) {
+                    return Err(usage(&format!(
+                        "--threads: '{s}' is not between 1 and {}",
+                        jffs2::mkfs::MAX_THREADS
+                    )));
                 }
                 a.threads = v as usize;
             }

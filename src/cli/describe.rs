@@ -476,7 +476,7 @@ fn mkfs_args(cmd: Command) -> Command {
         flag("summary", "Write an erase-block summary into every erase block: the bytes of jffs2-mkfs followed by jffs2-sumtool; the image then ends on an erase-block boundary.")
             .long("summary")
             .help_heading(extra),
-        value("threads", "N", "Compress on N threads (default: one per core; the output does not depend on it).")
+        value("threads", "N", "Compress on N threads, 1 to 1024 (default: one per core; the output does not depend on it).")
             .long("threads")
             .help_heading(extra),
         flag("no-progress", "Never show a progress bar (shown only when standard error is a terminal).")
@@ -929,7 +929,7 @@ pub fn convert_command() -> Command {
             flag("json", "The report as JSON on standard output.")
                 .long("json")
                 .help_heading(other),
-            value("threads", "N", "Compression threads (default: one per core).")
+            value("threads", "N", "Compression threads, 1 to 1024 (default: one per core).")
                 .long("threads")
                 .help_heading(other),
             flag("no-progress", "No progress bar (shown only when standard error is a terminal).")

@@ -203,6 +203,12 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
                                 "unknown units in erasesize '{arg}' (KiB or MiB)"
                             ))
                         }
+                        Err(EraseSizeError::OutOfRange) => {
+                            return usage_error(&format!(
+                                "erase size '{arg}' is larger than {} MiB",
+                                MAX_ERASE >> 20
+                            ))
+                        }
                     },
                     x if x == u32::from(b'l') => a.endian = Some(Endian::Little),
                     x if x == u32::from(b'b') => a.endian = Some(Endian::Big),

@@ -13,7 +13,7 @@ use jffs2::sumtool::{self, Cleanmarkers, SumtoolConfig, SumtoolError};
 
 use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::input::Input;
-use super::num::{erase_size, strtol_int, EraseSizeError};
+use super::num::{erase_size, strtol_i32, EraseSizeError};
 use super::output::Output;
 use super::Tool;
 
@@ -192,10 +192,14 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 Err(EraseSizeError::UnknownUnits) => {
                     return Err(die("Unknown units in erasesize\n"))
                 }
+                // sumtool wraps it (4096MiB becomes 8 KiB); refused here.
+                Err(EraseSizeError::OutOfRange) => {
+                    return Err(die(&format!("Erase size '{a}' is out of range\n")))
+                }
             },
             0x6e /* n */ => no_cleanmarkers = true,
             0x63 /* c */ => {
-                let v = i64::from(strtol_int(&a));
+                let v = i64::from(strtol_i32(&a).unwrap_or(0));
                 if v < 12 {
                     return Err(die("cleanmarker size must be >= 12"));
                 }
