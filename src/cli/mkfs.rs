@@ -438,7 +438,8 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         let bytes = match jffs2::input::read_image_path(inc.as_ref()) {
             Ok(b) => b,
             Err(e) => {
-                tool.sys_error("cannot open (incremental) file", &e);
+                // (It opened at the option; reading it failed: named.)
+                tool.sys_error(&format!("cannot read (incremental) file {}", text(inc)), &e);
                 return Err(Fatal(255));
             }
         };
