@@ -61,9 +61,11 @@ pub fn read_limited(file: &std::fs::File, limit: u64, what: &str) -> io::Result<
             return Err(too_large(limit, what));
         }
         let size = usize::try_from(meta.len()).map_err(|_| too_large(limit, what))?;
-        v.try_reserve_exact(size).map_err(|_| out_of_memory())?;
-        // One byte past the limit tells a file that grew beyond it.
-        let mut r = file.take(limit.saturating_add(1));
+        v.try_reserve_exact(size.saturating_add(1))
+            .map_err(|_| out_of_memory())?;
+        // One byte past the size tells a file that grew while being read (and keeps the
+        // buffer from growing); fewer bytes, one that shrank. Either is not one image.
+        let mut r = file.take(meta.len().saturating_add(1));
         r.read_to_end(&mut v).map_err(|e| {
             if e.kind() == io::ErrorKind::OutOfMemory {
                 out_of_memory()
@@ -71,8 +73,11 @@ pub fn read_limited(file: &std::fs::File, limit: u64, what: &str) -> io::Result<
                 e
             }
         })?;
-        if v.len() as u64 > limit {
-            return Err(too_large(limit, what));
+        if v.len() != size {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "changed size while being read",
+            ));
         }
         return Ok(v);
     }
@@ -147,5 +152,10 @@ mod tests {
         let e = read_image(&big).unwrap_err();
         assert_eq!(e.to_string(), "larger than 4 GiB: not a JFFS2 image");
         assert_eq!(out_of_memory().raw_os_error(), Some(libc::ENOMEM));
+        // A file whose size is not what it reads (as a file that changes while read):
+        // /proc files say 0 and read more.
+        let f = std::fs::File::open("/proc/self/stat").unwrap();
+        let e = read_limited(&f, 1 << 20, "x").unwrap_err();
+        assert_eq!(e.to_string(), "changed size while being read");
     }
 }
