@@ -93,8 +93,9 @@ Output (mkfs.jffs2's options; default: what the input had):
                             (default: cleanmarkers if the input has them)
   -l, --little-endian       Little-endian output
   -b, --big-endian          Big-endian output (default: the input's byte order)
-  -p, --pad[=SIZE]          Pad the output with 0xFF to SIZE, or to the end of the
-                            final erase block (default: to the end of the final block)
+  -p, --pad[=SIZE]          Pad the output with 0xFF to SIZE (at most 4GiB; KiB,
+                            MiB, GiB suffixes), or to the end of the final erase
+                            block (default: to the end of the final block)
       --summary             Write an erase block summary in every block
       --no-summary          Write no summaries (default: summaries if the input had)
   -m, --compression-mode=MODE  none, priority, size or favourlzo

@@ -440,7 +440,7 @@ fn mkfs_args(cmd: Command) -> Command {
         flag("big-endian", "Create a big-endian filesystem.")
             .short('b')
             .long("big-endian"),
-        value("devtable", "FILE", "Use the named FILE as a device table file (mkfs.jffs2's format: name type mode uid gid major minor start inc count).")
+        value("devtable", "FILE", "Use the named FILE as a device table file (mkfs.jffs2's format: name type mode uid gid major minor start inc count). Unlike mkfs.jffs2, a field that is neither a number nor -, a device without major and minor, a mode beyond 07777 and more than 1048576 entries in all are errors naming the line.")
             .short('D')
             .long("devtable")
             .value_hint(ValueHint::FilePath),
@@ -898,7 +898,7 @@ pub fn convert_command() -> Command {
             flag("big-endian", "Big-endian output (default: the input's byte order).")
                 .short('b')
                 .long("big-endian"),
-            optional("pad", "SIZE", "Pad the output with 0xFF to SIZE, or to the end of the final erase block (default: to the end of the final block). SIZE must be attached.")
+            optional("pad", "SIZE", "Pad the output with 0xFF to SIZE (at most 4GiB; KiB, MiB and GiB suffixes), or to the end of the final erase block (default: to the end of the final block). SIZE must be attached.")
                 .short('p')
                 .long("pad"),
             flag("summary", "Write an erase block summary in every block.").long("summary"),
