@@ -205,9 +205,28 @@ fn readers(input: &str) -> Vec<(&'static str, Vec<String>, i32)> {
         (FSCK, vec![i.clone()], 8),
         (DUMP, vec!["--list".into(), i.clone()], 1),
         (DUMP, vec!["-c".into(), i.clone()], 1),
-        (CONVERT, vec!["-i".into(), i.clone(), "-o".into(), "out.img".into()], 8),
-        (SUMTOOL, vec!["-i".into(), i.clone(), "-o".into(), "out.img".into()], 255),
-        (MKFS, vec!["-r".into(), "root".into(), "-o".into(), "out.img".into(), "-i".into(), i], 255),
+        (
+            CONVERT,
+            vec!["-i".into(), i.clone(), "-o".into(), "out.img".into()],
+            8,
+        ),
+        (
+            SUMTOOL,
+            vec!["-i".into(), i.clone(), "-o".into(), "out.img".into()],
+            255,
+        ),
+        (
+            MKFS,
+            vec![
+                "-r".into(),
+                "root".into(),
+                "-o".into(),
+                "out.img".into(),
+                "-i".into(),
+                i,
+            ],
+            255,
+        ),
     ]
 }
 
@@ -239,7 +258,11 @@ fn inputs_larger_than_4_gib_are_refused() {
             "{tool} {args:?}: {}",
             r.stderr
         );
-        assert!(r.stderr.contains("big.img"), "{tool} {args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("big.img"),
+            "{tool} {args:?}: {}",
+            r.stderr
+        );
         nothing_left(dir, tool);
     }
 }
@@ -292,19 +315,84 @@ fn numbers_that_do_not_fit_are_refused() {
     let img = img.to_str().unwrap();
     let out = "out.img";
     let cases: Vec<(&str, Vec<&str>, i32, &str)> = vec![
-        (MKFS, vec!["-r", "root", "-o", out, "-e", "4096MiB"], 255, "Erase size '4096MiB' is out of range"),
-        (MKFS, vec!["-r", "root", "-o", out, "-e", "0x100002000"], 255, "Erase size '0x100002000' is out of range"),
-        (MKFS, vec!["-r", "root", "-o", out, "-s", "4294967808"], 255, "Page size '4294967808' is out of range"),
-        (MKFS, vec!["-r", "root", "-o", out, "-p4294967296"], 255, "Pad size '4294967296' is out of range"),
-        (MKFS, vec!["-r", "root", "-o", out, "-c", "4294967308"], 255, "cleanmarker size must be >= 12"),
-        (MKFS, vec!["-r", "root", "-o", out, "--threads=100000"], 255, "--threads: '100000' is not between 1 and 1024"),
-        (SUMTOOL, vec!["-i", img, "-o", out, "-e", "4096MiB"], 255, "Erase size '4096MiB' is out of range"),
-        (FSCK, vec!["-e", "4096MiB", img], 16, "erase size '4096MiB' is larger than"),
-        (CONVERT, vec!["-i", img, "-o", out, "-e", "4096MiB"], 16, "--eraseblock: '4096MiB' is out of range"),
-        (CONVERT, vec!["-i", img, "-o", out, "--pad=5GiB"], 16, "--pad: bad size '5GiB'"),
-        (CONVERT, vec!["-i", img, "-o", out, "--pad=4294967297"], 16, "--pad: bad size '4294967297'"),
-        (CONVERT, vec!["-i", img, "-o", out, "--threads=4294967297"], 16, "--threads: '4294967297' is not between 1 and 1024"),
-        (CONVERT, vec!["-i", img, "-o", out, "--threads=100000"], 16, "--threads: '100000' is not between 1 and 1024"),
+        (
+            MKFS,
+            vec!["-r", "root", "-o", out, "-e", "4096MiB"],
+            255,
+            "Erase size '4096MiB' is out of range",
+        ),
+        (
+            MKFS,
+            vec!["-r", "root", "-o", out, "-e", "0x100002000"],
+            255,
+            "Erase size '0x100002000' is out of range",
+        ),
+        (
+            MKFS,
+            vec!["-r", "root", "-o", out, "-s", "4294967808"],
+            255,
+            "Page size '4294967808' is out of range",
+        ),
+        (
+            MKFS,
+            vec!["-r", "root", "-o", out, "-p4294967296"],
+            255,
+            "Pad size '4294967296' is out of range",
+        ),
+        (
+            MKFS,
+            vec!["-r", "root", "-o", out, "-c", "4294967308"],
+            255,
+            "cleanmarker size must be >= 12",
+        ),
+        (
+            MKFS,
+            vec!["-r", "root", "-o", out, "--threads=100000"],
+            255,
+            "--threads: '100000' is not between 1 and 1024",
+        ),
+        (
+            SUMTOOL,
+            vec!["-i", img, "-o", out, "-e", "4096MiB"],
+            255,
+            "Erase size '4096MiB' is out of range",
+        ),
+        (
+            FSCK,
+            vec!["-e", "4096MiB", img],
+            16,
+            "erase size '4096MiB' is larger than",
+        ),
+        (
+            CONVERT,
+            vec!["-i", img, "-o", out, "-e", "4096MiB"],
+            16,
+            "--eraseblock: '4096MiB' is out of range",
+        ),
+        (
+            CONVERT,
+            vec!["-i", img, "-o", out, "--pad=5GiB"],
+            16,
+            "--pad: bad size '5GiB'",
+        ),
+        (
+            CONVERT,
+            vec!["-i", img, "-o", out, "--pad=4294967297"],
+            16,
+            "--pad: bad size '4294967297'",
+        ),
+        (
+            CONVERT,
+            vec!["-i", img, "-o", out, "--threads=4294967297"],
+            16,
+            "--threads: '4294967297' is not between 1 and 1024",
+        ),
+        (
+            CONVERT,
+            vec!["-i", img, "-o", out, "--threads=100000"],
+            16,
+            "--threads: '100000' is not between 1 and 1024",
+        ),
     ];
     for (tool, args, code, msg) in cases {
         let r = run_in(dir, &[], tool, &args);
@@ -401,7 +489,12 @@ fn device_table_errors_are_located() {
     ];
     for (lines, msg) in cases {
         std::fs::write(dir.join("table.txt"), format!("# test\n{lines}")).unwrap();
-        let r = run_in(dir, &[], MKFS, &["-r", "root", "-o", "out.img", "-D", "table.txt"]);
+        let r = run_in(
+            dir,
+            &[],
+            MKFS,
+            &["-r", "root", "-o", "out.img", "-D", "table.txt"],
+        );
         assert_eq!(r.code, Some(255), "{lines}: {}", r.stderr);
         assert!(r.stderr.contains(msg), "{lines}: {}", r.stderr);
         nothing_left(dir, lines);
@@ -409,8 +502,17 @@ fn device_table_errors_are_located() {
     // A table larger than any real one is not read whole.
     let t = std::fs::File::create(dir.join("table.txt")).unwrap();
     t.set_len(100 << 20).unwrap();
-    let r = run_in(dir, &[], MKFS, &["-r", "root", "-o", "out.img", "-D", "table.txt"]);
+    let r = run_in(
+        dir,
+        &[],
+        MKFS,
+        &["-r", "root", "-o", "out.img", "-D", "table.txt"],
+    );
     assert_eq!(r.code, Some(255), "{}", r.stderr);
-    assert!(r.stderr.contains("larger than 64 MiB: not a device table"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("larger than 64 MiB: not a device table"),
+        "{}",
+        r.stderr
+    );
     nothing_left(dir, "a huge table");
 }

@@ -370,7 +370,7 @@ const EXIT_CORRECTED: i32 = 1;
 /// conversion of `jffs2-convert` (`jffs2::convert`). Returns whether anything was left out.
 fn repair(
     tool: &Tool,
-    image: &PathBuf,
+    image: &std::path::Path,
     out: &std::path::Path,
     report: &Report,
 ) -> Result<bool, String> {
@@ -448,7 +448,7 @@ fn repair(
 
 /// Reads the whole image once (a regular file, or a block/character device read to its end),
 /// up to the 4 GiB an image can hold (`jffs2::input`).
-fn read_image(path: &PathBuf) -> std::io::Result<Vec<u8>> {
+fn read_image(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     jffs2::input::read_image_path(path)
 }
 

@@ -392,7 +392,7 @@ fn read_file(
                     // The listed size is read: mkfs.jffs2 would read once more (and get 0);
                     // a byte there means the file grew.
                     let mut probe = [0u8; 1];
-                    changed = matches!((&mut f).read(&mut probe), Ok(1));
+                    changed = matches!(f.read(&mut probe), Ok(1));
                     eof = true;
                     break;
                 }
@@ -880,7 +880,7 @@ impl<'a, W: Write> Builder<'a, W> {
             };
             let msg = format!(
                 "{}: changed size while being read ({what})",
-                String::from_utf8_lossy(&en.host_path.as_os_str().as_encoded_bytes())
+                String::from_utf8_lossy(en.host_path.as_os_str().as_encoded_bytes())
             );
             self.sink.message(MsgKind::Warning, &msg);
             if read < listed && version > 0 {
