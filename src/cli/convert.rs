@@ -10,8 +10,8 @@ use jffs2::format::Endian;
 use jffs2::layout::{EndPad, LayoutConfig};
 
 use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
-use super::input::Input;
-use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
+use super::input::{Input, Watch};
+use super::num::{erase_size, strtol, strtol_i32, EraseSizeError};
 use super::output::Output;
 use super::{Progress, Tool};
 
@@ -93,8 +93,9 @@ Output (mkfs.jffs2's options; default: what the input had):
                             (default: cleanmarkers if the input has them)
   -l, --little-endian       Little-endian output
   -b, --big-endian          Big-endian output (default: the input's byte order)
-  -p, --pad[=SIZE]          Pad the output with 0xFF to SIZE, or to the end of the
-                            final erase block (default: to the end of the final block)
+  -p, --pad[=SIZE]          Pad the output with 0xFF to SIZE (at most 4GiB; KiB,
+                            MiB, GiB suffixes), or to the end of the final erase
+                            block (default: to the end of the final block)
       --summary             Write an erase block summary in every block
       --no-summary          Write no summaries (default: summaries if the input had)
   -m, --compression-mode=MODE  none, priority, size or favourlzo
@@ -109,7 +110,7 @@ Output (mkfs.jffs2's options; default: what the input had):
 Other:
   -v, --verbose             Report what was copied, rewritten and left out
       --json                The report as JSON on stdout
-      --threads=N           Compression threads (default: one per core)
+      --threads=N           Compression threads, 1 to 1024 (default: one per core)
       --no-progress         No progress bar (shown only when stderr is a terminal)
   -h, --help                This text
   -V, --version             Version information
@@ -207,6 +208,9 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
                 Err(EraseSizeError::UnknownUnits) => {
                     Err(usage(&format!("{what}: unknown units in '{s}'")))
                 }
+                Err(EraseSizeError::OutOfRange) => {
+                    Err(usage(&format!("{what}: '{s}' is out of range")))
+                }
             }
         };
         match id {
@@ -214,7 +218,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
             0x6f /* o */ => a.output = arg,
             0x65 /* e */ => a.erase = Some(size("--eraseblock")?),
             0x73 /* s */ => {
-                let v = strtol_int(&s);
+                let v = strtol_i32(&s).unwrap_or(0);
                 if !(512..=1 << 20).contains(&v) || v.count_ones() != 1 {
                     return Err(usage(&format!(
                         "--pagesize: {s} is not a power of two between 512 and 1MiB"
@@ -223,7 +227,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
                 a.page_size = v as u32;
             }
             0x63 /* c */ => {
-                let v = strtol_int(&s);
+                let v = strtol_i32(&s).unwrap_or(0);
                 if v < 12 || v % 4 != 0 {
                     return Err(usage("cleanmarker size must be >= 12 and a multiple of 4"));
                 }
@@ -235,10 +239,15 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
             0x70 /* p */ => {
                 a.pad = match arg {
                     None => EndPad::Block,
-                    Some(_) => match strtol_int(&s) {
-                        -1 => EndPad::Block,
-                        v if v < 0 => return Err(usage(&format!("--pad: bad size '{s}'"))),
-                        v => EndPad::Size(i64::from(v)),
+                    // Up to the 4 GiB an image can hold; never wrapped.
+                    Some(_) => match super::num::size_up_to(&s, jffs2::input::MAX_IMAGE_LEN) {
+                        Some(-1) => EndPad::Block,
+                        Some(v) => EndPad::Size(v),
+                        None => {
+                            return Err(usage(&format!(
+                                "--pad: bad size '{s}' (at most 4GiB; KiB, MiB, GiB suffixes)"
+                            )))
+                        }
                     },
                 }
             }
@@ -278,7 +287,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
                 })
             }
             OPT_OOBSIZE | OPT_INPUT_PAGESIZE => {
-                let v = strtol_int(&s);
+                let v = strtol_i32(&s).unwrap_or(0);
                 if v <= 0 {
                     return Err(usage(&format!("bad size '{s}'")));
                 }
@@ -291,9 +300,12 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
             0x76 /* v */ => a.verbose = true,
             OPT_JSON => a.json = true,
             OPT_THREADS => {
-                let v = strtol_int(&s);
-                if !(1..=1024).contains(&v) {
-                    return Err(usage(&format!("--threads: '{s}' is not between 1 and 1024")));
+                let (v, rest) = strtol(&s);
+                if !rest.is_empty() || !(1..=jffs2::mkfs::MAX_THREADS as i64).contains(&v) {
+                    return Err(usage(&format!(
+                        "--threads: '{s}' is not between 1 and {}",
+                        jffs2::mkfs::MAX_THREADS
+                    )));
                 }
                 a.threads = v as usize;
             }
@@ -329,7 +341,21 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         return EXIT_USAGE;
     };
     let in_path = PathBuf::from(input);
-    let named = |e: &dyn std::fmt::Display| fail(&format!("{}: {e}", in_path.display()));
+    // Whether the input changed while mapped (see `Watch`), set once it is mapped.
+    let watch: std::cell::OnceCell<Watch> = std::cell::OnceCell::new();
+    let input_changed = || watch.get().is_some_and(Watch::changed);
+    let shrank = || {
+        fail(&format!(
+            "{}: changed (shrank) while being read",
+            in_path.display()
+        ))
+    };
+    let named = |e: &dyn std::fmt::Display| {
+        if input_changed() {
+            return shrank();
+        }
+        fail(&format!("{}: {e}", in_path.display()))
+    };
     // The output (a temporary file until complete; removed on any error) is opened first,
     // so that its space is reserved on another core while the input is read. The input's
     // size is the estimate: a conversion writes at most about what the input holds.
@@ -347,9 +373,9 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     // must be peeled out of it first.
     let mut mapped: Option<Input> = None;
     let src = if a.oobsize > 0 {
-        let mut raw = match std::fs::read(&in_path) {
+        let mut raw = match jffs2::input::read_image_path(&in_path) {
             Ok(b) => b,
-            Err(e) => return named(&e),
+            Err(e) => return named(&super::errno_text(&e)),
         };
         if let Err(e) = jffs2::dump::peel_oob(&mut raw, a.input_pagesize, a.oobsize) {
             return named(&e);
@@ -358,12 +384,13 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     } else {
         let file = match std::fs::File::open(&in_path) {
             Ok(f) => f,
-            Err(e) => return named(&e),
+            Err(e) => return named(&super::errno_text(&e)),
         };
         let input = match Input::load(&file) {
             Ok(i) => mapped.insert(i),
-            Err(e) => return named(&e),
+            Err(e) => return named(&super::errno_text(&e)),
         };
+        let _ = watch.set(input.watch());
         let len = input.len;
         Source::in_place(input.buf_mut(), len, a.input_erase, a.input_endian)
     };
@@ -422,8 +449,16 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     if let Some(b) = bar {
         b.finish();
     }
+    let result = result.map(|(_, r)| r);
+    // The input shrank while mapped (rebuilt in place): what was read of it is not its
+    // contents, so nothing derived from it is kept (checked before any other error: a write
+    // from a vanished page fails with EFAULT).
+    if input_changed() {
+        out.abandon();
+        return shrank();
+    }
     let report = match result {
-        Ok((_, r)) => r,
+        Ok(r) => r,
         // A write error (a full disk) names the output; the temporary file is removed.
         Err(convert::ConvertError::Write(e)) => {
             out.abandon();

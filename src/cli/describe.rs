@@ -455,7 +455,7 @@ fn mkfs_args(cmd: Command) -> Command {
         flag("big-endian", "Create a big-endian filesystem.")
             .short('b')
             .long("big-endian"),
-        value("devtable", "FILE", "Use the named FILE as a device table file (mkfs.jffs2's format: name type mode uid gid major minor start inc count).")
+        value("devtable", "FILE", "Use the named FILE as a device table file (mkfs.jffs2's format: name type mode uid gid major minor start inc count). Unlike mkfs.jffs2, a field that is neither a number nor -, a device without major and minor, a mode beyond 07777 and more than 1048576 entries in all are errors naming the line.")
             .short('D')
             .long("devtable")
             .value_hint(ValueHint::FilePath),
@@ -491,7 +491,7 @@ fn mkfs_args(cmd: Command) -> Command {
         flag("summary", "Write an erase-block summary into every erase block: the bytes of jffs2-mkfs followed by jffs2-sumtool; the image then ends on an erase-block boundary.")
             .long("summary")
             .help_heading(extra),
-        value("threads", "N", "Compress on N threads (default: one per core; the output does not depend on it).")
+        value("threads", "N", "Compress on N threads, 1 to 1024 (default: one per core; the output does not depend on it).")
             .long("threads")
             .help_heading(extra),
         flag("no-progress", "Never show a progress bar (shown only when standard error is a terminal).")
@@ -913,7 +913,7 @@ pub fn convert_command() -> Command {
             flag("big-endian", "Big-endian output (default: the input's byte order).")
                 .short('b')
                 .long("big-endian"),
-            optional("pad", "SIZE", "Pad the output with 0xFF to SIZE, or to the end of the final erase block (default: to the end of the final block). SIZE must be attached.")
+            optional("pad", "SIZE", "Pad the output with 0xFF to SIZE (at most 4GiB; KiB, MiB and GiB suffixes), or to the end of the final erase block (default: to the end of the final block). SIZE must be attached.")
                 .short('p')
                 .long("pad"),
             flag("summary", "Write an erase block summary in every block.").long("summary"),
@@ -944,7 +944,7 @@ pub fn convert_command() -> Command {
             flag("json", "The report as JSON on standard output.")
                 .long("json")
                 .help_heading(other),
-            value("threads", "N", "Compression threads (default: one per core).")
+            value("threads", "N", "Compression threads, 1 to 1024 (default: one per core).")
                 .long("threads")
                 .help_heading(other),
             flag("no-progress", "No progress bar (shown only when standard error is a terminal).")

@@ -226,6 +226,16 @@ fn print_out(tool: &Tool, text: &str) -> Result<(), Exit> {
         .map_err(|e| stdout_failed(tool, &e))
 }
 
+/// Fails (status 1) when a mapped input shrank while it was read (`jffs2::mapguard`: its
+/// vanished pages read as zeros): nothing derived from it is committed or called a success.
+fn input_unchanged(tool: &Tool, shown: &dyn std::fmt::Display) -> Result<(), Exit> {
+    if jffs2::mapguard::faulted_any() {
+        tool.error(&format!("{shown}: changed (shrank) while being read"));
+        return Err(Exit(1));
+    }
+    Ok(())
+}
+
 /// A log writer that remembers whether it failed (to tell its errors from the image
 /// output's).
 struct Log<'a> {
@@ -356,9 +366,10 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     if va.any() && !content && convert.is_none() && !peel {
         let stdout = io::stdout();
         let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-        let code = views::run(tool, &image, None, &va, &mut out)?;
+        let code = views::run(tool, &image, None, &va, &mut out);
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
-        return Ok(code);
+        input_unchanged(tool, &shown)?;
+        return code;
     }
 
     // Mapped, with its resident pages dropped as the walk goes (memory does not grow with
@@ -369,13 +380,13 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         Exit(1)
     };
     let mut input = if peel {
-        Input::Owned(std::fs::read(&image).map_err(|e| open_error(&e))?)
+        Input::Owned(jffs2::input::read_image_path(image.as_ref()).map_err(|e| open_error(&e))?)
     } else {
         match ImageMap::open(&image, None) {
             Ok(m) => Input::Mapped(m),
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                Input::Owned(std::fs::read(&image).map_err(|e| open_error(&e))?)
-            }
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => Input::Owned(
+                jffs2::input::read_image_path(image.as_ref()).map_err(|e| open_error(&e))?,
+            ),
             Err(e) => return Err(open_error(&e)),
         }
     };
@@ -463,6 +474,10 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
             // The image is complete; only the log was lost.
             stdout_failed(tool, &e)
         })?;
+        if let Err(e) = input_unchanged(tool, &shown) {
+            output.abandon();
+            return Err(e);
+        }
         if let Err(e) = output.commit() {
             tool.error(&format!("write {}: {}", dest.display(), io_text(&e)));
             return Err(Exit(1));
@@ -479,11 +494,13 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
             Input::Owned(v) => Some(v),
             Input::Mapped(_) => None,
         };
-        let code = views::run(tool, &image, owned, &va, &mut out)?;
+        let code = views::run(tool, &image, owned, &va, &mut out);
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
-        return Ok(code);
+        input_unchanged(tool, &shown)?;
+        return code;
     }
     out.flush().map_err(|e| stdout_failed(tool, &e))?;
+    input_unchanged(tool, &shown)?;
     Ok(0)
 }
 

@@ -11,8 +11,6 @@
 //! progress bar when stderr is a terminal.
 
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::Read;
 use std::path::PathBuf;
 
 use jffs2::format::Endian;
@@ -206,6 +204,12 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
                                 "unknown units in erasesize '{arg}' (KiB or MiB)"
                             ))
                         }
+                        Err(EraseSizeError::OutOfRange) => {
+                            return usage_error(&format!(
+                                "erase size '{arg}' is larger than {} MiB",
+                                MAX_ERASE >> 20
+                            ))
+                        }
                     },
                     x if x == u32::from(b'l') => a.endian = Some(Endian::Little),
                     x if x == u32::from(b'b') => a.endian = Some(Endian::Big),
@@ -388,7 +392,7 @@ const EXIT_CORRECTED: i32 = 1;
 /// conversion of `jffs2-convert` (`jffs2::convert`). Returns whether anything was left out.
 fn repair(
     tool: &Tool,
-    image: &PathBuf,
+    image: &std::path::Path,
     out: &std::path::Path,
     mut output: Output,
     report: &Report,
@@ -462,13 +466,10 @@ fn repair(
     Ok(!r.dropped.is_empty())
 }
 
-/// Reads the whole image once (a regular file, or a block/character device read to its end).
-fn read_image(path: &PathBuf) -> std::io::Result<Vec<u8>> {
-    let mut f = File::open(path)?;
-    let hint = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut v = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
-    f.read_to_end(&mut v)?;
-    Ok(v)
+/// Reads the whole image once (a regular file, or a block/character device read to its end),
+/// up to the 4 GiB an image can hold (`jffs2::input`).
+fn read_image(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    jffs2::input::read_image_path(path)
 }
 
 /// The kernel log in `dmesg` form.

@@ -1,9 +1,14 @@
 //! Input images mapped rather than read: a private, read-only mapping of the file (the
 //! page-cache pages themselves, no copy) with anonymous room after it for the padding to
 //! whole erase blocks. Used by jffs2-sumtool and jffs2-convert.
+//!
+//! The file part is registered with `jffs2::mapguard`: if the file shrinks while mapped,
+//! reading its vanished pages yields zeros instead of killing the process with `SIGBUS`, and
+//! [`Input::changed`] says so; the tools check it before committing their output.
 
 use std::fs::File;
-use std::io::Read;
+
+use jffs2::mapguard::MapGuard;
 
 /// Spare room after the input for the padding to whole erase blocks: the largest erase size
 /// the detection considers (16 MiB), and 5 such blocks for tiny images. Only address space:
@@ -18,26 +23,74 @@ pub struct Input {
     vec: Vec<u8>,
     /// Length of the input.
     pub len: usize,
+    /// The file part's registration against SIGBUS.
+    guard: MapGuard,
+    /// The watch on the mapped file (see [`Input::watch`]).
+    watch: Watch,
+}
+
+/// Tells whether a mapped input changed (shrank) while it was read; usable while the input
+/// itself is borrowed.
+#[derive(Default)]
+pub struct Watch {
+    /// The mapped file and its length when mapped (`None`: read into memory, nothing to
+    /// watch).
+    file: Option<(File, u64)>,
+}
+
+impl Watch {
+    /// Whether the input file shrank while mapped: a fault in a vanished page was absorbed
+    /// (`jffs2::mapguard`), or the file is now shorter than what was mapped (a `write(2)`
+    /// from a vanished page fails with `EFAULT` rather than faulting).
+    pub fn changed(&self) -> bool {
+        match &self.file {
+            Some((f, len)) => jffs2::mapguard::faulted_any() || jffs2::mapguard::shrank(f, *len),
+            None => false,
+        }
+    }
 }
 
 impl Input {
+    /// Maps `file` (a regular file), or reads it (anything else) up to the 4 GiB an image
+    /// can hold (`jffs2::input`).
     pub fn load(file: &File) -> std::io::Result<Input> {
         let meta = file.metadata()?;
         let size = meta.len();
+        if meta.is_file() && size > jffs2::input::MAX_IMAGE_LEN {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "larger than 4 GiB: not a JFFS2 image",
+            ));
+        }
         if meta.is_file() && size > 0 && size <= (isize::MAX as u64) / 2 {
-            if let Some(m) = Self::map(file, size as usize) {
+            if let Some(mut m) = Self::map(file, size as usize) {
+                m.watch.file = file.try_clone().ok().map(|f| (f, size));
                 return Ok(m);
             }
         }
-        let mut vec = Vec::with_capacity((size as usize).saturating_add(1 << 20));
-        let mut f = file;
-        f.read_to_end(&mut vec)?;
+        let mut vec = jffs2::input::read_image(file)?;
+        // Room for the padding to whole erase blocks, as the mapping has.
+        vec.try_reserve(1 << 20)
+            .map_err(|_| jffs2::input::out_of_memory())?;
         let len = vec.len();
         Ok(Input {
             map: None,
             vec,
             len,
+            watch: Watch::default(),
+            guard: MapGuard::none(),
         })
+    }
+
+    /// Whether the input changed while it was read (see [`Watch::changed`]).
+    pub fn watch(&self) -> Watch {
+        Watch {
+            file: self
+                .watch
+                .file
+                .as_ref()
+                .and_then(|(f, len)| Some((f.try_clone().ok()?, *len))),
+        }
     }
 
     fn map(file: &File, len: usize) -> Option<Input> {
@@ -46,8 +99,8 @@ impl Input {
         // SAFETY: a fresh anonymous private mapping; the file is then mapped privately at its
         // start with MAP_FIXED, replacing part of that reservation. Both stay valid until
         // `drop` unmaps `total` bytes. The mapping is private, so writes (the padding) never
-        // reach the file. If the file shrank while mapped, reading its vanished pages would
-        // raise SIGBUS: the input is a file the user named, not shared with a writer.
+        // reach the file. If the file shrinks while mapped, reading its vanished pages raises
+        // SIGBUS, which `jffs2::mapguard` absorbs (registered below).
         unsafe {
             let base = libc::mmap(
                 std::ptr::null_mut(),
@@ -87,10 +140,16 @@ impl Input {
                 libc::munmap(base, total);
                 return None;
             }
+            // The file's pages, registered against SIGBUS: the mapping stays until `drop`,
+            // which unregisters first; the tools check `changed` before trusting what they
+            // read, so zero pages in place of vanished ones are acceptable.
+            let guard = MapGuard::register(base as *const u8, len);
             Some(Input {
                 map: Some((base as *mut u8, total)),
                 vec: Vec::new(),
                 len,
+                watch: Watch::default(),
+                guard,
             })
         }
     }
@@ -121,6 +180,7 @@ impl Input {
 
 impl Drop for Input {
     fn drop(&mut self) {
+        self.guard.unregister();
         if let Some((p, total)) = self.map.take() {
             // SAFETY: unmaps exactly the reservation made in `map`.
             unsafe {

@@ -14,7 +14,7 @@ use jffs2::mkfs::{self, MkfsConfig, MsgKind, Sink};
 use jffs2::source::{self, ScanOptions, WarningKind, XattrSelect};
 
 use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
-use super::num::{erase_size, strtol, strtol_int, EraseSizeError};
+use super::num::{erase_size, strtol, strtol_i32, EraseSizeError};
 use super::output::{is_input_message, Output};
 use super::{Noted, Progress, Tool};
 
@@ -108,8 +108,8 @@ identical to mkfs.jffs2's):
       --summary           Write an erase-block summary into every erase block
                           (the bytes of jffs2-mkfs followed by jffs2-sumtool; the
                           image then ends on an erase-block boundary)
-      --threads=N         Compress on N threads (default: one per core; the
-                          output does not depend on it)
+      --threads=N         Compress on N threads, 1 to 1024 (default: one per
+                          core; the output does not depend on it)
       --no-progress       Never show a progress bar (shown only when stderr is
                           a terminal)
   -X lzma, -x lzma, -y PRIO:lzma
@@ -232,7 +232,11 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 o.root = arg;
             }
             0x73 /* s */ => {
-                o.page_size = strtol_int(&a) as i64;
+                // A value beyond mkfs.jffs2's int would wrap there; refused here.
+                o.page_size = match strtol_i32(&a) {
+                    Some(v) => i64::from(v),
+                    None => return Err(die(&format!("Page size '{a}' is out of range"))),
+                };
                 o.page_size_given = true;
             }
             0x6f /* o */ => {
@@ -278,6 +282,10 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 Err(EraseSizeError::UnknownUnits) => {
                     return Err(die("Unknown units in erasesize\n"))
                 }
+                // mkfs.jffs2 wraps it (4096MiB becomes 8 KiB); refused here.
+                Err(EraseSizeError::OutOfRange) => {
+                    return Err(die(&format!("Erase size '{a}' is out of range\n")))
+                }
             },
             0x6c /* l */ => o.endian = Endian::Little,
             0x62 /* b */ => o.endian = Endian::Big,
@@ -285,15 +293,18 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 o.pad = match arg {
                     None => EndPad::Block,
                     // mkfs.jffs2 keeps strtol's value in an int; -1 means "no size".
-                    Some(_) => match strtol_int(&a) {
-                        -1 => EndPad::Block,
-                        v => EndPad::Size(i64::from(v)),
+                    Some(_) => match strtol_i32(&a) {
+                        Some(-1) => EndPad::Block,
+                        Some(v) => EndPad::Size(i64::from(v)),
+                        // Beyond mkfs.jffs2's int it would wrap; refused here.
+                        None => return Err(die(&format!("Pad size '{a}' is out of range"))),
                     },
                 }
             }
             0x6e /* n */ => o.cleanmarkers = false,
             0x63 /* c */ => {
-                let v = strtol_int(&a);
+                // A value beyond an int (which would wrap) is as wrong as a small one.
+                let v = strtol_i32(&a).unwrap_or(0);
                 if v < 12 {
                     return Err(die("cleanmarker size must be >= 12"));
                 }
@@ -356,8 +367,13 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             OPT_WITH_POSIX_ACL => o.scan.xattr |= XattrSelect::POSIX_ACL,
             OPT_SUMMARY => o.summary = true,
             OPT_THREADS => match a.parse::<usize>() {
-                Ok(n) if n > 0 => o.threads = n,
-                _ => return Err(die(&format!("--threads needs a positive number, not '{a}'"))),
+                Ok(n) if (1..=mkfs::MAX_THREADS).contains(&n) => o.threads = n,
+                _ => {
+                    return Err(die(&format!(
+                        "--threads: '{a}' is not between 1 and {}",
+                        mkfs::MAX_THREADS
+                    )))
+                }
             },
             OPT_NO_PROGRESS => o.progress = false,
             _ => {}
@@ -425,10 +441,11 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     // -i: the old image's highest inode number.
     let mut first_ino = 0;
     if let Some(inc) = &o.incremental {
-        let bytes = match std::fs::read(inc) {
+        let bytes = match jffs2::input::read_image_path(inc.as_ref()) {
             Ok(b) => b,
             Err(e) => {
-                tool.sys_error("cannot open (incremental) file", &e);
+                // (It opened at the option; reading it failed: named.)
+                tool.sys_error(&format!("cannot read (incremental) file {}", text(inc)), &e);
                 return Err(Fatal(255));
             }
         };
@@ -449,7 +466,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     };
     report_warnings(tool, &warnings, &mut listing);
     if let Some(dt) = &o.devtable {
-        let table = match std::fs::read(dt) {
+        let table = match std::fs::File::open(dt).and_then(|f| {
+            jffs2::input::read_limited(&f, source::MAX_TABLE_BYTES, "not a device table")
+        }) {
             Ok(t) => t,
             Err(e) => {
                 tool.sys_error(&text(dt), &e);

@@ -42,7 +42,17 @@ impl Tool {
     /// `sizeof(PROGRAM_NAME) + 1` spaces, i.e. the name length + 2 (`include/common.h`).
     pub fn sys_error(&self, msg: &str, err: &std::io::Error) {
         self.error(msg);
-        let code = err.raw_os_error().unwrap_or(0);
+        let code = match err.raw_os_error() {
+            Some(code) => code,
+            // std reports a failed allocation without an errno: it is ENOMEM.
+            None if err.kind() == std::io::ErrorKind::OutOfMemory => libc::ENOMEM,
+            // No errno at all (e.g. an input larger than an image can be): its own text
+            // rather than "error 0 (Success)".
+            None => {
+                eprintln!("{:width$}{err}", "", width = self.name.len() + 2);
+                return;
+            }
+        };
         let text = std::io::Error::from_raw_os_error(code).to_string();
         let text = text.split(" (os error").next().unwrap_or(&text).to_string();
         eprintln!(

@@ -54,6 +54,33 @@ pub fn strtol_int(s: &str) -> i32 {
     strtol(s).0 as i32
 }
 
+/// `strtol` into a C `int`, or `None` when the value does not fit (mkfs.jffs2 would keep
+/// its low 32 bits: `-s 4294967808` becoming 512).
+pub fn strtol_i32(s: &str) -> Option<i32> {
+    i32::try_from(strtol(s).0).ok()
+}
+
+/// A size with an optional `KiB`, `MiB` or `GiB` suffix (the number in `strtol`'s grammar),
+/// at most `max`; `-1` is returned as is (the tools' "no size"). `None` for anything else:
+/// other negative values, unknown suffixes, values above `max` (never wrapped).
+pub fn size_up_to(s: &str, max: u64) -> Option<i64> {
+    let (v, rest) = strtol(s);
+    if rest.len() == s.len() {
+        return None;
+    }
+    if v == -1 && rest.is_empty() {
+        return Some(-1);
+    }
+    let unit: i64 = match rest {
+        "" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return None,
+    };
+    v.checked_mul(unit).filter(|&n| n >= 0 && n as u64 <= max)
+}
+
 /// Why an erase size was refused (mkfs.jffs2's wording).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EraseSizeError {
@@ -61,6 +88,9 @@ pub enum EraseSizeError {
     Unrecognisable,
     /// A suffix other than exactly `KiB` or `MiB`.
     UnknownUnits,
+    /// The size does not fit in mkfs.jffs2's `int` (it would wrap: `4096MiB` becoming 0,
+    /// then the 8 KiB minimum).
+    OutOfRange,
 }
 
 /// mkfs.jffs2 / sumtool `-e` grammar: returns the size and whether it was raised to the
@@ -68,10 +98,10 @@ pub enum EraseSizeError {
 /// minimum" with the original value, the second element).
 pub fn erase_size(arg: &str) -> Result<(u32, Option<i32>), EraseSizeError> {
     let (v, rest) = strtol(arg);
-    let v = v as i32;
     if v == 0 {
         return Err(EraseSizeError::Unrecognisable);
     }
+    let v = i32::try_from(v).map_err(|_| EraseSizeError::OutOfRange)?;
     let units: i32 = if !rest.is_empty() {
         match rest {
             "KiB" => 1024,
@@ -83,7 +113,7 @@ pub fn erase_size(arg: &str) -> Result<(u32, Option<i32>), EraseSizeError> {
     } else {
         1
     };
-    let size = v.wrapping_mul(units);
+    let size = v.checked_mul(units).ok_or(EraseSizeError::OutOfRange)?;
     if size < 0x2000 {
         Ok((0x2000, Some(size)))
     } else {
@@ -124,5 +154,28 @@ mod tests {
         assert_eq!(erase_size("128KB"), Err(EraseSizeError::UnknownUnits));
         assert_eq!(erase_size("0"), Err(EraseSizeError::Unrecognisable));
         assert_eq!(erase_size("zz"), Err(EraseSizeError::Unrecognisable));
+        // Never wrapped (mkfs.jffs2 makes 4096MiB 0, then 8 KiB).
+        assert_eq!(erase_size("4096MiB"), Err(EraseSizeError::OutOfRange));
+        assert_eq!(erase_size("2048MiB"), Err(EraseSizeError::OutOfRange));
+        assert_eq!(erase_size("0x100002000"), Err(EraseSizeError::OutOfRange));
+        assert_eq!(erase_size("2097151KiB"), Ok((2097151 * 1024, None)));
+    }
+
+    #[test]
+    fn sizes_never_wrap() {
+        assert_eq!(strtol_i32("4294967808"), None);
+        assert_eq!(strtol_i32("-2147483648"), Some(i32::MIN));
+        assert_eq!(strtol_i32("0x1000"), Some(4096));
+        let max = 1 << 32;
+        assert_eq!(size_up_to("4GiB", max), Some(1 << 32));
+        assert_eq!(size_up_to("4097MiB", max), None);
+        assert_eq!(size_up_to("5368709120", max), None);
+        assert_eq!(size_up_to("0x100000", max), Some(0x100000));
+        assert_eq!(size_up_to("300000", max), Some(300000));
+        assert_eq!(size_up_to("-1", max), Some(-1));
+        assert_eq!(size_up_to("-2", max), None);
+        assert_eq!(size_up_to("4G", max), None);
+        assert_eq!(size_up_to("", max), None);
+        assert_eq!(size_up_to("99999999999999999999GiB", max), None);
     }
 }

@@ -13,7 +13,7 @@ use jffs2::sumtool::{self, Cleanmarkers, SumtoolConfig, SumtoolError};
 
 use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
 use super::input::Input;
-use super::num::{erase_size, strtol_int, EraseSizeError};
+use super::num::{erase_size, strtol_i32, EraseSizeError};
 use super::output::Output;
 use super::{Noted, Tool};
 
@@ -193,10 +193,14 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 Err(EraseSizeError::UnknownUnits) => {
                     return Err(die("Unknown units in erasesize\n"))
                 }
+                // sumtool wraps it (4096MiB becomes 8 KiB); refused here.
+                Err(EraseSizeError::OutOfRange) => {
+                    return Err(die(&format!("Erase size '{a}' is out of range\n")))
+                }
             },
             0x6e /* n */ => no_cleanmarkers = true,
             0x63 /* c */ => {
-                let v = i64::from(strtol_int(&a));
+                let v = i64::from(strtol_i32(&a).unwrap_or(0));
                 if v < 12 {
                     return Err(die("cleanmarker size must be >= 12"));
                 }
@@ -238,6 +242,18 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         }
     };
     drop(infile);
+    let watch = input.watch();
+    // The input shrank while mapped (rebuilt in place): what was read of it is not its
+    // contents; nothing derived from it is written.
+    let changed = || {
+        watch.changed().then(|| {
+            tool.error(&format!(
+                "{}: changed (shrank) while being read",
+                text(&inpath)
+            ));
+            Fatal(255)
+        })
+    };
     let len = input.len;
     // Without -e (or -b/-l), sumtool assumes 64 KiB (or the host's byte order): for an input
     // built otherwise, mtd-utils' sumtool writes an image that loses nodes (Yocto's
@@ -281,6 +297,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
                 endian_given = true;
             }
             Err(e) => {
+                if let Some(f) = changed() {
+                    return Err(f);
+                }
                 let mut msg = e.to_string();
                 let geometry = matches!(
                     e,
@@ -313,8 +332,13 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     }
     // A write error (a full disk): sumtool's `sys_errmsg_die("write")`, naming the output as
     // jffs2-sumtool ("write OUT", then "error 28 (No space left on device)").
-    let report = match sumtool::write(image, &analysis, &cfg, output.writer()) {
-        Ok((_, r)) => r,
+    let result = sumtool::write(image, &analysis, &cfg, output.writer()).map(|(_, r)| r);
+    if let Some(f) = changed() {
+        output.abandon();
+        return Err(f);
+    }
+    let report = match result {
+        Ok(r) => r,
         Err(SumtoolError::Io(e)) => {
             output.abandon();
             tool.sys_error(&about("write", &out_path), &e);

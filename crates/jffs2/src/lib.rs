@@ -131,7 +131,9 @@ pub mod fsck;
 // targets' bodies, not an API (no stability promise, hidden from the documentation).
 #[doc(hidden)]
 pub mod fuzz;
+pub mod input;
 pub mod layout;
+pub mod mapguard;
 pub mod mkfs;
 mod prefetch;
 pub mod scan;

@@ -141,7 +141,7 @@ pub fn load(
         None => match ImageMap::open(path, None) {
             Ok(m) => Source::Map(m),
             Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                Source::Owned(std::fs::read(path).map_err(|e| open_error(&e))?)
+                Source::Owned(jffs2::input::read_image_path(path).map_err(|e| open_error(&e))?)
             }
             Err(e) => return Err(open_error(&e)),
         },
@@ -578,6 +578,10 @@ pub fn run(
             return Err(Exit(1));
         }
         let w = o.writer().write_all(svg.as_bytes());
+        if let Err(e) = super::input_unchanged(tool, &shown) {
+            o.abandon();
+            return Err(e);
+        }
         if let Err(e) = w.and_then(|()| o.commit()) {
             tool.error(&format!("write {}: {}", path.display(), io_text(&e)));
             return Err(Exit(1));
@@ -848,6 +852,7 @@ pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
             list(b"/", true, &mut out)?;
         }
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
+        super::input_unchanged(tool, &Path::new(image).display())?;
         Ok(status)
     };
     match run() {

@@ -143,6 +143,14 @@ pub enum ConvertError {
     /// A worker thread failed (a bug).
     #[error("internal error: {0}")]
     Internal(String),
+    /// The system refused the threads asked for.
+    #[error("cannot start {threads} threads: {source}")]
+    Threads {
+        /// How many were asked for.
+        threads: usize,
+        /// Why not.
+        source: io::Error,
+    },
 }
 
 /// The smallest erase size the output may have (the scan's own minimum).
@@ -448,17 +456,22 @@ pub fn convert_with_progress<W: Write + Send>(
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
         cfg.threads
-    };
+    }
+    .min(crate::mkfs::MAX_THREADS);
+    let refused = |source: io::Error| ConvertError::Threads { threads, source };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("jffs2-convert-{i}"))
         .build()
-        .map_err(|e| ConvertError::Internal(e.to_string()))?;
+        .map_err(|e| refused(io::Error::other(e.to_string())))?;
     let planner = Planner::new(fs, cfg);
 
     // Bytes go to `out` on a thread of their own; copied nodes straight from the image.
     let out = std::thread::scope(|pipes| -> Result<W, ConvertError> {
-        let mut w = BlockWriter::new(pipe::Pipe::start(pipes, fs.image(), out), lc);
+        let mut w = BlockWriter::new(
+            pipe::Pipe::start(pipes, fs.image(), out).map_err(refused)?,
+            lc,
+        );
         let mut first_version: HashMap<u32, u32> = HashMap::new();
         let mut versions: HashMap<u32, u32> = HashMap::new();
         let mut buf = Vec::new();
@@ -475,7 +488,10 @@ pub fn convert_with_progress<W: Write + Send>(
             // Inodes are read and their items planned (on the pool; xattrs in order) while
             // earlier ones are compressed and written: round k+1 is made ready while round k
             // is written.
-            let planning = scope.spawn(move || planner_ref.stream(pool_ref, &tx));
+            let planning = std::thread::Builder::new()
+                .name("jffs2-convert-plan".into())
+                .spawn_scoped(scope, move || planner_ref.stream(pool_ref, &tx))
+                .map_err(refused)?;
             // Owned here: if writing fails, the receiver goes at the return and the planning
             // thread's next send fails, so the scope's join does not wait on it forever.
             let mut incoming = Incoming {
@@ -488,14 +504,19 @@ pub fn convert_with_progress<W: Write + Send>(
             // A round with work to do is made ready on a thread (and the pool) of its own;
             // one of nodes copied in the input's byte order only (nothing to compute) is
             // made ready as it is written, without the round trip.
-            let start = |r: Vec<Item>| {
-                if r.iter().any(|it| worker.heavy(it)) {
-                    Ahead::Thread(scope.spawn(move || prepare(r)))
+            let start = |r: Vec<Item>| -> Result<_, ConvertError> {
+                Ok(if r.iter().any(|it| worker.heavy(it)) {
+                    Ahead::Thread(
+                        std::thread::Builder::new()
+                            .name("jffs2-convert-round".into())
+                            .spawn_scoped(scope, move || prepare(r))
+                            .map_err(refused)?,
+                    )
                 } else {
                     Ahead::Inline(r)
-                }
+                })
             };
-            let mut ahead = incoming.next_round().map(start);
+            let mut ahead = incoming.next_round().map(start).transpose()?;
             while let Some(a) = ahead.take() {
                 if let Some(p) = progress {
                     p(incoming.inodes.min(total), total);
@@ -514,7 +535,7 @@ pub fn convert_with_progress<W: Write + Send>(
                         (r, ready)
                     }
                 };
-                ahead = incoming.next_round().map(start);
+                ahead = incoming.next_round().map(start).transpose()?;
                 for (ino, v) in incoming.versions.drain(..) {
                     first_version.insert(ino, v);
                     versions.insert(ino, v);

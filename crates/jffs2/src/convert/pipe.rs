@@ -90,25 +90,28 @@ impl<'scope, 'a: 'scope, W: Write + Send + 'scope> Pipe<'scope, 'a, W> {
         scope: &'scope Scope<'scope, 'env>,
         image: &'a [u8],
         mut out: W,
-    ) -> Pipe<'scope, 'a, W> {
+    ) -> io::Result<Pipe<'scope, 'a, W>> {
         let (tx, rx) = sync_channel::<Batch<'a>>(2);
         let (give_back, spare) = sync_channel::<Vec<u8>>(4);
-        let thread = scope.spawn(move || -> io::Result<W> {
-            for batch in rx {
-                write_batch(&mut out, &batch)?;
-                for p in batch.pieces {
-                    if let Piece::Owned(mut v) = p {
-                        if v.capacity() >= BUF {
-                            v.clear();
-                            let _ = give_back.try_send(v);
+        // A thread the system refuses is an error, not a panic.
+        let thread = std::thread::Builder::new()
+            .name("jffs2-convert-write".into())
+            .spawn_scoped(scope, move || -> io::Result<W> {
+                for batch in rx {
+                    write_batch(&mut out, &batch)?;
+                    for p in batch.pieces {
+                        if let Piece::Owned(mut v) = p {
+                            if v.capacity() >= BUF {
+                                v.clear();
+                                let _ = give_back.try_send(v);
+                            }
                         }
                     }
                 }
-            }
-            out.flush()?;
-            Ok(out)
-        });
-        Pipe {
+                out.flush()?;
+                Ok(out)
+            })?;
+        Ok(Pipe {
             image,
             pieces: Vec::new(),
             checks: Vec::new(),
@@ -118,7 +121,7 @@ impl<'scope, 'a: 'scope, W: Write + Send + 'scope> Pipe<'scope, 'a, W> {
             tx: Some(tx),
             spare,
             thread: Some(thread),
-        }
+        })
     }
 
     /// `b` as a slice of the image, if it lies in it.
@@ -341,7 +344,7 @@ mod tests {
         let img = image(40 << 20);
         let mut want = Vec::new();
         let got = std::thread::scope(|s| {
-            let mut p = Pipe::start(s, &img, Vec::new());
+            let mut p = Pipe::start(s, &img, Vec::new()).unwrap();
             let mut at = 0usize;
             let mut k = 0usize;
             while at + 70_000 < img.len() {
@@ -415,7 +418,7 @@ mod tests {
     fn write_errors_come_back() {
         let img = image(1 << 20);
         let r = std::thread::scope(|s| -> io::Result<()> {
-            let mut p = Pipe::start(s, &img, Failing(100_000));
+            let mut p = Pipe::start(s, &img, Failing(100_000))?;
             for _ in 0..200 {
                 p.write_all(&img[..500_000])?;
                 p.write_all(&[1, 2, 3])?;

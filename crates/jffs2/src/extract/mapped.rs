@@ -30,9 +30,10 @@
 //!
 //! # Caveat
 //!
-//! As with any memory map, the file must not be truncated or modified while it is mapped
-//! (a truncation makes accesses fault with `SIGBUS`). Tools read images that nothing else is
-//! writing; callers that cannot promise that should read the file into memory instead.
+//! As with any memory map, the file should not be truncated or modified while it is mapped.
+//! A truncation no longer kills the process: the file part is registered with
+//! [`crate::mapguard`], whose `SIGBUS` handler maps zero pages over what vanished; check
+//! [`ImageMap::changed`] when done reading and discard the results if it says so.
 
 use std::fs::File;
 use std::io;
@@ -44,6 +45,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use crate::mapguard::MapGuard;
 
 /// A private, read-only mapping of an image file (see the module documentation).
 pub struct ImageMap {
@@ -57,6 +60,10 @@ pub struct ImageMap {
     file_len: usize,
     /// Bytes at the start that are mapped from the file (whole pages); the rest is anonymous.
     file_part: usize,
+    /// The file part registered against `SIGBUS` (unregistered before the unmapping).
+    guard: MapGuard,
+    /// The file, to tell whether it shrank (`None` for an empty image).
+    file: Option<File>,
 }
 
 // SAFETY: the mapping is read-only and owned by this value; sharing `&[u8]` views of it between
@@ -85,6 +92,12 @@ impl ImageMap {
                 "not a regular file",
             ));
         }
+        if meta.len() > crate::input::MAX_IMAGE_LEN {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "larger than 4 GiB: not a JFFS2 image",
+            ));
+        }
         let file_len = usize::try_from(meta.len())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "image too large"))?;
         let len = pad_to.unwrap_or(0).max(file_len);
@@ -95,6 +108,8 @@ impl ImageMap {
                 len: 0,
                 file_len: 0,
                 file_part: 0,
+                guard: MapGuard::none(),
+                file: None,
             });
         }
         let page = page_size();
@@ -119,12 +134,14 @@ impl ImageMap {
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let map = ImageMap {
+        let mut map = ImageMap {
             base: base.cast(),
             map_len,
             len,
             file_len,
             file_part,
+            guard: MapGuard::none(),
+            file: None,
         };
         if file_part > 0 {
             // The file's whole pages, over the start of the reservation.
@@ -142,6 +159,10 @@ impl ImageMap {
             if p == libc::MAP_FAILED {
                 return Err(io::Error::last_os_error());
             }
+            // SAFETY: the file part is our own private read-only mapping, unmapped only after
+            // the guard is unregistered (`drop`); its readers accept zero pages there once
+            // the file has shrunk, as they check `changed` afterwards.
+            map.guard = unsafe { MapGuard::register(map.base, file_part) };
         }
         if map_len > file_part {
             // The tail: the file's last partial page, then 0xFF.
@@ -162,6 +183,7 @@ impl ImageMap {
                 );
             }
         }
+        map.file = Some(file);
         // The scan reads front to back; ask for generous read-ahead.
         if file_part > 0 {
             // SAFETY: advice on our own mapping.
@@ -187,6 +209,16 @@ impl ImageMap {
     /// Length of the file.
     pub fn file_len(&self) -> usize {
         self.file_len
+    }
+
+    /// Whether the file shrank while mapped (then some of what was read from it may be
+    /// zeros rather than its contents: discard the results and say the input changed).
+    pub fn changed(&self) -> bool {
+        self.guard.faulted()
+            || self
+                .file
+                .as_ref()
+                .is_some_and(|f| crate::mapguard::shrank(f, self.file_len as u64))
     }
 
     /// Drops the resident pages of the file part (they are mapped again on the next access).
@@ -416,6 +448,7 @@ mod cpu_timer {
 
 impl Drop for ImageMap {
     fn drop(&mut self) {
+        self.guard.unregister();
         if self.map_len > 0 {
             // SAFETY: unmapping the range this value mapped; no borrow of it outlives `self`.
             unsafe {
@@ -477,5 +510,29 @@ mod tests {
         let empty = ImageMap::open(&p, Some(0)).unwrap();
         assert!(empty.bytes().is_empty());
         assert!(ImageMap::open(Path::new("/dev/null"), None).is_err());
+    }
+
+    /// A file truncated while mapped: reading it does not crash, and the map says it changed.
+    #[test]
+    fn a_truncated_file_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("img");
+        std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
+        let m = ImageMap::open(&p, Some(2 << 20)).unwrap();
+        assert!(!m.changed());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(4096)
+            .unwrap();
+        let sum: u64 = m.file_bytes().iter().map(|&b| u64::from(b)).sum();
+        assert!(sum < 7 << 20, "the vanished part reads as zeros");
+        assert!(m.changed());
+        drop(m);
+        let big = std::fs::File::create(dir.path().join("big")).unwrap();
+        big.set_len(crate::input::MAX_IMAGE_LEN + 1).unwrap();
+        let e = ImageMap::open(&dir.path().join("big"), None).err().unwrap();
+        assert_eq!(e.to_string(), "larger than 4 GiB: not a JFFS2 image");
     }
 }

@@ -200,7 +200,20 @@ pub enum MkfsError {
     /// A worker thread failed (a bug).
     #[error("internal error: {0}")]
     Internal(String),
+    /// The system refused the threads asked for.
+    #[error("cannot start {threads} threads: {source}")]
+    Threads {
+        /// How many were asked for.
+        threads: usize,
+        /// Why not.
+        source: std::io::Error,
+    },
 }
+
+/// Most threads `threads` may ask for (mkfs and convert): far beyond any useful number of
+/// cores, low enough that the system can start them (each has a stack of its own, and the
+/// pages in flight grow with the count).
+pub const MAX_THREADS: usize = 1024;
 
 /// One page of a file, with its speculative compression.
 struct Page {
@@ -217,8 +230,9 @@ const BATCH_BYTES: usize = 64 * 1024;
 enum Item {
     /// Consecutive pages of one file; the receiver yields them once compressed.
     Pages(Receiver<Vec<Page>>),
-    /// The end of the current file.
-    End,
+    /// The end of the current file; `Some(bytes read)` when that differs from the size it
+    /// was listed with (it changed while being read).
+    End(Option<u64>),
     /// The current file could not be read (fatal).
     Error(MkfsError),
 }
@@ -263,12 +277,14 @@ pub fn build<W: Write>(
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
         cfg.threads
-    };
+    }
+    .min(MAX_THREADS);
+    let refused = |source: std::io::Error| MkfsError::Threads { threads, source };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("jffs2-compress-{i}"))
         .build()
-        .map_err(|e| MkfsError::Internal(e.to_string()))?;
+        .map_err(|e| refused(std::io::Error::other(e.to_string())))?;
     let total: u64 = plan
         .files
         .iter()
@@ -281,19 +297,23 @@ pub fn build<W: Write>(
         let depth = (threads * 8).max(8);
         let (tx, rx) = sync_channel::<Item>(depth);
         let page_size = cfg.page_size as usize;
-        let files: Vec<PathBuf> = plan
+        let files: Vec<(PathBuf, u64)> = plan
             .files
             .iter()
-            .map(|&id| tree.entries[id].host_path.clone())
+            .map(|&id| (tree.entries[id].host_path.clone(), tree.entries[id].size))
             .collect();
         let pool = &pool;
-        let reader = s.spawn(move || {
-            for path in files {
-                if !read_file(&path, page_size, pool, &compressors, &tx) {
-                    return;
+        // A thread the system refuses is an error, not a panic.
+        let reader = std::thread::Builder::new()
+            .name("jffs2-read".into())
+            .spawn_scoped(s, move || {
+                for (path, size) in files {
+                    if !read_file(&path, size, page_size, pool, &compressors, &tx) {
+                        return;
+                    }
                 }
-            }
-        });
+            })
+            .map_err(refused)?;
         let mut b = Builder {
             tree,
             cfg,
@@ -336,6 +356,7 @@ pub fn build<W: Write>(
 /// the layout side has gone away or the file failed (the error is queued).
 fn read_file(
     path: &std::path::Path,
+    size: u64,
     page_size: usize,
     pool: &rayon::ThreadPool,
     compressors: &Arc<Compressors>,
@@ -355,23 +376,39 @@ fn read_file(
         }
     };
     // mkfs.jffs2 read()s page_size bytes at a time until read() returns 0 (§3.6.3); a
-    // page size of 0 therefore reads nothing at all (§8 B-4).
+    // page size of 0 therefore reads nothing at all (§8 B-4). Here no more than the size the
+    // file was listed with is read (its inode's isize): a file that grows meanwhile has its
+    // first `size` bytes stored, one that shrinks what could be read; either is reported.
+    let mut total = 0u64;
+    let mut changed = false;
     if let Some(per_batch) = BATCH_BYTES.checked_div(page_size) {
         let per_batch = per_batch.max(1);
         let mut eof = false;
         while !eof {
             let mut batch: Vec<Vec<u8>> = Vec::with_capacity(per_batch);
             while batch.len() < per_batch {
-                let mut data = Vec::with_capacity(page_size);
-                if let Err(e) = (&mut f).take(page_size as u64).read_to_end(&mut data) {
+                let want = (page_size as u64).min(size.saturating_sub(total));
+                if want == 0 {
+                    // The listed size is read: mkfs.jffs2 would read once more (and get 0);
+                    // a byte there means the file grew.
+                    let mut probe = [0u8; 1];
+                    changed = matches!(f.read(&mut probe), Ok(1));
+                    eof = true;
+                    break;
+                }
+                let mut data = Vec::with_capacity(want as usize);
+                if let Err(e) = (&mut f).take(want).read_to_end(&mut data) {
                     let _ = tx.send(err(e));
                     return false;
                 }
-                let n = data.len();
+                let n = data.len() as u64;
+                total += n;
                 if n > 0 {
                     batch.push(data);
                 }
-                if n < page_size {
+                if n < want {
+                    // The end came before the listed size: the file shrank.
+                    changed = true;
                     eof = true;
                     break;
                 }
@@ -396,7 +433,7 @@ fn read_file(
             }
         }
     }
-    tx.send(Item::End).is_ok()
+    tx.send(Item::End(changed.then_some(total))).is_ok()
 }
 
 /// Where the nodes go: the plain layout, or (`--summary`) the plain layout re-laid into
@@ -783,9 +820,13 @@ impl<'a, W: Write> Builder<'a, W> {
         let mut offset = 0u32;
         let mut wrote = 0u64;
         let mut buf = std::mem::take(&mut self.buf);
+        let read_instead;
         loop {
             let pages = match self.next_item()? {
-                Item::End => break,
+                Item::End(changed) => {
+                    read_instead = changed;
+                    break;
+                }
                 Item::Error(err) => return Err(err),
                 Item::Pages(rx) => rx
                     .recv()
@@ -833,6 +874,35 @@ impl<'a, W: Write> Builder<'a, W> {
                 self.done += len as u64;
                 self.sink.progress(self.done, self.total);
             }
+        }
+        if let Some(read) = read_instead {
+            let en = self.e(id);
+            let listed = en.size;
+            let what = if read < listed {
+                format!("{read} bytes read of {listed}; the {read} stored")
+            } else {
+                format!("more than its {listed} bytes; the first {listed} stored")
+            };
+            let msg = format!(
+                "{}: changed size while being read ({what})",
+                String::from_utf8_lossy(en.host_path.as_os_str().as_encoded_bytes())
+            );
+            self.sink.message(MsgKind::Warning, &msg);
+            if read < listed && version > 0 {
+                // The data nodes carry the listed size; one more node without data says
+                // the size the data has (the latest version's isize is the file's, §6.4),
+                // as a truncation would.
+                let node = InodeNode {
+                    version: version + 1,
+                    isize: read as u32,
+                    ..tmpl.clone()
+                };
+                buf.clear();
+                node.encode(e, &[], &mut buf);
+                self.w.prepare(INODE_SIZE as u32, 18)?;
+                self.w.write_node(&buf)?;
+            }
+            tmpl.isize = read as u32;
         }
         if version == 0 {
             // An empty file: one node without data (§3.5.3).
@@ -900,5 +970,68 @@ impl<'a, W: Write> Builder<'a, W> {
             self.emit(&buf, XREF_SIZE as u32, 6)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{fs, scan, source};
+
+    #[derive(Default)]
+    struct Messages(Vec<String>);
+    impl Sink for Messages {
+        fn message(&mut self, _kind: MsgKind, text: &str) {
+            self.0.push(text.to_string());
+        }
+    }
+
+    /// Files whose size changes between the listing and the reading: the image stays
+    /// consistent (each file's size is the data stored) and each is reported by name.
+    #[test]
+    fn files_that_change_size_while_read_are_stored_consistently() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("grew"), b"0123456789").unwrap();
+        let shrunk: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(dir.path().join("shrank"), &shrunk).unwrap();
+        std::fs::write(dir.path().join("emptied"), b"").unwrap();
+        let (mut tree, _) = source::scan_host(dir.path(), &Default::default()).unwrap();
+        // A file in /proc is listed with size 0 and reads more: it "grows". The others are
+        // listed larger than what they hold: they "shrink" (to nothing for the last).
+        let grew = tree.find(b"/grew").unwrap();
+        tree.entries[grew].host_path = "/proc/self/stat".into();
+        let s = tree.find(b"/shrank").unwrap();
+        tree.entries[s].size = 100_000;
+        let em = tree.find(b"/emptied").unwrap();
+        tree.entries[em].size = 5000;
+        let mut image = Vec::new();
+        let mut sink = Messages::default();
+        build(&tree, &MkfsConfig::default(), &mut image, &mut sink).unwrap();
+        let changed: Vec<&String> = sink
+            .0
+            .iter()
+            .filter(|m| m.contains("changed size while being read"))
+            .collect();
+        assert_eq!(changed.len(), 3, "{:?}", sink.0);
+        assert!(changed.iter().any(|m| m.starts_with("/proc/self/stat: ")
+            && m.ends_with("(more than its 10 bytes; the first 10 stored)")));
+        assert!(changed.iter().any(|m| m.ends_with(
+            "shrank: changed size while being read (20000 bytes read of 100000; the 20000 stored)"
+        )));
+
+        let report = crate::fsck::check(&image, &Default::default()).unwrap();
+        assert_eq!(report.verdict().exit_code(), 0, "{:?}", report.findings);
+        let g = scan::detect(&image).geometry;
+        let flash = scan::as_flashed(&image, g.erase_size);
+        let mut scanned = scan::scan(&flash, &g, &Default::default());
+        let fsm = fs::build(&flash, &mut scanned);
+        let root = fsm.read_inode(1).unwrap();
+        let ino = |n: &[u8]| root.dents.iter().find(|d| d.name == n).unwrap().ino;
+        let size = |n: &[u8]| fsm.read_inode(ino(n)).unwrap().size;
+        assert_eq!(size(b"grew"), 10);
+        assert_eq!(size(b"shrank"), 20_000);
+        assert_eq!(size(b"emptied"), 0);
+        assert_eq!(fsm.read_data(ino(b"shrank"), 0, 200_000).unwrap(), shrunk);
+        assert_eq!(fsm.read_data(ino(b"grew"), 0, 100).unwrap().len(), 10);
     }
 }

@@ -8,18 +8,29 @@ use super::sys::{self, Stat};
 use super::xattr::read_xattrs;
 use super::{Entry, EntryId, ScanOptions, SourceError, Tree, Warning, WarningKind};
 
-/// Largest number of entries one `c`/`b` range line may create. mkfs has no limit (a huge or
-/// negative count makes it allocate until it dies); we fail with a located error instead.
-pub const MAX_RANGE_COUNT: u64 = 1 << 22;
+/// Largest number of entries a whole device table may create (ranges expanded), and so one
+/// `c`/`b` range line too. mkfs has no limit (a huge or negative count makes it allocate
+/// until it dies; three lines of 4 million entries need 3 GB); we fail with a located error
+/// instead. A million entries is far beyond any real table (a few hundred), and already costs
+/// about 300 MB of metadata and 100 MB of image (an inode and a dirent node each).
+pub const MAX_TABLE_ENTRIES: u64 = 1 << 20;
+
+/// Largest number of entries one `c`/`b` range line may create (the table's own bound).
+pub const MAX_RANGE_COUNT: u64 = MAX_TABLE_ENTRIES;
+
+/// Largest device table file read (real ones are a few KiB; `/dev/zero` never ends).
+pub const MAX_TABLE_BYTES: u64 = 64 << 20;
 
 /// Reads a device table file and applies mkfs' sanity check: a file shorter than 10 bytes is
 /// rejected with "%s: not a proper device table file" (§3.1 `-D`). Unlike mkfs (which checks
 /// `st_size`), the length of the content is checked, so pipes work.
 pub fn read_device_table(path: &Path) -> Result<Vec<u8>, SourceError> {
-    let data = std::fs::read(path).map_err(|source| SourceError::DeviceTableIo {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let data = std::fs::File::open(path)
+        .and_then(|f| crate::input::read_limited(&f, MAX_TABLE_BYTES, "not a device table"))
+        .map_err(|source| SourceError::DeviceTableIo {
+            path: path.to_path_buf(),
+            source,
+        })?;
     if data.len() < 10 {
         return Err(SourceError::DeviceTableTooSmall {
             path: path.to_path_buf(),
@@ -43,6 +54,8 @@ pub(crate) struct Line {
     pub start: u64,
     pub inc: u64,
     pub count: u64,
+    /// The word where conversion stopped (empty when it did not, or at the end of the line).
+    pub stop: Vec<u8>,
 }
 
 /// C-locale `isspace`.
@@ -71,6 +84,16 @@ impl Scanner<'_> {
             self.pos += 1;
         }
         (self.pos > start).then(|| self.s[start..self.pos].to_vec())
+    }
+
+    /// The next white-space-delimited word (without moving).
+    fn peek_word(&self) -> Vec<u8> {
+        let rest = self.s.get(self.pos..).unwrap_or_default();
+        rest.iter()
+            .copied()
+            .skip_while(|&b| is_c_space(b))
+            .take_while(|&b| !is_c_space(b))
+            .collect()
     }
 
     /// `" %c"`: the blank in the format skips white space, then one byte.
@@ -142,6 +165,7 @@ pub(crate) fn parse_line(line: &[u8]) -> Line {
         start: 0,
         inc: 1,
         count: 0,
+        stop: Vec::new(),
     };
     let mut sc = Scanner { s: line, pos: 0 };
     let Some(name) = sc.string() else { return l };
@@ -161,16 +185,21 @@ pub(crate) fn parse_line(line: &[u8]) -> Line {
         (&mut l.count, 10),
     ];
     let mut converted = 2;
+    let mut stop = Vec::new();
     for (slot, radix) in fields {
         match sc.ulong(radix) {
             Some(v) => {
                 *slot = v;
                 converted += 1;
             }
-            None => break,
+            None => {
+                stop = sc.peek_word();
+                break;
+            }
         }
     }
     l.converted = converted;
+    l.stop = stop;
     l
 }
 
@@ -327,6 +356,25 @@ pub fn apply_device_table(
     root_as_given: &Path,
     opts: &ScanOptions,
 ) -> Result<Vec<Warning>, SourceError> {
+    apply_limited(
+        tree,
+        table,
+        table_name,
+        root_as_given,
+        opts,
+        MAX_TABLE_ENTRIES,
+    )
+}
+
+/// [`apply_device_table`] with `max_entries` in place of [`MAX_TABLE_ENTRIES`].
+pub(crate) fn apply_limited(
+    tree: &mut Tree,
+    table: &[u8],
+    table_name: &Path,
+    root_as_given: &Path,
+    opts: &ScanOptions,
+    max_entries: u64,
+) -> Result<Vec<Warning>, SourceError> {
     if table.len() < 10 {
         return Err(SourceError::DeviceTableTooSmall {
             path: table_name.to_path_buf(),
@@ -342,6 +390,8 @@ pub fn apply_device_table(
         opts,
         warnings: Vec::new(),
         line: 0,
+        created: 0,
+        max_entries,
     };
     for (lineno, line) in table_lines(table) {
         ctx.line = lineno;
@@ -358,6 +408,9 @@ struct Ctx<'a> {
     opts: &'a ScanOptions,
     warnings: Vec<Warning>,
     line: usize,
+    /// Entries created so far, and the bound ([`MAX_TABLE_ENTRIES`]).
+    created: u64,
+    max_entries: u64,
 }
 
 impl Ctx<'_> {
@@ -381,6 +434,57 @@ impl Ctx<'_> {
         });
     }
 
+    /// What mkfs.jffs2 gets silently wrong (§3.4: conversion stops at the first field that
+    /// fails and every later field keeps its default) is an error here: a field that is
+    /// neither a number nor the `-` placeholder (`root`, `644abc`, an `8` or `9` in the
+    /// octal mode), a device without its major and minor numbers (it would be 0,0), a mode
+    /// beyond the permission bits (it would change the type). Trailing fields may still be
+    /// left out or written `-` (mode 0755, owner 0, no range: mkfs' defaults), as real
+    /// tables do for directories and files.
+    fn check_fields(&self, l: &Line) -> Result<(), SourceError> {
+        const FIELDS: [&str; 10] = [
+            "name", "type", "mode", "uid", "gid", "major", "minor", "start", "inc", "count",
+        ];
+        if l.converted < FIELDS.len() && !l.stop.is_empty() && l.stop != b"-" {
+            let field = FIELDS.get(l.converted).copied().unwrap_or("field");
+            let kind = if l.converted == 2 {
+                "an octal"
+            } else {
+                "a decimal"
+            };
+            return Err(self.fatal(format!(
+                "{field} '{}' is not {kind} number (nor '-')",
+                sys::lossy(&l.stop)
+            )));
+        }
+        if matches!(l.typ, b'c' | b'b') && l.converted < 7 {
+            return Err(self.fatal(format!(
+                "'{}': a device needs its major and minor numbers",
+                sys::lossy(&l.name)
+            )));
+        }
+        if l.mode > 0o7777 {
+            return Err(self.fatal(format!(
+                "'{}': mode {:o} is more than the permission bits (07777)",
+                sys::lossy(&l.name),
+                l.mode
+            )));
+        }
+        Ok(())
+    }
+
+    /// Counts `n` more entries created by the table against [`MAX_TABLE_ENTRIES`].
+    fn count_entries(&mut self, n: u64) -> Result<(), SourceError> {
+        self.created = self.created.saturating_add(n);
+        if self.created > self.max_entries {
+            return Err(self.fatal(format!(
+                "the device table creates more than {} entries (ranges expanded)",
+                self.max_entries
+            )));
+        }
+        Ok(())
+    }
+
     /// mkfs resolves its host paths relative to the root it has `chdir`ed into; `join`
     /// gives exactly that (an absolute host path string replaces the base).
     fn resolve(&self, host: &[u8]) -> PathBuf {
@@ -401,6 +505,7 @@ impl Ctx<'_> {
             }
             return Ok(());
         }
+        self.check_fields(&l)?;
         let name = l.name.as_slice();
         if name == b"/" {
             return Err(self.fatal("Device table entries require absolute paths".into()));
@@ -449,7 +554,10 @@ impl Ctx<'_> {
         let mut hostpath = self.rootdir.clone();
         hostpath.extend_from_slice(name);
         match l.typ {
-            b'd' | b'f' | b'p' => self.add(name, &hostpath, &l, mode, (0, 0), parent),
+            b'd' | b'f' | b'p' => {
+                self.count_entries(1)?;
+                self.add(name, &hostpath, &l, mode, (0, 0), parent)
+            }
             b'c' | b'b' if l.count > 0 => {
                 // for (i = start; i < start + count; i++) in unsigned long arithmetic.
                 let end = l.start.wrapping_add(l.count);
@@ -460,6 +568,7 @@ impl Ctx<'_> {
                         sys::lossy(name)
                     )));
                 }
+                self.count_entries(n)?;
                 for k in 0..n {
                     let i = l.start + k;
                     let mut dname = name.to_vec();
@@ -475,6 +584,7 @@ impl Ctx<'_> {
                 Ok(())
             }
             b'c' | b'b' => {
+                self.count_entries(1)?;
                 let rdev = (l.major as u32, l.minor as u32);
                 self.add(name, &hostpath, &l, mode, rdev, parent)
             }

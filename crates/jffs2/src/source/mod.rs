@@ -58,7 +58,9 @@ mod xattr;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use devtable::{apply_device_table, read_device_table, MAX_RANGE_COUNT};
+pub use devtable::{
+    apply_device_table, read_device_table, MAX_RANGE_COUNT, MAX_TABLE_BYTES, MAX_TABLE_ENTRIES,
+};
 pub use scan::scan_host;
 pub use xattr::acl_to_jffs2;
 

@@ -366,7 +366,7 @@ fn missing_parent_is_a_warning() {
     assert_eq!(w[1].location.as_deref(), Some("table.txt:2"));
     assert!(t.find(b"/dev/ok").is_some());
     // No intermediate directories are created; relative names never find a parent.
-    let (t, res) = apply(dir.path(), "/a/b/c d 755\ndev/x c 1 1 1 1\n", &opts());
+    let (t, res) = apply(dir.path(), "/a/b/c d 755\ndev/x c 1 1 1 1 1\n", &opts());
     assert_eq!(res.unwrap().len(), 2);
     assert!(t.find(b"/a").is_none());
 }
@@ -381,7 +381,7 @@ fn fatal_errors_carry_the_line_number() {
             "Device table entries require absolute paths".to_string(),
         ),
         (
-            "/dev/x c 1 1 1 1\n\n/dev/y s 755\n",
+            "/dev/x c 1 1 1 1 1\n\n/dev/y s 755\n",
             3,
             "Unsupported file type 's'".to_string(),
         ),
@@ -665,4 +665,85 @@ fn find_filesystem_entry_semantics() {
     assert!(t.find(b"/etc/").is_none());
     assert!(t.find(b"etc").is_none());
     assert!(t.find(b"").is_none());
+}
+
+#[test]
+fn malformed_fields_are_located_errors() {
+    let dir = host();
+    let cases = [
+        // A device without its numbers would silently be 0,0.
+        (
+            "/dev/x c 666\n",
+            "'/dev/x': a device needs its major and minor numbers",
+        ),
+        (
+            "/dev/x b 660 0 0 8 -\n",
+            "'/dev/x': a device needs its major and minor numbers",
+        ),
+        (
+            "/dev/x c\n",
+            "'/dev/x': a device needs its major and minor numbers",
+        ),
+        // A mode that is no octal number would silently be 0755.
+        (
+            "/dev/x c 99999999999 0 0 1 1\n",
+            "mode '99999999999' is not an octal number (nor '-')",
+        ),
+        // Beyond the permission bits it would change the type.
+        (
+            "/dev/x c 77777777777 0 0 1 1\n",
+            "'/dev/x': mode 77777777777 is more than the permission bits (07777)",
+        ),
+        // Names instead of numbers would silently be root.
+        (
+            "/dev/x c 660 root disk 90 0\n",
+            "uid 'root' is not a decimal number (nor '-')",
+        ),
+        (
+            "/x f 644abc 5\n",
+            "uid 'abc' is not a decimal number (nor '-')",
+        ),
+    ];
+    for (table, msg) in cases {
+        let table = format!("# header\n{table}");
+        let (_, res) = apply(dir.path(), &table, &opts());
+        let e = res.unwrap_err();
+        assert_eq!(e.to_string(), format!("table.txt:2: {msg}"), "{table}");
+    }
+    // What real tables write stays accepted: '-' placeholders, trailing fields left out.
+    let ok = "/d1 d 755 0 0 - - - - -\n/d2 d 1777\n/d3 d\n/dev/c c 600 0 0 5 1 - - -\n\
+              /dev/t c 666 0 0 4 0 0 1 2\n/dev/p p 600 0 0\n";
+    let (t, res) = apply(dir.path(), ok, &opts());
+    assert!(res.unwrap().is_empty());
+    assert_eq!(get(&t, "/d3").mode, libc::S_IFDIR | 0o755);
+    assert_eq!(
+        (get(&t, "/dev/c").rdev_major, get(&t, "/dev/c").rdev_minor),
+        (5, 1)
+    );
+    assert!(t.find(b"/dev/t1").is_some());
+}
+
+#[test]
+fn the_whole_table_is_bounded() {
+    let dir = host();
+    let o = opts();
+    // Each range fits; together they do not. The line that crosses the bound is named.
+    let table = "/dev/a c 666 0 0 1 0 0 1 6\n/dev/b d 755 0 0\n/dev/c c 666 0 0 1 0 0 1 4\n";
+    let (mut t, _) = scan_host(dir.path(), &o).unwrap();
+    let e =
+        apply_limited(&mut t, table.as_bytes(), Path::new("t"), dir.path(), &o, 10).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t:3: the device table creates more than 10 entries (ranges expanded)"
+    );
+    let (mut t, _) = scan_host(dir.path(), &o).unwrap();
+    apply_limited(&mut t, table.as_bytes(), Path::new("t"), dir.path(), &o, 11).unwrap();
+    // The real bound: three ranges of 4 Mi entries (3 GB with mkfs.jffs2) fail at once.
+    let table = "/dev/a c 666 0 0 1 0 0 1 4194304\n".repeat(3);
+    let (_, res) = apply(dir.path(), &table, &o);
+    assert!(res
+        .unwrap_err()
+        .to_string()
+        .starts_with("table.txt:1: device range of 4194304"));
+    assert_eq!(MAX_TABLE_ENTRIES, 1 << 20);
 }
