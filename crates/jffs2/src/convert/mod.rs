@@ -1127,52 +1127,89 @@ impl<'f, 'a> Planner<'f, 'a> {
             return Ok(report);
         }
 
-        // 3. The tree Linux shows.
+        // 3. The tree Linux shows, walked as the readers walk it (depth first, entries in
+        //    directory order: `jffs2-dump --list`, `--extract`). A directory keeps one name,
+        //    the first one reached: a further entry naming a directory already shown (a
+        //    cycle back to an ancestor, the root included, or a second parent) is left out
+        //    and reported, so that the output has a tree where the input had a graph.
         let mut shown: BTreeMap<u32, InodeKind> = BTreeMap::new();
         let mut dents: BTreeMap<u32, Vec<crate::fs::Dirent>> = BTreeMap::new();
-        let mut queue: VecDeque<(u32, Vec<u8>)> = VecDeque::new();
-        queue.push_back((1, Vec::new()));
+        // Where each shown inode was first reached (parent, name): paths are built only for
+        // what is reported (building every entry's would cost its depth each).
+        let mut named: HashMap<u32, (u32, Vec<u8>)> = HashMap::new();
         shown.insert(1, InodeKind::Dir);
-        while let Some((dir, path)) = queue.pop_front() {
-            let Some(Read::Held(d)) = reads.get(&dir) else {
+        let children = |r: Option<&Read>| match r {
+            Some(Read::Held(d)) if d.kind == InodeKind::Dir => {
+                d.dents.iter().rev().cloned().collect::<Vec<_>>()
+            }
+            _ => Vec::new(),
+        };
+        let mut stack: Vec<(u32, Vec<crate::fs::Dirent>)> = vec![(1, children(reads.get(&1)))];
+        dents.insert(1, Vec::new());
+        while let Some((dir, rest)) = stack.last_mut() {
+            let dir = *dir;
+            let Some(de) = rest.pop() else {
+                stack.pop();
                 continue;
             };
-            if d.kind != InodeKind::Dir {
-                continue;
-            }
-            let mut kept = Vec::new();
-            for de in d.dents.clone() {
-                let mut p = path.clone();
+            let path = |named: &HashMap<u32, (u32, Vec<u8>)>| {
+                let mut p = path_of(named, dir);
                 p.push(b'/');
                 p.extend_from_slice(&de.name);
-                if shown.contains_key(&de.ino) {
-                    kept.push(de);
-                    continue;
-                }
-                // Not a live inode if not read yet: read as Linux would look it up.
-                let read = reads
-                    .entry(de.ino)
-                    .or_insert_with(|| Read::of(fs.read_inode(de.ino)));
-                match read {
-                    Read::Held(i) => {
-                        shown.insert(de.ino, i.kind);
-                        if i.kind == InodeKind::Dir {
-                            queue.push_back((de.ino, p));
-                        }
-                        kept.push(de);
-                    }
-                    Read::Sent(kind) => {
-                        shown.insert(de.ino, *kind);
-                        kept.push(de);
-                    }
-                    Read::Failed(e) => report.dropped.push(Dropped {
+                p
+            };
+            if let Some(&kind) = shown.get(&de.ino) {
+                if kind == InodeKind::Dir {
+                    let first = path_of(&named, de.ino);
+                    let first = if first.is_empty() {
+                        b"/".to_vec()
+                    } else {
+                        first
+                    };
+                    report.dropped.push(Dropped {
                         ino: de.ino,
-                        path: Some(p),
-                        what: format!("the entry and its inode: Linux cannot read it ({e})"),
-                    }),
+                        path: Some(path(&named)),
+                        what: format!(
+                            "the entry: a further name of directory #{} (shown at {}); a \
+                             directory has one parent, and readers show it once",
+                            de.ino,
+                            String::from_utf8_lossy(&first)
+                        ),
+                    });
+                } else {
+                    dents.entry(dir).or_default().push(de);
+                }
+                continue;
+            }
+            // Not a live inode if not read yet: read as Linux would look it up.
+            let read = reads
+                .entry(de.ino)
+                .or_insert_with(|| Read::of(fs.read_inode(de.ino)));
+            match read {
+                Read::Held(i) => {
+                    shown.insert(de.ino, i.kind);
+                    named.insert(de.ino, (dir, de.name.clone()));
+                    if i.kind == InodeKind::Dir {
+                        dents.entry(de.ino).or_default();
+                        let sub = children(Some(&*read));
+                        stack.push((de.ino, sub));
+                    }
+                    dents.entry(dir).or_default().push(de);
+                }
+                Read::Sent(kind) => {
+                    shown.insert(de.ino, *kind);
+                    named.insert(de.ino, (dir, de.name.clone()));
+                    dents.entry(dir).or_default().push(de);
+                }
+                Read::Failed(e) => {
+                    let what = format!("the entry and its inode: Linux cannot read it ({e})");
+                    report.dropped.push(Dropped {
+                        ino: de.ino,
+                        path: Some(path(&named)),
+                        what,
+                    });
                 }
             }
-            dents.insert(dir, kept);
         }
         for ino in fs.live_inodes() {
             if !shown.contains_key(&ino) && !report.dropped.iter().any(|d| d.ino == ino) {
@@ -1468,6 +1505,33 @@ impl<'f, 'a> Planner<'f, 'a> {
             && h.totlen <= self.max_node
             && (h.totlen as usize) <= b.len()
     }
+}
+
+/// The path (`/a/b`) at which the walk first reached `ino`, from the parents recorded in
+/// `named`; the root is the empty path. Bounded by [`crate::fs::PATH_MAX`]: a longer path
+/// keeps its last bytes after `…`, and a loop in `named` (never built) cannot hang it.
+fn path_of(named: &HashMap<u32, (u32, Vec<u8>)>, mut ino: u32) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let mut len = 0usize;
+    let mut cut = false;
+    while let Some((parent, name)) = named.get(&ino) {
+        if len >= crate::fs::PATH_MAX {
+            cut = true;
+            break;
+        }
+        len += name.len() + 1;
+        parts.push(name);
+        ino = *parent;
+    }
+    let mut p = Vec::with_capacity(len + 4);
+    if cut {
+        p.extend_from_slice("…".as_bytes());
+    }
+    for n in parts.iter().rev() {
+        p.push(b'/');
+        p.extend_from_slice(n);
+    }
+    p
 }
 
 /// The inodes that the directories in `reads` reach from the root and that are not read
