@@ -581,7 +581,8 @@ impl Ctx<'_, '_> {
         let code = p.code();
         let mut sev = match p {
             Problem::OrphanInode { .. } => Severity::Info,
-            Problem::PathTooLong { .. } => Severity::Warning,
+            // Linux reaches those inodes: a fact about paths, not an inconsistency.
+            Problem::PathTooLong { .. } => Severity::Info,
             Problem::DataCrc { superseded, .. } => {
                 if *superseded {
                     Severity::Warning

@@ -93,7 +93,7 @@
 //! | `size-beyond-data` | Error | a file's size is beyond its data: Linux shows it shorter |
 //! | `bad-node` | Error | a node Linux rejects when reading its inode |
 //! | `unreadable-inode` | Error | an inode that cannot be read (`stat` fails) |
-//! | `path-too-long` | Warning | a path longer than `PATH_MAX` |
+//! | `path-too-long` | Info | a path of `PATH_MAX` bytes or more: Linux reaches what lies below by relative lookups; checked, not listed |
 //! | `xref-crc`, `xref-inconsistent`, `bad-xattr`, `bad-acl` | Error | broken xattr references, datums, ACLs |
 //! | `duplicate-xattr` | Warning | an inode with the same attribute twice |
 //! | `orphan-xref`, `orphan-xattr` | Info | xattr references or datums nothing uses (normal after deletions) |
