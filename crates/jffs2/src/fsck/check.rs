@@ -140,56 +140,34 @@ pub(crate) fn run(
     let es = geom.erase_size;
 
     let fs = fs::build(img, &mut scan);
-    let ((walks, full_scan), (inodes, tree)) = rayon::join(
-        || {
-            rayon::join(
-                || walk::walk(img, &fs, es, progress),
-                || {
-                    if any_summary {
-                        let o = ScanOptions {
-                            summary: false,
-                            ..ScanOptions::default()
-                        };
-                        scan::scan(img, &geom, &o).totals().bytes_read
-                    } else {
-                        totals.bytes_read
-                    }
-                },
-            )
-        },
+    // The inodes first: the walk must know which data nodes Linux shows (always
+    // decompressed) from dead ones (decompressed within a budget).
+    let (inodes, full_scan) = rayon::join(
         || {
             let mut inos: Vec<u32> = fs.live_inodes().collect();
             if !inos.contains(&1) {
                 inos.push(1);
             }
-            let inodes: BTreeMap<u32, Result<Inode, ReadFailure>> = inos
-                .par_iter()
+            inos.par_iter()
                 .map(|&i| (i, fs.read_inode_logged(i)))
                 .collect::<Vec<_>>()
                 .into_iter()
-                .collect();
-            let tree = fs.tree(&TreeOptions {
-                content: false,
-                xattrs: true,
-                unreachable: true,
-            });
-            (inodes, tree)
+                .collect::<BTreeMap<u32, Result<Inode, ReadFailure>>>()
+        },
+        || {
+            if any_summary {
+                let o = ScanOptions {
+                    summary: false,
+                    ..ScanOptions::default()
+                };
+                scan::scan(img, &geom, &o).totals().bytes_read
+            } else {
+                totals.bytes_read
+            }
         },
     );
 
-    // Paths (the first one, in path order) and node status.
-    let mut paths: HashMap<u32, String> = HashMap::new();
-    for e in &tree.entries {
-        paths.entry(e.ino).or_insert_with(|| lossy(&e.path));
-    }
-    // Inodes listed by their directory but unreadable have a path too.
-    for p in &tree.problems {
-        if let (Some(i), Some(path)) = (p.ino(), p.path()) {
-            if matches!(p, Problem::InodeUnreadable { .. }) {
-                paths.entry(i).or_insert_with(|| lossy(path));
-            }
-        }
-    }
+    // Node status.
     let refs = &fs.scan().refs;
     let mut status: HashMap<u32, Status> = HashMap::new();
     for (&ino, r) in &inodes {
@@ -212,6 +190,36 @@ pub(crate) fn run(
         }
         for d in &inode.dents {
             status.insert(d.offset, Status::Used(ino));
+        }
+    }
+    let live: HashSet<u32> = status
+        .iter()
+        .filter(|(_, s)| matches!(s, Status::Used(_)))
+        .map(|(&o, _)| o)
+        .collect();
+
+    let (walks, tree) = rayon::join(
+        || walk::walk(img, &fs, es, &live, progress),
+        || {
+            fs.tree(&TreeOptions {
+                content: false,
+                xattrs: true,
+                unreachable: true,
+            })
+        },
+    );
+
+    // Paths (the first one, in path order).
+    let mut paths: HashMap<u32, String> = HashMap::new();
+    for e in &tree.entries {
+        paths.entry(e.ino).or_insert_with(|| lossy(&e.path));
+    }
+    // Inodes listed by their directory but unreadable have a path too.
+    for p in &tree.problems {
+        if let (Some(i), Some(path)) = (p.ino(), p.path()) {
+            if matches!(p, Problem::InodeUnreadable { .. }) {
+                paths.entry(i).or_insert_with(|| lossy(path));
+            }
         }
     }
 
@@ -273,6 +281,7 @@ pub(crate) fn run(
     cx.truncation();
     erase_size_finding(&mut cx, &info);
     cx.lzma_nodes();
+    cx.dead_data_budget();
 
     // Kernel log: scan, build and root read, then reading every inode as a listing does.
     // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
@@ -1527,6 +1536,26 @@ impl Ctx<'_, '_> {
                         "{count} data nodes ({bytes} bytes of data) are compressed with LZMA (compressor 8, OpenWrt's JFFS2 patch), the first at 0x{o:08x}: they were checked like the others and OpenWrt kernels read them, but Linux without OpenWrt's patch (Debian's, mainline) cannot read these files (compression type 0x08 not available); jffs2-convert -x lzma rewrites them with zlib"
                     ),
                 ),
+            );
+        }
+    }
+
+    /// Dead data nodes left compressed once their block's decompression budget was spent,
+    /// in one note: never a silent skip.
+    fn dead_data_budget(&mut self) {
+        let count: u64 = self.walks.iter().map(|w| w.not_decompressed).sum();
+        let first = self.walks.iter().find_map(|w| w.first_not_decompressed);
+        if let Some(o) = first {
+            self.findings.push(
+                Finding::new(
+                    Severity::Info,
+                    "decompression-budget",
+                    format!(
+                        "decompression budget exhausted at 0x{o:08x}: {count} superseded or deleted data nodes not decompressed (their node and data CRCs are checked; Linux never reads them); each erase block decompresses at most {}x its size of such data",
+                        walk::DEAD_DATA_PER_BYTE
+                    ),
+                )
+                .at(o),
             );
         }
     }
