@@ -389,3 +389,168 @@ fn superseded_decompression_bombs_are_bounded() {
         assert_eq!(r.verdict().exit_code(), 0, "{name}: {:?}", r.findings);
     }
 }
+
+/// Erase blocks written by hand: each a cleanmarker, then its nodes; block 0 ends with a
+/// valid summary that lists none of them (`sum_num` 0). Block 0 holds the directory `d`
+/// and its files `d/f0` .. `d/f4` (12 KiB each), block 1 the file `visible`.
+fn empty_summary() -> Vec<u8> {
+    let node = |n: InodeNode, data: &[u8]| {
+        let mut b = Vec::new();
+        n.encode(LE, data, &mut b);
+        b
+    };
+    let dirent = |pino: u32, version: u32, ino: u32, dtype: u8, name: &[u8]| {
+        let mut b = Vec::new();
+        DirentNode {
+            pino,
+            version,
+            ino,
+            dtype,
+            ..Default::default()
+        }
+        .encode(LE, name, &mut b);
+        b
+    };
+    let file = |ino: u32, seed: u64, len: usize| -> Vec<Vec<u8>> {
+        let data = common::random(seed, len);
+        data.chunks(4096)
+            .enumerate()
+            .map(|(k, c)| {
+                node(
+                    InodeNode {
+                        ino,
+                        version: k as u32 + 1,
+                        mode: S_IFREG | 0o644,
+                        isize: len as u32,
+                        offset: (k * 4096) as u32,
+                        dsize: c.len() as u32,
+                        csize: c.len() as u32,
+                        ..Default::default()
+                    },
+                    c,
+                )
+            })
+            .collect()
+    };
+    let mut hidden = vec![
+        node(
+            InodeNode {
+                ino: 2,
+                version: 1,
+                mode: S_IFDIR | 0o755,
+                ..Default::default()
+            },
+            &[],
+        ),
+        dirent(1, 1, 2, dt::DIR, b"d"),
+    ];
+    for k in 0..5u32 {
+        hidden.extend(file(10 + k, u64::from(k), 12 << 10));
+        hidden.push(dirent(
+            2,
+            k + 1,
+            10 + k,
+            dt::REG,
+            format!("f{k}").as_bytes(),
+        ));
+    }
+    let mut visible = file(20, 99, 5000);
+    visible.push(dirent(1, 2, 20, dt::REG, b"visible"));
+
+    let es = ES as usize;
+    let mut img = vec![0xFFu8; 5 * es];
+    let mut cm = Vec::new();
+    jffs2::format::encode_cleanmarker(LE, 12, &mut cm);
+    for b in 0..5 {
+        img[b * es..b * es + 12].copy_from_slice(&cm);
+    }
+    let mut lay = |block: usize, nodes: &[Vec<u8>]| -> usize {
+        let mut at = block * es + 12;
+        for n in nodes {
+            img[at..at + n.len()].copy_from_slice(n);
+            at += pad4(n.len() as u32) as usize;
+        }
+        at
+    };
+    let end = lay(0, &hidden);
+    lay(1, &visible);
+    let mut s = Vec::new();
+    jffs2::format::SummaryNode {
+        cln_mkr: 12,
+        ..Default::default()
+    }
+    .encode(LE, &[], end as u32, ES, &mut s)
+    .expect("the summary fits");
+    img[end..es].copy_from_slice(&s);
+    img
+}
+
+/// A valid summary listing no record hides its block from Linux (kernel-jffs2-spec.md §4.3,
+/// §4.4: the records are trusted, unlisted nodes are dirt). The readers show what Linux
+/// shows; convert and --repair keep that, and name the files valid on flash they leave out.
+#[test]
+fn files_hidden_by_an_empty_summary_are_named() {
+    let dir = common::scratch();
+    let inp = dir.path().join("empty-summary.img");
+    std::fs::write(&inp, empty_summary()).unwrap();
+    let i = inp.to_str().unwrap();
+    let names =
+        |l: &[Vec<String>]| -> Vec<String> { l.iter().filter_map(|f| f.get(8).cloned()).collect() };
+    assert_eq!(names(&listing(&inp)), [".", "visible"], "what Linux shows");
+    let f = fsck(&["-e", "64KiB", "-l", i]);
+    assert_eq!(f.status, 4, "{}", f.stdout_text());
+    assert!(
+        f.stdout_text().contains("summary-mismatch"),
+        "{}",
+        f.stdout_text()
+    );
+
+    let hidden = ["/d", "/d/f0", "/d/f1", "/d/f2", "/d/f3", "/d/f4"];
+    let out = dir.path().join("converted.img");
+    let o = out.to_str().unwrap();
+    let cv = tool(
+        CONVERT,
+        &[
+            "--no-progress",
+            "--input-eraseblock=64KiB",
+            "--input-endian=little",
+            "-i",
+            i,
+            "-o",
+            o,
+        ],
+    );
+    let err = cv.stderr_text();
+    assert_eq!(cv.status, 1, "{err}");
+    assert!(!err.contains(" 0 left out"), "{err}");
+    for h in hidden {
+        assert!(
+            err.lines()
+                .any(|l| l.contains("left out") && l.contains(&format!(" {h})"))),
+            "jffs2-convert names {h}: {err}"
+        );
+    }
+    assert_eq!(names(&listing(&out)), [".", "visible"]);
+
+    let rep = dir.path().join("repaired.img");
+    let r = fsck(&[
+        "-e",
+        "64KiB",
+        "-l",
+        &format!("--repair={}", rep.display()),
+        i,
+    ]);
+    let err = r.stderr_text();
+    assert_eq!(r.status, 1, "{err}");
+    for h in hidden {
+        assert!(
+            err.lines()
+                .any(|l| l.contains("left out") && l.contains(&format!(" {h})"))),
+            "--repair names {h}: {err}"
+        );
+    }
+    assert_eq!(
+        fsck(&["-e", "64KiB", "-l", rep.to_str().unwrap()]).status,
+        0
+    );
+}

@@ -1220,6 +1220,10 @@ impl<'f, 'a> Planner<'f, 'a> {
                 });
             }
         }
+        let named: Vec<u32> = report.dropped.iter().map(|d| d.ino).collect();
+        report
+            .dropped
+            .extend(hidden_by_summaries(fs, &shown, &named));
         for (&ino, &kind) in &shown {
             report.inodes += 1;
             if kind == InodeKind::Dir {
@@ -1505,6 +1509,145 @@ impl<'f, 'a> Planner<'f, 'a> {
             && h.totlen <= self.max_node
             && (h.totlen as usize) <= b.len()
     }
+}
+
+/// What valid nodes on flash hold that Linux never sees because an erase-block summary it
+/// trusts does not list them (kernel-jffs2-spec.md §4.3, §4.4: unlisted nodes are dirt, even
+/// a whole block's under a summary of 0 records). The output keeps what Linux shows, so
+/// these are left out, and said: every inode a full scan of the image (summaries ignored)
+/// shows and Linux does not, by its path there; and every inode Linux shows with nodes so
+/// hidden. Only when some used summary hides a valid inode, dirent or xattr node: the full
+/// scan and build cost is paid by such images alone. `named`: inodes already reported.
+fn hidden_by_summaries(
+    fs: &Fs<'_>,
+    shown: &BTreeMap<u32, InodeKind>,
+    named: &[u32],
+) -> Vec<Dropped> {
+    use crate::format::NodeKind;
+    use crate::scan::{RefState, SummaryUse};
+    let scan = fs.scan();
+    let es = scan.geometry.erase_size.max(1);
+    let summarised: std::collections::HashSet<u32> = scan
+        .blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.summary == SummaryUse::Used)
+        .map(|(i, _)| i as u32)
+        .collect();
+    if summarised.is_empty() || !gap_holds_node(fs, &summarised) {
+        return Vec::new();
+    }
+    let seen: std::collections::HashSet<u32> = scan
+        .refs
+        .iter()
+        .filter(|r| summarised.contains(&(r.offset / es)))
+        .map(|r| r.offset)
+        .collect();
+    let opts = ScanOptions {
+        read_only: true,
+        summary: false,
+        ..ScanOptions::default()
+    };
+    let mut full = crate::scan::scan(fs.image(), &scan.geometry, &opts);
+    // Hidden: valid on flash (linked by the full scan, not obsolete), in a block whose
+    // summary Linux used, and not linked by that summary. By inode, the first block.
+    let mut hidden: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+    for r in &full.refs {
+        if summarised.contains(&(r.offset / es))
+            && !seen.contains(&r.offset)
+            && r.state != RefState::Obsolete
+            && matches!(r.kind, NodeKind::Inode | NodeKind::Dirent | NodeKind::Xattr)
+        {
+            let e = hidden
+                .entry(r.ino.unwrap_or(0))
+                .or_insert((r.offset - r.offset % es, 0));
+            e.1 += 1;
+        }
+    }
+    if hidden.is_empty() {
+        return Vec::new();
+    }
+    let first_block = hidden.values().map(|&(b, _)| b).min().unwrap_or(0);
+    let blocks = hidden
+        .values()
+        .map(|&(b, _)| b)
+        .collect::<std::collections::BTreeSet<u32>>()
+        .len();
+    let full_fs = crate::fs::build(fs.image(), &mut full);
+    let tree = full_fs.tree(&crate::fs::TreeOptions::metadata());
+    let mut out = Vec::new();
+    let mut done: std::collections::HashSet<u32> = named.iter().copied().collect();
+    for e in &tree.entries {
+        if shown.contains_key(&e.ino) || !done.insert(e.ino) {
+            continue;
+        }
+        let mut path = b"/".to_vec();
+        path.extend_from_slice(&e.path);
+        out.push(Dropped {
+            ino: e.ino,
+            path: Some(path),
+            what: format!(
+                "the inode, valid on flash: Linux never sees it, erase-block summaries it \
+                 trusts do not list its nodes or names ({blocks} block(s), the first at \
+                 0x{first_block:08x})"
+            ),
+        });
+    }
+    for (&ino, &(block, n)) in &hidden {
+        if shown.contains_key(&ino) && done.insert(ino) {
+            out.push(Dropped {
+                ino,
+                path: None,
+                what: format!(
+                    "{n} of its nodes, valid on flash: the summary of the erase block at \
+                     0x{block:08x} does not list them, so Linux never sees them (the output \
+                     holds the inode as Linux shows it)"
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Whether the space that a used summary leaves undescribed (its gaps, dirt to Linux) holds
+/// the header of a valid inode, dirent or xattr node, not marked obsolete: the cheap test
+/// before [`hidden_by_summaries`] scans the whole image. Gaps are normally a block's padding.
+fn gap_holds_node(fs: &Fs<'_>, summarised: &std::collections::HashSet<u32>) -> bool {
+    use crate::format::{NodeKind, MAGIC};
+    use crate::scan::DirtCause;
+    let scan = fs.scan();
+    let e = scan.geometry.endian;
+    let es = scan.geometry.erase_size.max(1);
+    let img = fs.image();
+    scan.dirt.iter().any(|d| {
+        if !matches!(d.cause, DirtCause::SummaryGap | DirtCause::Mixed)
+            || !summarised.contains(&(d.offset / es))
+        {
+            return false;
+        }
+        let end = (d.offset as usize)
+            .saturating_add(d.len as usize)
+            .min(img.len());
+        let mut p = (d.offset as usize + 3) & !3;
+        while p + 12 <= end {
+            let h = &img[p..p + 12];
+            if e.get_u16(h, 0) == Some(MAGIC) {
+                let nodetype = e.get_u16(h, 2).unwrap_or(0);
+                let stored = e.get_u32(h, 8).unwrap_or(0);
+                if nodetype & NODE_ACCURATE != 0
+                    && crate::crc::crc32(&h[..8]) == stored
+                    && matches!(
+                        NodeKind::of(nodetype),
+                        NodeKind::Inode | NodeKind::Dirent | NodeKind::Xattr
+                    )
+                {
+                    return true;
+                }
+            }
+            p += 4;
+        }
+        false
+    })
 }
 
 /// The path (`/a/b`) at which the walk first reached `ino`, from the parents recorded in
