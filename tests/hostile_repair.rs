@@ -386,6 +386,14 @@ fn superseded_decompression_bombs_are_bounded() {
             .find(|f| f.code == "decompression-budget")
             .unwrap_or_else(|| panic!("{name}: {:?}", r.findings));
         assert!(note.message.contains("superseded"), "{}", note.message);
+        // 4 MiB nodes: more than any page Linux writes a node of, which is said.
+        assert!(
+            r.findings
+                .iter()
+                .any(|f| f.code == "large-data-node" && f.message.contains("4194304 bytes")),
+            "{name}: {:?}",
+            r.findings
+        );
         assert_eq!(r.verdict().exit_code(), 0, "{name}: {:?}", r.findings);
     }
 }

@@ -9,7 +9,7 @@ use super::{
     compare, BlockCounts, BlockDetail, Finding, FsckError, GeometryInfo, MountCost, NodeCounts,
     Options, ProgressFn, Report, Severity, TreeCounts,
 };
-use crate::compress::{compr_name, COMPR_LZMA};
+use crate::compress::{compr_name, COMPR_LZMA, COMPR_ZERO};
 use crate::format::{
     pad4, SumRecord, SummaryNode, COMPAT_MASK, FEATURE_INCOMPAT, FEATURE_ROCOMPAT,
     FEATURE_RWCOMPAT_COPY, NODETYPE_DIRENT, NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF,
@@ -34,6 +34,10 @@ fn kib(v: u32) -> String {
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// The largest `PAGE_SIZE` of the architectures Linux runs JFFS2 on (arm64, powerpc64,
+/// mips with 64 KiB pages): no JFFS2 writer of Linux makes a data node larger.
+const LARGEST_PAGE: u32 = 64 * 1024;
 
 /// How the model treats a node (by offset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +286,7 @@ pub(crate) fn run(
     erase_size_finding(&mut cx, &info);
     cx.lzma_nodes();
     cx.dead_data_budget();
+    cx.large_data_nodes();
 
     // Kernel log: scan, build and root read, then reading every inode as a listing does.
     // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
@@ -1553,6 +1558,39 @@ impl Ctx<'_, '_> {
                     format!(
                         "decompression budget exhausted at 0x{o:08x}: {count} superseded or deleted data nodes not decompressed (their node and data CRCs are checked; Linux never reads them); each erase block decompresses at most {}x its size of such data",
                         walk::DEAD_DATA_PER_BYTE
+                    ),
+                )
+                .at(o),
+            );
+        }
+    }
+
+    /// Data nodes covering more than the largest page Linux uses, in one note: Linux writes
+    /// at most a page per node (kernel-jffs2-spec.md §8.3, §11: `jffs2_write_inode_range`) and
+    /// reads one whole into a buffer of its size; mkfs.jffs2 `-s` takes any page size. Holes
+    /// (ZERO nodes) excepted: Linux writes those across pages itself.
+    fn large_data_nodes(&mut self) {
+        let mut first = None;
+        let (mut count, mut largest) = (0u64, 0u32);
+        for w in self.walks {
+            for n in &w.nodes {
+                if let Body::Inode { size, compr, .. } = n.body {
+                    if n.accurate && compr != COMPR_ZERO && size > LARGEST_PAGE {
+                        first = first.or(Some(n.offset));
+                        count += 1;
+                        largest = largest.max(size);
+                    }
+                }
+            }
+        }
+        if let Some(o) = first {
+            self.findings.push(
+                Finding::new(
+                    Severity::Info,
+                    "large-data-node",
+                    format!(
+                        "{count} data nodes cover more than {} KiB each (the largest page Linux uses), the first at 0x{o:08x}, the largest {largest} bytes: Linux writes at most a page per node and reads each whole into a buffer of its size (up to its 4 MiB allocation limit); made by mkfs.jffs2 -s with a large page size, or crafted",
+                        LARGEST_PAGE / 1024
                     ),
                 )
                 .at(o),

@@ -69,6 +69,7 @@
 //! | `unreadable-data` | Error / Warning / Info | data cannot be decompressed to its `dsize`, or the kernel cannot allocate it |
 //! | `unknown-compressor` | Error / Warning / Info | a compressor Linux 6.1 (Debian) does not have: rubin, copy, unknown ids |
 //! | `decompression-budget` | Info | superseded or deleted data past its erase block's decompression budget: CRCs checked, not decompressed |
+//! | `large-data-node` | Info | data nodes covering more than 64 KiB, the largest page Linux writes a node of |
 //! | `lzma-compression` | Info | data nodes with OpenWrt's LZMA (compressor 8): verified like the others; OpenWrt kernels read them, stock Linux cannot |
 //! | `end-marker` | Info | OpenWrt's end-of-filesystem marker (`de ad c0 de` at a block start): the filesystem ends there, OpenWrt erases the rest at mount |
 //! | `lost-node` | Error | a node marked obsolete on flash that nothing supersedes: its data, inode or name is lost |
