@@ -1148,52 +1148,89 @@ impl<'f, 'a> Planner<'f, 'a> {
             return Ok(report);
         }
 
-        // 3. The tree Linux shows.
+        // 3. The tree Linux shows, walked as the readers walk it (depth first, entries in
+        //    directory order: `jffs2-dump --list`, `--extract`). A directory keeps one name,
+        //    the first one reached: a further entry naming a directory already shown (a
+        //    cycle back to an ancestor, the root included, or a second parent) is left out
+        //    and reported, so that the output has a tree where the input had a graph.
         let mut shown: BTreeMap<u32, InodeKind> = BTreeMap::new();
         let mut dents: BTreeMap<u32, Vec<crate::fs::Dirent>> = BTreeMap::new();
-        let mut queue: VecDeque<(u32, Vec<u8>)> = VecDeque::new();
-        queue.push_back((1, Vec::new()));
+        // Where each shown inode was first reached (parent, name): paths are built only for
+        // what is reported (building every entry's would cost its depth each).
+        let mut named: HashMap<u32, (u32, Vec<u8>)> = HashMap::new();
         shown.insert(1, InodeKind::Dir);
-        while let Some((dir, path)) = queue.pop_front() {
-            let Some(Read::Held(d)) = reads.get(&dir) else {
+        let children = |r: Option<&Read>| match r {
+            Some(Read::Held(d)) if d.kind == InodeKind::Dir => {
+                d.dents.iter().rev().cloned().collect::<Vec<_>>()
+            }
+            _ => Vec::new(),
+        };
+        let mut stack: Vec<(u32, Vec<crate::fs::Dirent>)> = vec![(1, children(reads.get(&1)))];
+        dents.insert(1, Vec::new());
+        while let Some((dir, rest)) = stack.last_mut() {
+            let dir = *dir;
+            let Some(de) = rest.pop() else {
+                stack.pop();
                 continue;
             };
-            if d.kind != InodeKind::Dir {
-                continue;
-            }
-            let mut kept = Vec::new();
-            for de in d.dents.clone() {
-                let mut p = path.clone();
+            let path = |named: &HashMap<u32, (u32, Vec<u8>)>| {
+                let mut p = path_of(named, dir);
                 p.push(b'/');
                 p.extend_from_slice(&de.name);
-                if shown.contains_key(&de.ino) {
-                    kept.push(de);
-                    continue;
-                }
-                // Not a live inode if not read yet: read as Linux would look it up.
-                let read = reads
-                    .entry(de.ino)
-                    .or_insert_with(|| Read::of(fs.read_inode(de.ino)));
-                match read {
-                    Read::Held(i) => {
-                        shown.insert(de.ino, i.kind);
-                        if i.kind == InodeKind::Dir {
-                            queue.push_back((de.ino, p));
-                        }
-                        kept.push(de);
-                    }
-                    Read::Sent(kind) => {
-                        shown.insert(de.ino, *kind);
-                        kept.push(de);
-                    }
-                    Read::Failed(e) => report.dropped.push(Dropped {
+                p
+            };
+            if let Some(&kind) = shown.get(&de.ino) {
+                if kind == InodeKind::Dir {
+                    let first = path_of(&named, de.ino);
+                    let first = if first.is_empty() {
+                        b"/".to_vec()
+                    } else {
+                        first
+                    };
+                    report.dropped.push(Dropped {
                         ino: de.ino,
-                        path: Some(p),
-                        what: format!("the entry and its inode: Linux cannot read it ({e})"),
-                    }),
+                        path: Some(path(&named)),
+                        what: format!(
+                            "the entry: a further name of directory #{} (shown at {}); a \
+                             directory has one parent, and readers show it once",
+                            de.ino,
+                            String::from_utf8_lossy(&first)
+                        ),
+                    });
+                } else {
+                    dents.entry(dir).or_default().push(de);
+                }
+                continue;
+            }
+            // Not a live inode if not read yet: read as Linux would look it up.
+            let read = reads
+                .entry(de.ino)
+                .or_insert_with(|| Read::of(fs.read_inode(de.ino)));
+            match read {
+                Read::Held(i) => {
+                    shown.insert(de.ino, i.kind);
+                    named.insert(de.ino, (dir, de.name.clone()));
+                    if i.kind == InodeKind::Dir {
+                        dents.entry(de.ino).or_default();
+                        let sub = children(Some(&*read));
+                        stack.push((de.ino, sub));
+                    }
+                    dents.entry(dir).or_default().push(de);
+                }
+                Read::Sent(kind) => {
+                    shown.insert(de.ino, *kind);
+                    named.insert(de.ino, (dir, de.name.clone()));
+                    dents.entry(dir).or_default().push(de);
+                }
+                Read::Failed(e) => {
+                    let what = format!("the entry and its inode: Linux cannot read it ({e})");
+                    report.dropped.push(Dropped {
+                        ino: de.ino,
+                        path: Some(path(&named)),
+                        what,
+                    });
                 }
             }
-            dents.insert(dir, kept);
         }
         for ino in fs.live_inodes() {
             if !shown.contains_key(&ino) && !report.dropped.iter().any(|d| d.ino == ino) {
@@ -1204,6 +1241,10 @@ impl<'f, 'a> Planner<'f, 'a> {
                 });
             }
         }
+        let named: Vec<u32> = report.dropped.iter().map(|d| d.ino).collect();
+        report
+            .dropped
+            .extend(hidden_by_summaries(fs, &shown, &named));
         for (&ino, &kind) in &shown {
             report.inodes += 1;
             if kind == InodeKind::Dir {
@@ -1489,6 +1530,172 @@ impl<'f, 'a> Planner<'f, 'a> {
             && h.totlen <= self.max_node
             && (h.totlen as usize) <= b.len()
     }
+}
+
+/// What valid nodes on flash hold that Linux never sees because an erase-block summary it
+/// trusts does not list them (kernel-jffs2-spec.md §4.3, §4.4: unlisted nodes are dirt, even
+/// a whole block's under a summary of 0 records). The output keeps what Linux shows, so
+/// these are left out, and said: every inode a full scan of the image (summaries ignored)
+/// shows and Linux does not, by its path there; and every inode Linux shows with nodes so
+/// hidden. Only when some used summary hides a valid inode, dirent or xattr node: the full
+/// scan and build cost is paid by such images alone. `named`: inodes already reported.
+fn hidden_by_summaries(
+    fs: &Fs<'_>,
+    shown: &BTreeMap<u32, InodeKind>,
+    named: &[u32],
+) -> Vec<Dropped> {
+    use crate::format::NodeKind;
+    use crate::scan::{RefState, SummaryUse};
+    let scan = fs.scan();
+    let es = scan.geometry.erase_size.max(1);
+    let summarised: std::collections::HashSet<u32> = scan
+        .blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.summary == SummaryUse::Used)
+        .map(|(i, _)| i as u32)
+        .collect();
+    if summarised.is_empty() || !gap_holds_node(fs, &summarised) {
+        return Vec::new();
+    }
+    let seen: std::collections::HashSet<u32> = scan
+        .refs
+        .iter()
+        .filter(|r| summarised.contains(&(r.offset / es)))
+        .map(|r| r.offset)
+        .collect();
+    let opts = ScanOptions {
+        read_only: true,
+        summary: false,
+        ..ScanOptions::default()
+    };
+    let mut full = crate::scan::scan(fs.image(), &scan.geometry, &opts);
+    // Hidden: valid on flash (linked by the full scan, not obsolete), in a block whose
+    // summary Linux used, and not linked by that summary. By inode, the first block.
+    let mut hidden: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+    for r in &full.refs {
+        if summarised.contains(&(r.offset / es))
+            && !seen.contains(&r.offset)
+            && r.state != RefState::Obsolete
+            && matches!(r.kind, NodeKind::Inode | NodeKind::Dirent | NodeKind::Xattr)
+        {
+            let e = hidden
+                .entry(r.ino.unwrap_or(0))
+                .or_insert((r.offset - r.offset % es, 0));
+            e.1 += 1;
+        }
+    }
+    if hidden.is_empty() {
+        return Vec::new();
+    }
+    let first_block = hidden.values().map(|&(b, _)| b).min().unwrap_or(0);
+    let blocks = hidden
+        .values()
+        .map(|&(b, _)| b)
+        .collect::<std::collections::BTreeSet<u32>>()
+        .len();
+    let full_fs = crate::fs::build(fs.image(), &mut full);
+    let tree = full_fs.tree(&crate::fs::TreeOptions::metadata());
+    let mut out = Vec::new();
+    let mut done: std::collections::HashSet<u32> = named.iter().copied().collect();
+    for e in &tree.entries {
+        if shown.contains_key(&e.ino) || !done.insert(e.ino) {
+            continue;
+        }
+        let mut path = b"/".to_vec();
+        path.extend_from_slice(&e.path);
+        out.push(Dropped {
+            ino: e.ino,
+            path: Some(path),
+            what: format!(
+                "the inode, valid on flash: Linux never sees it, erase-block summaries it \
+                 trusts do not list its nodes or names ({blocks} block(s), the first at \
+                 0x{first_block:08x})"
+            ),
+        });
+    }
+    for (&ino, &(block, n)) in &hidden {
+        if shown.contains_key(&ino) && done.insert(ino) {
+            out.push(Dropped {
+                ino,
+                path: None,
+                what: format!(
+                    "{n} of its nodes, valid on flash: the summary of the erase block at \
+                     0x{block:08x} does not list them, so Linux never sees them (the output \
+                     holds the inode as Linux shows it)"
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Whether the space that a used summary leaves undescribed (its gaps, dirt to Linux) holds
+/// the header of a valid inode, dirent or xattr node, not marked obsolete: the cheap test
+/// before [`hidden_by_summaries`] scans the whole image. Gaps are normally a block's padding.
+fn gap_holds_node(fs: &Fs<'_>, summarised: &std::collections::HashSet<u32>) -> bool {
+    use crate::format::{NodeKind, MAGIC};
+    use crate::scan::DirtCause;
+    let scan = fs.scan();
+    let e = scan.geometry.endian;
+    let es = scan.geometry.erase_size.max(1);
+    let img = fs.image();
+    scan.dirt.iter().any(|d| {
+        if !matches!(d.cause, DirtCause::SummaryGap | DirtCause::Mixed)
+            || !summarised.contains(&(d.offset / es))
+        {
+            return false;
+        }
+        let end = (d.offset as usize)
+            .saturating_add(d.len as usize)
+            .min(img.len());
+        let mut p = (d.offset as usize + 3) & !3;
+        while p + 12 <= end {
+            let h = &img[p..p + 12];
+            if e.get_u16(h, 0) == Some(MAGIC) {
+                let nodetype = e.get_u16(h, 2).unwrap_or(0);
+                let stored = e.get_u32(h, 8).unwrap_or(0);
+                if nodetype & NODE_ACCURATE != 0
+                    && crate::crc::crc32(&h[..8]) == stored
+                    && matches!(
+                        NodeKind::of(nodetype),
+                        NodeKind::Inode | NodeKind::Dirent | NodeKind::Xattr
+                    )
+                {
+                    return true;
+                }
+            }
+            p += 4;
+        }
+        false
+    })
+}
+
+/// The path (`/a/b`) at which the walk first reached `ino`, from the parents recorded in
+/// `named`; the root is the empty path. Bounded by [`crate::fs::PATH_MAX`]: a longer path
+/// keeps its last bytes after `…`, and a loop in `named` (never built) cannot hang it.
+fn path_of(named: &HashMap<u32, (u32, Vec<u8>)>, mut ino: u32) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let mut len = 0usize;
+    let mut cut = false;
+    while let Some((parent, name)) = named.get(&ino) {
+        if len >= crate::fs::PATH_MAX {
+            cut = true;
+            break;
+        }
+        len += name.len() + 1;
+        parts.push(name);
+        ino = *parent;
+    }
+    let mut p = Vec::with_capacity(len + 4);
+    if cut {
+        p.extend_from_slice("…".as_bytes());
+    }
+    for n in parts.iter().rev() {
+        p.push(b'/');
+        p.extend_from_slice(n);
+    }
+    p
 }
 
 /// The inodes that the directories in `reads` reach from the root and that are not read

@@ -401,7 +401,9 @@ pub enum Problem {
         /// The error.
         error: FsError,
     },
-    /// A path longer than `PATH_MAX`: not descended.
+    /// A path of `PATH_MAX` bytes or more: Linux reaches what lies below by relative
+    /// lookups, but no absolute path names it (`ENAMETOOLONG`); the tree walk checks that
+    /// subtree without listing it.
     PathTooLong {
         /// Inode.
         ino: u32,
@@ -579,7 +581,8 @@ impl fmt::Display for Problem {
             ),
             Problem::PathTooLong { ino, path } => write!(
                 f,
-                "path of inode #{ino} is longer than PATH_MAX ({}…)",
+                "path of inode #{ino} reaches PATH_MAX ({}…): Linux reaches it and what lies \
+                 below through relative lookups, but no absolute path names them (not a cycle)",
                 show(&path[..path.len().min(64)])
             ),
             Problem::Xattr(e) => write!(f, "{e}"),

@@ -209,6 +209,11 @@ fn with_path(p: Problem, path: &[u8]) -> Problem {
     }
 }
 
+fn rev(mut v: Vec<super::Dirent>) -> Vec<super::Dirent> {
+    v.reverse();
+    v
+}
+
 fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     if dir == b"." {
         name.to_vec()
@@ -297,7 +302,10 @@ impl Fs<'_> {
     /// directory lists (`ino != 0`) whose inode can be read (an unreadable one is listed by
     /// `readdir` but `stat` fails: [`Problem::InodeUnreadable`], no entry). A directory
     /// reached a second time (a cycle or a hard-linked directory) is listed but not
-    /// descended again; paths longer than [`PATH_MAX`] are not followed. If the root cannot
+    /// descended again (the walk is the readers': depth first, entries in directory order).
+    /// Below a path of [`PATH_MAX`] bytes the walk goes on (Linux reaches those inodes by
+    /// relative lookups) but lists nothing: one [`Problem::PathTooLong`] names the
+    /// subtree, its inodes are checked and reached. If the root cannot
     /// be read the mount fails: no entries and one problem.
     pub fn tree(&self, opts: &TreeOptions) -> Tree {
         let mut w = Walk {
@@ -329,56 +337,75 @@ impl Fs<'_> {
         w.entries.push(e);
         let mut dirs: HashMap<u32, Vec<u8>> = HashMap::new();
         dirs.insert(1, b".".to_vec());
-        let mut stack: Vec<(u32, Vec<u8>)> = vec![(1, b".".to_vec())];
-        while let Some((dino, dpath)) = stack.pop() {
-            let dents = match self.read_inode(dino) {
-                Ok(d) if d.kind == InodeKind::Dir => d.dents,
-                _ => continue,
+        // Depth first, each directory's entries in order: the readers' walk (`jffs2-dump
+        // --list`, `--extract`), so that a directory reached twice is first reached where
+        // they show it. Frames: directory, its path, whether that path reached PATH_MAX,
+        // its remaining entries reversed.
+        let mut stack: Vec<(Vec<u8>, bool, Vec<super::Dirent>)> =
+            vec![(b".".to_vec(), false, Vec::new())];
+        if root.kind == InodeKind::Dir {
+            stack[0].2 = rev(root.dents.clone());
+        }
+        while let Some((dpath, ddeep, rest)) = stack.last_mut() {
+            let Some(d) = rest.pop() else {
+                stack.pop();
+                continue;
             };
-            for d in dents {
-                let path = join(&dpath, &d.name);
-                if path.len() >= PATH_MAX {
-                    let mut p = path;
-                    p.truncate(PATH_MAX);
-                    w.problems.push(Problem::PathTooLong {
-                        ino: d.ino,
-                        path: p,
-                    });
+            let deep = *ddeep;
+            // Below PATH_MAX the walk goes on: Linux reaches those inodes (lookups relative
+            // to an open directory have no length limit), only absolute paths fail. They
+            // are checked but not listed, named by `…/name` (a full path would cost its
+            // depth for each).
+            let path = if deep {
+                let mut p = "…/".as_bytes().to_vec();
+                p.extend_from_slice(&d.name);
+                p
+            } else {
+                join(dpath, &d.name)
+            };
+            let deeper = deep || path.len() >= PATH_MAX;
+            if deeper && !deep {
+                let mut p = path.clone();
+                p.truncate(PATH_MAX);
+                w.problems.push(Problem::PathTooLong {
+                    ino: d.ino,
+                    path: p,
+                });
+            }
+            let child = match self.read_inode(d.ino) {
+                Ok(c) => c,
+                Err(error) => {
+                    if w.reported.insert(d.ino) {
+                        w.problems.push(Problem::InodeUnreadable {
+                            ino: d.ino,
+                            path: Some(path),
+                            error,
+                        });
+                    }
                     continue;
                 }
-                let child = match self.read_inode(d.ino) {
-                    Ok(c) => c,
-                    Err(error) => {
-                        if w.reported.insert(d.ino) {
-                            w.problems.push(Problem::InodeUnreadable {
-                                ino: d.ino,
-                                path: Some(path),
-                                error,
-                            });
-                        }
-                        continue;
-                    }
-                };
-                if child.kind != InodeKind::Dir {
-                    let n = w
-                        .names
-                        .entry(d.ino)
-                        .or_insert((0, path.clone(), child.nlink));
-                    n.0 += 1;
-                }
-                let e = w.entry(&child, path.clone());
+            };
+            if child.kind != InodeKind::Dir {
+                let n = w
+                    .names
+                    .entry(d.ino)
+                    .or_insert((0, path.clone(), child.nlink));
+                n.0 += 1;
+            }
+            let e = w.entry(&child, path.clone());
+            if !deeper {
                 w.entries.push(e);
-                if child.kind == InodeKind::Dir {
-                    match dirs.get(&d.ino) {
-                        Some(first) => w.problems.push(Problem::DirReachedTwice {
-                            ino: d.ino,
-                            path,
-                            first_path: first.clone(),
-                        }),
-                        None => {
-                            dirs.insert(d.ino, path.clone());
-                            stack.push((d.ino, path));
-                        }
+            }
+            if child.kind == InodeKind::Dir {
+                match dirs.get(&d.ino) {
+                    Some(first) => w.problems.push(Problem::DirReachedTwice {
+                        ino: d.ino,
+                        path,
+                        first_path: first.clone(),
+                    }),
+                    None => {
+                        dirs.insert(d.ino, path.clone());
+                        stack.push((path, deeper, rev(child.dents)));
                     }
                 }
             }

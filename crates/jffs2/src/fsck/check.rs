@@ -9,7 +9,7 @@ use super::{
     compare, BlockCounts, BlockDetail, Finding, FsckError, GeometryInfo, MountCost, NodeCounts,
     Options, ProgressFn, Report, Severity, TreeCounts,
 };
-use crate::compress::{compr_name, COMPR_LZMA};
+use crate::compress::{compr_name, COMPR_LZMA, COMPR_ZERO};
 use crate::format::{
     pad4, SumRecord, SummaryNode, COMPAT_MASK, FEATURE_INCOMPAT, FEATURE_ROCOMPAT,
     FEATURE_RWCOMPAT_COPY, NODETYPE_DIRENT, NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF,
@@ -35,6 +35,10 @@ fn kib(v: u32) -> String {
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// The largest `PAGE_SIZE` of the architectures Linux runs JFFS2 on (arm64, powerpc64,
+/// mips with 64 KiB pages): no JFFS2 writer of Linux makes a data node larger.
+const LARGEST_PAGE: u32 = 64 * 1024;
 
 /// How the model treats a node (by offset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,56 +145,34 @@ pub(crate) fn run(
     let es = geom.erase_size;
 
     let fs = fs::build(img, &mut scan);
-    let ((walks, full_scan), (inodes, tree)) = rayon::join(
-        || {
-            rayon::join(
-                || walk::walk(img, &fs, es, progress),
-                || {
-                    if any_summary {
-                        let o = ScanOptions {
-                            summary: false,
-                            ..ScanOptions::default()
-                        };
-                        scan::scan(img, &geom, &o).totals().bytes_read
-                    } else {
-                        totals.bytes_read
-                    }
-                },
-            )
-        },
+    // The inodes first: the walk must know which data nodes Linux shows (always
+    // decompressed) from dead ones (decompressed within a budget).
+    let (inodes, full_scan) = rayon::join(
         || {
             let mut inos: Vec<u32> = fs.live_inodes().collect();
             if !inos.contains(&1) {
                 inos.push(1);
             }
-            let inodes: BTreeMap<u32, Result<Inode, ReadFailure>> = inos
-                .par_iter()
+            inos.par_iter()
                 .map(|&i| (i, fs.read_inode_logged(i)))
                 .collect::<Vec<_>>()
                 .into_iter()
-                .collect();
-            let tree = fs.tree(&TreeOptions {
-                content: false,
-                xattrs: true,
-                unreachable: true,
-            });
-            (inodes, tree)
+                .collect::<BTreeMap<u32, Result<Inode, ReadFailure>>>()
+        },
+        || {
+            if any_summary {
+                let o = ScanOptions {
+                    summary: false,
+                    ..ScanOptions::default()
+                };
+                scan::scan(img, &geom, &o).totals().bytes_read
+            } else {
+                totals.bytes_read
+            }
         },
     );
 
-    // Paths (the first one, in path order) and node status.
-    let mut paths: HashMap<u32, String> = HashMap::new();
-    for e in &tree.entries {
-        paths.entry(e.ino).or_insert_with(|| lossy(&e.path));
-    }
-    // Inodes listed by their directory but unreadable have a path too.
-    for p in &tree.problems {
-        if let (Some(i), Some(path)) = (p.ino(), p.path()) {
-            if matches!(p, Problem::InodeUnreadable { .. }) {
-                paths.entry(i).or_insert_with(|| lossy(path));
-            }
-        }
-    }
+    // Node status.
     let refs = &fs.scan().refs;
     let mut status: HashMap<u32, Status> = HashMap::new();
     for (&ino, r) in &inodes {
@@ -213,6 +195,36 @@ pub(crate) fn run(
         }
         for d in &inode.dents {
             status.insert(d.offset, Status::Used(ino));
+        }
+    }
+    let live: HashSet<u32> = status
+        .iter()
+        .filter(|(_, s)| matches!(s, Status::Used(_)))
+        .map(|(&o, _)| o)
+        .collect();
+
+    let (walks, tree) = rayon::join(
+        || walk::walk(img, &fs, es, &live, progress),
+        || {
+            fs.tree(&TreeOptions {
+                content: false,
+                xattrs: true,
+                unreachable: true,
+            })
+        },
+    );
+
+    // Paths (the first one, in path order).
+    let mut paths: HashMap<u32, String> = HashMap::new();
+    for e in &tree.entries {
+        paths.entry(e.ino).or_insert_with(|| lossy(&e.path));
+    }
+    // Inodes listed by their directory but unreadable have a path too.
+    for p in &tree.problems {
+        if let (Some(i), Some(path)) = (p.ino(), p.path()) {
+            if matches!(p, Problem::InodeUnreadable { .. }) {
+                paths.entry(i).or_insert_with(|| lossy(path));
+            }
         }
     }
 
@@ -274,6 +286,8 @@ pub(crate) fn run(
     cx.truncation();
     erase_size_finding(&mut cx, &info);
     cx.lzma_nodes();
+    cx.dead_data_budget();
+    cx.large_data_nodes();
 
     // Kernel log: scan, build and root read, then reading every inode as a listing does.
     // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
@@ -582,7 +596,8 @@ impl Ctx<'_, '_> {
         let code = p.code();
         let mut sev = match p {
             Problem::OrphanInode { .. } => Severity::Info,
-            Problem::PathTooLong { .. } => Severity::Warning,
+            // Linux reaches those inodes: a fact about paths, not an inconsistency.
+            Problem::PathTooLong { .. } => Severity::Info,
             Problem::DataCrc { superseded, .. } => {
                 if *superseded {
                     Severity::Warning
@@ -1527,6 +1542,59 @@ impl Ctx<'_, '_> {
                         "{count} data nodes ({bytes} bytes of data) are compressed with LZMA (compressor 8, OpenWrt's JFFS2 patch), the first at 0x{o:08x}: they were checked like the others and OpenWrt kernels read them, but Linux without OpenWrt's patch (Debian's, mainline) cannot read these files (compression type 0x08 not available); jffs2-convert -x lzma rewrites them with zlib"
                     ),
                 ),
+            );
+        }
+    }
+
+    /// Dead data nodes left compressed once their block's decompression budget was spent,
+    /// in one note: never a silent skip.
+    fn dead_data_budget(&mut self) {
+        let count: u64 = self.walks.iter().map(|w| w.not_decompressed).sum();
+        let first = self.walks.iter().find_map(|w| w.first_not_decompressed);
+        if let Some(o) = first {
+            self.findings.push(
+                Finding::new(
+                    Severity::Info,
+                    "decompression-budget",
+                    format!(
+                        "decompression budget exhausted at 0x{o:08x}: {count} superseded or deleted data nodes not decompressed (their node and data CRCs are checked; Linux never reads them); each erase block decompresses at most {}x its size of such data",
+                        walk::DEAD_DATA_PER_BYTE
+                    ),
+                )
+                .at(o),
+            );
+        }
+    }
+
+    /// Data nodes covering more than the largest page Linux uses, in one note: Linux writes
+    /// at most a page per node (kernel-jffs2-spec.md §8.3, §11: `jffs2_write_inode_range`) and
+    /// reads one whole into a buffer of its size; mkfs.jffs2 `-s` takes any page size. Holes
+    /// (ZERO nodes) excepted: Linux writes those across pages itself.
+    fn large_data_nodes(&mut self) {
+        let mut first = None;
+        let (mut count, mut largest) = (0u64, 0u32);
+        for w in self.walks {
+            for n in &w.nodes {
+                if let Body::Inode { size, compr, .. } = n.body {
+                    if n.accurate && compr != COMPR_ZERO && size > LARGEST_PAGE {
+                        first = first.or(Some(n.offset));
+                        count += 1;
+                        largest = largest.max(size);
+                    }
+                }
+            }
+        }
+        if let Some(o) = first {
+            self.findings.push(
+                Finding::new(
+                    Severity::Info,
+                    "large-data-node",
+                    format!(
+                        "{count} data nodes cover more than {} KiB each (the largest page Linux uses), the first at 0x{o:08x}, the largest {largest} bytes: Linux writes at most a page per node and reads each whole into a buffer of its size (up to its 4 MiB allocation limit); made by mkfs.jffs2 -s with a large page size, or crafted",
+                        LARGEST_PAGE / 1024
+                    ),
+                )
+                .at(o),
             );
         }
     }

@@ -14,7 +14,9 @@
 //! 3. **The flash walk** (`walk.rs`): every erase block, in parallel, node by node — every node
 //!    on flash, live, superseded or obsolete, has its header, node, name and data CRCs checked,
 //!    and every data node of a live inode is decompressed to its `dsize` through the same code
-//!    that reads files ([`crate::fs::Fs::node_data`]). Bytes that are neither nodes nor erased
+//!    that reads files ([`crate::fs::Fs::node_data`]); data no live inode shows (superseded,
+//!    deleted) within a budget per erase block, past which a `decompression-budget` note
+//!    counts it (the model is read first, so the walk knows which is which). Bytes that are neither nodes nor erased
 //!    flash, nodes crossing a block end, padding, cleanmarkers and summaries are recorded.
 //! 4. **The model** ([`crate::fs::Fs::tree`] and [`crate::fs::Fs::read_inode`] of every inode, in
 //!    parallel): dirents to missing inodes, orphans, directory hard links and cycles, link
@@ -66,6 +68,8 @@
 //! | `data-crc` | Error / Warning / Info | data CRC fails (live data / superseded by newer data / obsolete node) |
 //! | `unreadable-data` | Error / Warning / Info | data cannot be decompressed to its `dsize`, or the kernel cannot allocate it |
 //! | `unknown-compressor` | Error / Warning / Info | a compressor Linux 6.1 (Debian) does not have: rubin, copy, unknown ids |
+//! | `decompression-budget` | Info | superseded or deleted data past its erase block's decompression budget: CRCs checked, not decompressed |
+//! | `large-data-node` | Info | data nodes covering more than 64 KiB, the largest page Linux writes a node of |
 //! | `lzma-compression` | Info | data nodes with OpenWrt's LZMA (compressor 8): verified like the others; OpenWrt kernels read them, stock Linux cannot |
 //! | `end-marker` | Info | OpenWrt's end-of-filesystem marker (`de ad c0 de` at a block start): the filesystem ends there, OpenWrt erases the rest at mount |
 //! | `lost-node` | Error | a node marked obsolete on flash that nothing supersedes: its data, inode or name is lost |
@@ -93,7 +97,7 @@
 //! | `size-beyond-data` | Error | a file's size is beyond its data: Linux shows it shorter |
 //! | `bad-node` | Error | a node Linux rejects when reading its inode |
 //! | `unreadable-inode` | Error | an inode that cannot be read (`stat` fails) |
-//! | `path-too-long` | Warning | a path longer than `PATH_MAX` |
+//! | `path-too-long` | Info | a path of `PATH_MAX` bytes or more: Linux reaches what lies below by relative lookups; checked, not listed |
 //! | `xref-crc`, `xref-inconsistent`, `bad-xattr`, `bad-acl` | Error | broken xattr references, datums, ACLs |
 //! | `duplicate-xattr` | Warning | an inode with the same attribute twice |
 //! | `orphan-xref`, `orphan-xattr` | Info | xattr references or datums nothing uses (normal after deletions) |
