@@ -65,6 +65,12 @@ for f in "$W"/*.img; do
   for t in scan fs dump extract sumtool convert; do cp "$f" "$C/$t/$n"; done
   head -c 512 "$f" > "$C/nodes/$n"
 done
+# Crafted hostile images (fuzz/hostile/README.md): cycles, second parents, self-links, an
+# image-chosen owner and mode for the root, terminal escapes in names, decompression bombs.
+for f in hostile/*; do
+  [ "$(basename "$f")" = README.md ] && continue
+  for t in scan fs dump extract sumtool convert; do cp "$f" "$C/$t/hostile-$(basename "$f")"; done
+done
 # Compressor samples: id byte, 2-byte little-endian size - 1, then data as each compressor
 # of mkfs.jffs2 stores it (taken from the images' first data nodes by the test itself is
 # not possible here, so raw inputs are used: the target compresses them too).

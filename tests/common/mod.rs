@@ -956,8 +956,12 @@ pub fn text_difference(what: &str, reference: &str, ours: &str) -> Option<String
 
 /// A scratch directory for one test.
 pub fn scratch() -> TempDir {
+    // JFFS2_TEST_KEEP=1 keeps every scratch directory (to look at, or to take the crafted
+    // images as fuzz seeds: fuzz/hostile/README.md).
+    let keep = std::env::var_os("JFFS2_TEST_KEEP").is_some_and(|v| v == "1");
     tempfile::Builder::new()
         .prefix("jffs2-test-")
+        .disable_cleanup(keep)
         .tempdir()
         .expect("create a temporary directory")
 }
