@@ -4,7 +4,7 @@
 //!
 //! The file part is registered with `jffs2::mapguard`: if the file shrinks while mapped,
 //! reading its vanished pages yields zeros instead of killing the process with `SIGBUS`, and
-//! [`Input::changed`] says so; the tools check it before committing their output.
+//! [`Watch::changed`] says so; the tools check it before committing their output.
 
 use std::fs::File;
 
