@@ -1,9 +1,21 @@
 //! Input images mapped rather than read: a private, read-only mapping of the file (the
 //! page-cache pages themselves, no copy) with anonymous room after it for the padding to
-//! whole erase blocks. Used by jffs2-sumtool and jffs2-convert.
+//! whole erase blocks. Used by jffs2-sumtool, jffs2-convert and `jffs2-fsck --repair`.
+//!
+//! The mapped file's pages count in the process's resident set once touched, and the tools
+//! touch them all: a [`jffs2::extract::Trimmer`] drops them again as they accumulate, so that
+//! an input costs a few MiB of memory rather than its size (`docs/SECURITY.md`'s bound).
 
 use std::fs::File;
 use std::io::Read;
+use std::time::Duration;
+
+use jffs2::extract::Trimmer;
+
+/// Resident pages of the mapped input above which they are dropped, and how often (in the
+/// process's CPU time) that is checked: the extraction's figures.
+const TRIM_LIMIT: usize = 16 << 20;
+const TRIM_PERIOD: Duration = Duration::from_millis(2);
 
 /// Spare room after the input for the padding to whole erase blocks: the largest erase size
 /// the detection considers (16 MiB), and 5 such blocks for tiny images. Only address space:
@@ -15,6 +27,8 @@ const SPARE: usize = 5 * 16 * 1024 * 1024;
 /// pipe, an empty file), a buffer it is read into.
 pub struct Input {
     map: Option<(*mut u8, usize)>,
+    /// Drops the mapped file's resident pages (stopped before the unmapping).
+    trimmer: Option<Trimmer<'static>>,
     vec: Vec<u8>,
     /// Length of the input.
     pub len: usize,
@@ -35,6 +49,7 @@ impl Input {
         let len = vec.len();
         Ok(Input {
             map: None,
+            trimmer: None,
             vec,
             len,
         })
@@ -47,7 +62,10 @@ impl Input {
         // start with MAP_FIXED, replacing part of that reservation. Both stay valid until
         // `drop` unmaps `total` bytes. The mapping is private, so writes (the padding) never
         // reach the file. If the file shrank while mapped, reading its vanished pages would
-        // raise SIGBUS: the input is a file the user named, not shared with a writer.
+        // raise SIGBUS: the input is a file the user named, not shared with a writer. The
+        // trimmer covers only the read-only whole pages of the file (the padding goes after
+        // the file, into the writable last page and the anonymous room) and `drop` stops it
+        // before unmapping.
         unsafe {
             let base = libc::mmap(
                 std::ptr::null_mut(),
@@ -60,12 +78,13 @@ impl Input {
             if base == libc::MAP_FAILED {
                 return None;
             }
-            // Read-only and populated: the page-cache pages are mapped, never copied.
+            // Read-only: the page-cache pages are mapped, never copied. Not populated: the
+            // trimmer measures the resident pages' growth from here.
             let f = libc::mmap(
                 base,
                 len,
                 libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_FIXED | libc::MAP_POPULATE,
+                libc::MAP_PRIVATE | libc::MAP_FIXED,
                 file.as_raw_fd(),
                 0,
             );
@@ -87,8 +106,11 @@ impl Input {
                 libc::munmap(base, total);
                 return None;
             }
+            // Only the whole pages before the writable last one: those are never written.
+            let trimmer = Trimmer::for_file_pages(base as *mut u8, last, TRIM_LIMIT, TRIM_PERIOD);
             Some(Input {
                 map: Some((base as *mut u8, total)),
+                trimmer: Some(trimmer),
                 vec: Vec::new(),
                 len,
             })
@@ -121,6 +143,8 @@ impl Input {
 
 impl Drop for Input {
     fn drop(&mut self) {
+        // The trimmer stops before its pages go.
+        drop(self.trimmer.take());
         if let Some((p, total)) = self.map.take() {
             // SAFETY: unmaps exactly the reservation made in `map`.
             unsafe {
