@@ -12,7 +12,7 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use jffs2::format::Endian;
@@ -22,6 +22,7 @@ use jffs2::source::XattrSelect;
 use serde_json::{json, Value};
 
 use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
+use super::input::Input;
 use super::num::{erase_size, EraseSizeError};
 use super::output::Output;
 use super::{Progress, Tool};
@@ -275,7 +276,8 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         return EXIT_USAGE;
     };
     let shown = image_path.to_string_lossy().into_owned();
-    let image = match read_image(&PathBuf::from(&image_path)) {
+    // Mapped, not read: its pages are dropped as the check goes (`cli::input`).
+    let mut image = match File::open(&image_path).and_then(|f| Input::load(&f)) {
         Ok(v) => v,
         Err(err) => {
             tool.sys_error(&format!("cannot read {shown}"), &err);
@@ -294,7 +296,7 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
             ignore_mtime: a.ignore_mtime,
         }),
     };
-    let bar = if a.progress && image.len() >= 32 << 20 {
+    let bar = if a.progress && image.len >= 32 << 20 {
         Progress::new("checking")
     } else {
         None
@@ -304,7 +306,8 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
             b.set(done, total);
         }
     };
-    let result = fsck::check_with_progress(image, &opts, Some(&cb));
+    let len = image.len;
+    let result = fsck::check_in_place(image.buf_mut(), len, &opts, Some(&cb));
     if let Some(b) = bar {
         b.finish();
     }
@@ -325,7 +328,7 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
     };
     let mut code = report.verdict().exit_code();
     if let Some(out) = &a.repair {
-        match repair(tool, &PathBuf::from(&image_path), out, &report) {
+        match repair(tool, &mut image, out, &report) {
             Ok(dropped) => {
                 if code != EXIT_OK || dropped {
                     code = EXIT_CORRECTED;
@@ -365,16 +368,17 @@ const EXIT_CORRECTED: i32 = 1;
 /// conversion of `jffs2-convert` (`jffs2::convert`). Returns whether anything was left out.
 fn repair(
     tool: &Tool,
-    image: &PathBuf,
+    image: &mut Input,
     out: &std::path::Path,
     report: &Report,
 ) -> Result<bool, String> {
     use jffs2::convert::{self, ConvertConfig, Source};
     use jffs2::layout::{EndPad, LayoutConfig};
-    let raw = read_image(image).map_err(|e| format!("{}: {e}", image.display()))?;
-    let input_len = raw.len() as u64;
+    let len = image.len;
+    let input_len = len as u64;
     let g = report.geometry.geometry;
-    let src = Source::new(raw, Some(g.erase_size), Some(g.endian)).map_err(|e| e.to_string())?;
+    let src = Source::in_place(image.buf_mut(), len, Some(g.erase_size), Some(g.endian))
+        .map_err(|e| e.to_string())?;
     let mut scan = src.scan().map_err(|e| e.to_string())?;
     let had = convert::input_layout(&scan);
     let es = u64::from(g.erase_size);
@@ -439,15 +443,6 @@ fn repair(
         r.dropped.len()
     );
     Ok(!r.dropped.is_empty())
-}
-
-/// Reads the whole image once (a regular file, or a block/character device read to its end).
-fn read_image(path: &PathBuf) -> std::io::Result<Vec<u8>> {
-    let mut f = File::open(path)?;
-    let hint = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut v = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
-    f.read_to_end(&mut v)?;
-    Ok(v)
 }
 
 /// The kernel log in `dmesg` form.
