@@ -919,7 +919,9 @@ impl Ctx<'_, '_> {
             }
             _ => {}
         }
-        let Some(fault) = &n.fault else { return };
+        let Some(fault) = n.fault.as_deref() else {
+            return;
+        };
         if n.accurate && self.model_offsets.contains(&o) {
             // The model reported it with the inode and the kernel's verdict.
             return;
@@ -949,7 +951,7 @@ impl Ctx<'_, '_> {
             // wrong place"); it was crafted or corrupted, never written by Linux.
             Fault::BadName { why } => {
                 let name = match &n.body {
-                    Body::Dirent { name, .. } => crate::extract::escape(name, true),
+                    Body::Dirent { name, .. } => crate::extract::escape(name.get(self.img), true),
                     _ => String::new(),
                 };
                 (
@@ -1180,13 +1182,13 @@ impl Ctx<'_, '_> {
                     || version != v
                     || ino != i
                     || dtype != d
-                    || name != nm
+                    || name[..] != *nm.get(self.img)
                     || *totlen != n.totlen)
                     .then(|| {
                         format!(
                             "says entry \"{}\" -> #{ino} in #{pino} (version {version}), the node is \"{}\" -> #{i} in #{p} (version {v})",
                             lossy(name),
-                            lossy(nm)
+                            lossy(nm.get(self.img))
                         )
                     }),
                 (
@@ -1258,7 +1260,8 @@ impl Ctx<'_, '_> {
     fn lost_nodes(&mut self) {
         // Valid nodes by inode / directory entry name / xattr.
         let mut inodes: HashMap<u32, Vec<(u32, u32)>> = HashMap::new(); // ino -> (version, isize)
-        let mut names: HashMap<(u32, Vec<u8>), u32> = HashMap::new(); // (pino, name) -> max version
+        let img = self.img;
+        let mut names: HashMap<(u32, &[u8]), u32> = HashMap::new(); // (pino, name) -> max version
         let mut xattr_v: HashMap<u32, u32> = HashMap::new(); // xid -> max version
         let mut xrefs: HashMap<(u32, u32), u32> = HashMap::new(); // (ino, xid) -> max xseqno
         let mut live_xref_xids: HashSet<u32> = HashSet::new();
@@ -1284,7 +1287,7 @@ impl Ctx<'_, '_> {
                         name,
                         ..
                     } => {
-                        let v = names.entry((*pino, name.clone())).or_insert(0);
+                        let v = names.entry((*pino, name.get(img))).or_insert(0);
                         *v = (*v).max(*version);
                     }
                     Body::Xattr { xid, version } => {
@@ -1317,7 +1320,7 @@ impl Ctx<'_, '_> {
                     ..
                 } = &n.body
                 {
-                    if *ino != 0 && names.get(&(*pino, name.clone())) == Some(version) {
+                    if *ino != 0 && names.get(&(*pino, name.get(img))) == Some(version) {
                         named.insert(*ino);
                     }
                 }
@@ -1385,7 +1388,7 @@ impl Ctx<'_, '_> {
                         name,
                         ..
                     } => {
-                        let newest = names.get(&(*pino, name.clone())).copied().unwrap_or(0);
+                        let newest = names.get(&(*pino, name.get(img))).copied().unwrap_or(0);
                         if newest > *version || *ino == 0 || !live(self.fs, *pino) {
                             None
                         } else if !live(self.fs, *ino) && accurate_ino.contains(ino) {
@@ -1393,7 +1396,7 @@ impl Ctx<'_, '_> {
                                 Some(*pino),
                                 format!(
                                     "entry \"{}\" for inode #{ino} is marked obsolete, but nothing replaces or deletes it and the inode has no other name: it is lost (a flipped ACCURATE bit?)",
-                                    lossy(name)
+                                    lossy(name.get(img))
                                 ),
                             ))
                         } else if live(self.fs, *ino) {
@@ -1405,7 +1408,7 @@ impl Ctx<'_, '_> {
                                     "lost-node",
                                     format!(
                                         "entry \"{}\" for inode #{ino} is marked obsolete and nothing replaces or deletes it; the inode keeps another name (normal after garbage collection on NOR flash, a lost name in a fresh image)",
-                                        lossy(name)
+                                        lossy(name.get(img))
                                     ),
                                 )
                                 .at(n.offset)
