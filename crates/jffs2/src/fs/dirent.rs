@@ -96,7 +96,7 @@ impl DirentList {
         let mut order: Vec<u32> = (0..self.fds.len() as u32).collect();
         let fd = |i: u32| &self.fds[i as usize];
         order.sort_unstable_by(|&a, &b| name(fd(a)).cmp(name(fd(b))).then(a.cmp(&b)));
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(order.len());
         let mut k = 0;
         while k < order.len() {
             let first = name(fd(order[k]));
@@ -128,6 +128,8 @@ impl DirentList {
             });
             k = end;
         }
+        // Kept as long as the inode: without room for the entries that lost.
+        out.shrink_to_fit();
         out
     }
 }

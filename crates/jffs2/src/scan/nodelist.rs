@@ -161,6 +161,10 @@ impl Entries {
     fn insert(&mut self, key: (u32, u64), d: ScanDirent) {
         match self {
             Entries::Small(v) if v.len() < SMALL => {
+                // Most directories hold one entry: room for one, not the usual four.
+                if v.is_empty() {
+                    v.reserve_exact(1);
+                }
                 let at = v.partition_point(|(k, _)| *k < key);
                 v.insert(at, (key, d));
             }
@@ -260,8 +264,18 @@ impl DirentList {
     /// The entries in list order.
     pub fn into_vec(self) -> Vec<ScanDirent> {
         match self.map {
-            Entries::Small(v) => v.into_iter().map(|(_, d)| d).collect(),
-            Entries::Large(m) => m.into_values().collect(),
+            // A new vector of the exact size: collecting in place would keep the keyed
+            // entries' larger allocation for the whole life of the scan.
+            Entries::Small(v) => {
+                let mut out = Vec::with_capacity(v.len());
+                out.extend(v.into_iter().map(|(_, d)| d));
+                out
+            }
+            Entries::Large(m) => {
+                let mut out = Vec::with_capacity(m.len());
+                out.extend(m.into_values());
+                out
+            }
         }
     }
 }
