@@ -328,6 +328,13 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
     };
     let mut code = report.verdict().exit_code();
     if let Some(out) = &a.repair {
+        // The check's model is gone, but glibc keeps much of what its threads freed: give
+        // it back before the conversion builds its own.
+        #[cfg(target_env = "gnu")]
+        // SAFETY: malloc_trim only returns free memory to the system.
+        unsafe {
+            libc::malloc_trim(0);
+        }
         match repair(tool, &mut image, out, &report) {
             Ok(dropped) => {
                 if code != EXIT_OK || dropped {
