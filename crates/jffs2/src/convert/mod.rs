@@ -1134,14 +1134,14 @@ impl<'f, 'a> Planner<'f, 'a> {
         queue.push_back((1, Vec::new()));
         shown.insert(1, InodeKind::Dir);
         while let Some((dir, path)) = queue.pop_front() {
-            let Some(Read::Held(d)) = reads.get(&dir) else {
-                continue;
+            // Taken, not copied: a directory is queued once, and from here on only the
+            // entries kept are planned (a million entries are a million names).
+            let listed = match reads.get_mut(&dir) {
+                Some(Read::Held(d)) if d.kind == InodeKind::Dir => std::mem::take(&mut d.dents),
+                _ => continue,
             };
-            if d.kind != InodeKind::Dir {
-                continue;
-            }
-            let mut kept = Vec::new();
-            for de in d.dents.clone() {
+            let mut kept = Vec::with_capacity(listed.len());
+            for de in listed {
                 let mut p = path.clone();
                 p.push(b'/');
                 p.extend_from_slice(&de.name);
@@ -1238,7 +1238,12 @@ impl<'f, 'a> Planner<'f, 'a> {
         batch
             .versions
             .push((inode.ino, inode.highest_version.saturating_add(1)));
-        batch.items.extend(items);
+        // Moved when the batch is empty: a directory of a million entries is not copied.
+        if batch.items.is_empty() {
+            batch.items = items;
+        } else {
+            batch.items.extend(items);
+        }
         self.plan_xattrs(inode, &mut batch.items, x, report);
         batch.inodes += 1;
     }
@@ -1276,6 +1281,7 @@ impl<'f, 'a> Planner<'f, 'a> {
         items: &mut Vec<Item>,
     ) {
         let kept = dents.get(&inode.ino).map(Vec::as_slice).unwrap_or(&[]);
+        items.reserve_exact(kept.len() + 1);
         let newest_dent = kept.iter().map(|d| d.version).max().unwrap_or(0);
         let latest = inode.latest.and_then(|l| self.fs.scan().refs.get(l));
         match latest {
