@@ -221,10 +221,11 @@ fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     }
 }
 
-struct Walk<'f, 'a> {
+struct Walk<'f, 'a, 'o> {
     fs: &'f Fs<'a>,
     opts: TreeOptions,
-    entries: Vec<TreeEntry>,
+    /// Takes each entry as it is met.
+    on_entry: &'o mut dyn FnMut(TreeEntry),
     problems: Vec<Problem>,
     /// Inodes whose read problems were recorded.
     reported: HashSet<u32>,
@@ -237,7 +238,7 @@ struct Walk<'f, 'a> {
     names: HashMap<u32, (u32, Vec<u8>, u32)>,
 }
 
-impl Walk<'_, '_> {
+impl Walk<'_, '_, '_> {
     fn entry(&mut self, inode: &Inode, path: Vec<u8>) -> TreeEntry {
         self.seen.insert(inode.ino);
         if self.reported.insert(inode.ino) {
@@ -300,10 +301,23 @@ impl Fs<'_> {
     /// descended again; paths longer than [`PATH_MAX`] are not followed. If the root cannot
     /// be read the mount fails: no entries and one problem.
     pub fn tree(&self, opts: &TreeOptions) -> Tree {
+        let mut entries = Vec::new();
+        let problems = self.walk_tree(opts, &mut |e| entries.push(e));
+        entries.sort_by(|a: &TreeEntry, b: &TreeEntry| a.path.cmp(&b.path));
+        Tree { entries, problems }
+    }
+
+    /// The walk of [`Fs::tree`], handing each entry to `on_entry` as it is met (in walk
+    /// order) instead of keeping them all; returns the problems.
+    pub(crate) fn walk_tree(
+        &self,
+        opts: &TreeOptions,
+        on_entry: &mut dyn FnMut(TreeEntry),
+    ) -> Vec<Problem> {
         let mut w = Walk {
             fs: self,
             opts: *opts,
-            entries: Vec::new(),
+            on_entry,
             problems: Vec::new(),
             reported: HashSet::new(),
             seen: HashSet::new(),
@@ -319,14 +333,13 @@ impl Fs<'_> {
                     path: Some(b".".to_vec()),
                     error,
                 });
-                return Tree {
-                    entries: Vec::new(),
-                    problems: w.problems,
-                };
+                return w.problems;
             }
         };
         let e = w.entry(&root, b".".to_vec());
-        w.entries.push(e);
+        (w.on_entry)(e);
+        // Read again below for its entries: two copies of a huge root are not kept.
+        drop(root);
         let mut dirs: HashMap<u32, Vec<u8>> = HashMap::new();
         dirs.insert(1, b".".to_vec());
         let mut stack: Vec<(u32, Vec<u8>)> = vec![(1, b".".to_vec())];
@@ -367,7 +380,7 @@ impl Fs<'_> {
                     n.0 += 1;
                 }
                 let e = w.entry(&child, path.clone());
-                w.entries.push(e);
+                (w.on_entry)(e);
                 if child.kind == InodeKind::Dir {
                     match dirs.get(&d.ino) {
                         Some(first) => w.problems.push(Problem::DirReachedTwice {
@@ -432,10 +445,6 @@ impl Fs<'_> {
             }
         }
 
-        w.entries.sort_by(|a, b| a.path.cmp(&b.path));
-        Tree {
-            entries: w.entries,
-            problems: w.problems,
-        }
+        w.problems
     }
 }

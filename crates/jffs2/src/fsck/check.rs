@@ -168,20 +168,53 @@ pub(crate) fn run(
                 .collect::<Vec<_>>()
                 .into_iter()
                 .collect();
-            let tree = fs.tree(&TreeOptions {
-                content: false,
-                xattrs: true,
-                unreachable: true,
-            });
-            (inodes, tree)
+            // The tree's entries are not kept (a million names are a million entries), only
+            // what is needed of them: each inode's first path in path order and the counts;
+            // all of them only for --compare.
+            let mut first: HashMap<u32, Vec<u8>> = HashMap::new();
+            let mut counts = TreeCounts::default();
+            let mut kept: Vec<fs::TreeEntry> = Vec::new();
+            let keep = opts.compare.is_some();
+            let problems = fs.walk_tree(
+                &TreeOptions {
+                    content: false,
+                    xattrs: true,
+                    unreachable: true,
+                },
+                &mut |e: fs::TreeEntry| {
+                    match e.kind {
+                        InodeKind::Dir => counts.dirs += 1,
+                        InodeKind::File => {
+                            counts.files += 1;
+                            counts.bytes += e.size;
+                        }
+                        InodeKind::Symlink => counts.symlinks += 1,
+                        _ => counts.special += 1,
+                    }
+                    match first.get_mut(&e.ino) {
+                        Some(p) if *p <= e.path => {}
+                        Some(p) => p.clone_from(&e.path),
+                        None => {
+                            first.insert(e.ino, e.path.clone());
+                        }
+                    }
+                    if keep {
+                        kept.push(e);
+                    }
+                },
+            );
+            kept.sort_by(|a, b| a.path.cmp(&b.path));
+            let tree = fs::Tree {
+                entries: kept,
+                problems,
+            };
+            (inodes, (tree, first, counts))
         },
     );
+    let (tree, first, tree_counts) = tree;
 
     // Paths (the first one, in path order) and node status.
-    let mut paths: HashMap<u32, String> = HashMap::new();
-    for e in &tree.entries {
-        paths.entry(e.ino).or_insert_with(|| lossy(&e.path));
-    }
+    let mut paths: HashMap<u32, String> = first.iter().map(|(&i, p)| (i, lossy(p))).collect();
     // Inodes listed by their directory but unreadable have a path too.
     for p in &tree.problems {
         if let (Some(i), Some(path)) = (p.ino(), p.path()) {
@@ -278,12 +311,18 @@ pub(crate) fn run(
     // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
     let mut kernel_log: Vec<KernelMsg> = scan_log;
     if failure.is_none() {
-        kernel_log.extend(fs.mount_log());
+        // `Fs::mount_log`, with the root as already read.
+        kernel_log.extend(fs.kernel_log().iter().cloned());
+        match inodes.get(&1) {
+            Some(Ok(root)) => kernel_log.extend(root.log.iter().cloned()),
+            Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
+            None => {}
+        }
         if matches!(inodes.get(&1), Some(Ok(_))) {
-            // The listing meets entries in path order; an entry whose inode cannot be
-            // read is met too (readdir shows it, stat fails).
-            let mut met: Vec<(&[u8], u32)> =
-                tree.entries.iter().map(|e| (&e.path[..], e.ino)).collect();
+            // The listing meets entries in path order (an inode first at its first path);
+            // an entry whose inode cannot be read is met too (readdir shows it, stat fails).
+            let mut met: Vec<(&[u8], u32)> = first.iter().map(|(&i, p)| (&p[..], i)).collect();
+            met.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
             for p in &tree.problems {
                 if let Problem::InodeUnreadable {
                     ino,
@@ -369,18 +408,7 @@ pub(crate) fn run(
         nodes.data_checked += w.data_checked;
         nodes.data_bytes += w.data_bytes;
     }
-    let mut tc = TreeCounts::default();
-    for e in &tree.entries {
-        match e.kind {
-            InodeKind::Dir => tc.dirs += 1,
-            InodeKind::File => {
-                tc.files += 1;
-                tc.bytes += e.size;
-            }
-            InodeKind::Symlink => tc.symlinks += 1,
-            _ => tc.special += 1,
-        }
-    }
+    let tc = tree_counts;
     let mount_ok = failure.is_none() && matches!(inodes.get(&1), Some(Ok(_)));
 
     let differences = match &opts.compare {
