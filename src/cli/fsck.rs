@@ -277,7 +277,7 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
     };
     let shown = image_path.to_string_lossy().into_owned();
     // Mapped, not read: its pages are dropped as the check goes (`cli::input`).
-    let mut image = match File::open(&image_path).and_then(|f| Input::load(&f)) {
+    let mut image = match File::open(&image_path).and_then(|f| Input::load_trimmed(&f)) {
         Ok(v) => v,
         Err(err) => {
             tool.sys_error(&format!("cannot read {shown}"), &err);

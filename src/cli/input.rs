@@ -3,8 +3,11 @@
 //! whole erase blocks. Used by jffs2-sumtool, jffs2-convert and `jffs2-fsck --repair`.
 //!
 //! The mapped file's pages count in the process's resident set once touched, and the tools
-//! touch them all: a [`jffs2::extract::Trimmer`] drops them again as they accumulate, so that
-//! an input costs a few MiB of memory rather than its size (`docs/SECURITY.md`'s bound).
+//! touch them all. [`Input::load_trimmed`] (jffs2-fsck) has a [`jffs2::extract::Trimmer`] drop
+//! them again as they accumulate, so that the input costs a few MiB of memory rather than its
+//! size (`docs/SECURITY.md`'s bound); [`Input::load`] (jffs2-convert, jffs2-sumtool) maps it
+//! populated and keeps it: dropping and faulting the pages again doubled the wall time of a
+//! conversion that copies nodes.
 
 use std::fs::File;
 use std::io::Read;
@@ -35,11 +38,22 @@ pub struct Input {
 }
 
 impl Input {
+    /// The input, mapped populated when it is a regular file.
     pub fn load(file: &File) -> std::io::Result<Input> {
+        Self::load_with(file, false)
+    }
+
+    /// [`Input::load`], the mapped file's resident pages dropped as they accumulate (not
+    /// populated).
+    pub fn load_trimmed(file: &File) -> std::io::Result<Input> {
+        Self::load_with(file, true)
+    }
+
+    fn load_with(file: &File, trim: bool) -> std::io::Result<Input> {
         let meta = file.metadata()?;
         let size = meta.len();
         if meta.is_file() && size > 0 && size <= (isize::MAX as u64) / 2 {
-            if let Some(m) = Self::map(file, size as usize) {
+            if let Some(m) = Self::map(file, size as usize, trim) {
                 return Ok(m);
             }
         }
@@ -55,7 +69,7 @@ impl Input {
         })
     }
 
-    fn map(file: &File, len: usize) -> Option<Input> {
+    fn map(file: &File, len: usize, trim: bool) -> Option<Input> {
         use std::os::fd::AsRawFd;
         let total = len.checked_add(SPARE)?;
         // SAFETY: a fresh anonymous private mapping; the file is then mapped privately at its
@@ -78,13 +92,14 @@ impl Input {
             if base == libc::MAP_FAILED {
                 return None;
             }
-            // Read-only: the page-cache pages are mapped, never copied. Not populated: the
-            // trimmer measures the resident pages' growth from here.
+            // Read-only: the page-cache pages are mapped, never copied. Populated unless
+            // trimmed (the trimmer measures the resident pages' growth from here).
+            let populate = if trim { 0 } else { libc::MAP_POPULATE };
             let f = libc::mmap(
                 base,
                 len,
                 libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_FIXED,
+                libc::MAP_PRIVATE | libc::MAP_FIXED | populate,
                 file.as_raw_fd(),
                 0,
             );
@@ -107,10 +122,11 @@ impl Input {
                 return None;
             }
             // Only the whole pages before the writable last one: those are never written.
-            let trimmer = Trimmer::for_file_pages(base as *mut u8, last, TRIM_LIMIT, TRIM_PERIOD);
+            let trimmer = trim
+                .then(|| Trimmer::for_file_pages(base as *mut u8, last, TRIM_LIMIT, TRIM_PERIOD));
             Some(Input {
                 map: Some((base as *mut u8, total)),
-                trimmer: Some(trimmer),
+                trimmer,
                 vec: Vec::new(),
                 len,
             })
