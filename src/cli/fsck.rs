@@ -11,6 +11,7 @@
 //! progress bar when stderr is a terminal.
 
 use std::ffi::OsString;
+use std::fs::File;
 use std::path::PathBuf;
 
 use jffs2::format::Endian;
@@ -20,6 +21,7 @@ use jffs2::source::XattrSelect;
 use serde_json::{json, Value};
 
 use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
+use super::input::Input;
 use super::num::{erase_size, EraseSizeError};
 use super::output::{is_input_message, Output};
 use super::{Progress, Tool};
@@ -305,7 +307,8 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
             }
         }
     }
-    let image = match read_image(&PathBuf::from(&image_path)) {
+    // Mapped, not read: its pages are dropped as the check goes (`cli::input`).
+    let mut image = match File::open(&image_path).and_then(|f| Input::load_trimmed(&f)) {
         Ok(v) => v,
         Err(err) => {
             tool.sys_error(&format!("cannot read {shown}"), &err);
@@ -324,7 +327,7 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
             ignore_mtime: a.ignore_mtime,
         }),
     };
-    let bar = if a.progress && image.len() >= 32 << 20 {
+    let bar = if a.progress && image.len >= 32 << 20 {
         Progress::new("checking")
     } else {
         None
@@ -334,9 +337,20 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
             b.set(done, total);
         }
     };
-    let result = fsck::check_with_progress(image, &opts, Some(&cb));
+    let len = image.len;
+    let watch = image.watch();
+    let result = fsck::check_in_place(image.buf_mut(), len, &opts, Some(&cb));
     if let Some(b) = bar {
         b.finish();
+    }
+    // A mapped image that shrank meanwhile read as zeros where it vanished (`jffs2::mapguard`):
+    // no verdict on what is no longer there.
+    if watch.changed() {
+        if let Some(o) = repair_out.take() {
+            o.abandon();
+        }
+        tool.error(&format!("{shown}: changed (shrank) while being read"));
+        return EXIT_OPERATIONAL;
     }
     let report = match result {
         Ok(r) => r,
@@ -357,7 +371,14 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
     };
     let mut code = report.verdict().exit_code();
     if let (Some(out), Some(output)) = (&a.repair, repair_out) {
-        match repair(tool, &PathBuf::from(&image_path), out, output, &report) {
+        // The check's model is gone, but glibc keeps much of what its threads freed: give
+        // it back before the conversion builds its own.
+        #[cfg(target_env = "gnu")]
+        // SAFETY: malloc_trim only returns free memory to the system.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+        match repair(tool, &mut image, &shown, out, output, &report) {
             Ok(dropped) => {
                 if code != EXIT_OK || dropped {
                     code = EXIT_CORRECTED;
@@ -392,17 +413,20 @@ const EXIT_CORRECTED: i32 = 1;
 /// conversion of `jffs2-convert` (`jffs2::convert`). Returns whether anything was left out.
 fn repair(
     tool: &Tool,
-    image: &std::path::Path,
+    image: &mut Input,
+    image_shown: &str,
     out: &std::path::Path,
     mut output: Output,
     report: &Report,
 ) -> Result<bool, String> {
     use jffs2::convert::{self, ConvertConfig, Source};
     use jffs2::layout::{EndPad, LayoutConfig};
-    let raw = read_image(image).map_err(|e| format!("{}: {e}", image.display()))?;
-    let input_len = raw.len() as u64;
+    let len = image.len;
+    let input_len = len as u64;
+    let watch = image.watch();
     let g = report.geometry.geometry;
-    let src = Source::new(raw, Some(g.erase_size), Some(g.endian)).map_err(|e| e.to_string())?;
+    let src = Source::in_place(image.buf_mut(), len, Some(g.erase_size), Some(g.endian))
+        .map_err(|e| e.to_string())?;
     let mut scan = src.scan().map_err(|e| e.to_string())?;
     let had = convert::input_layout(&scan);
     let es = u64::from(g.erase_size);
@@ -442,6 +466,13 @@ fn repair(
             return Err(e.to_string());
         }
     };
+    if watch.changed() {
+        output.abandon();
+        return Err(format!(
+            "{}: changed (shrank) while being read",
+            image_shown
+        ));
+    }
     output
         .commit()
         .map_err(|e| format!("{}: {}", out.display(), super::errno_text(&e)))?;
@@ -464,12 +495,6 @@ fn repair(
         r.dropped.len()
     );
     Ok(!r.dropped.is_empty())
-}
-
-/// Reads the whole image once (a regular file, or a block/character device read to its end),
-/// up to the 4 GiB an image can hold (`jffs2::input`).
-fn read_image(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    jffs2::input::read_image_path(path)
 }
 
 /// The kernel log in `dmesg` form.

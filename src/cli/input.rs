@@ -1,14 +1,28 @@
 //! Input images mapped rather than read: a private, read-only mapping of the file (the
 //! page-cache pages themselves, no copy) with anonymous room after it for the padding to
-//! whole erase blocks. Used by jffs2-sumtool and jffs2-convert.
+//! whole erase blocks. Used by jffs2-sumtool, jffs2-convert and jffs2-fsck.
 //!
 //! The file part is registered with `jffs2::mapguard`: if the file shrinks while mapped,
 //! reading its vanished pages yields zeros instead of killing the process with `SIGBUS`, and
 //! [`Watch::changed`] says so; the tools check it before committing their output.
+//!
+//! The mapped file's pages count in the process's resident set once touched, and the tools
+//! touch them all. [`Input::load_trimmed`] (jffs2-fsck) has a [`jffs2::extract::Trimmer`] drop
+//! them again as they accumulate, so that the input costs a few MiB of memory rather than its
+//! size (`docs/SECURITY.md`'s bound); [`Input::load`] (jffs2-convert, jffs2-sumtool) maps it
+//! populated and keeps it: dropping and faulting the pages again doubled the wall time of a
+//! conversion that copies nodes.
 
 use std::fs::File;
+use std::time::Duration;
 
+use jffs2::extract::Trimmer;
 use jffs2::mapguard::MapGuard;
+
+/// Resident pages of the mapped input above which they are dropped, and how often (in the
+/// process's CPU time) that is checked: the extraction's figures.
+const TRIM_LIMIT: usize = 16 << 20;
+const TRIM_PERIOD: Duration = Duration::from_millis(2);
 
 /// Spare room after the input for the padding to whole erase blocks: the largest erase size
 /// the detection considers (16 MiB), and 5 such blocks for tiny images. Only address space:
@@ -20,6 +34,8 @@ const SPARE: usize = 5 * 16 * 1024 * 1024;
 /// pipe, an empty file), a buffer it is read into.
 pub struct Input {
     map: Option<(*mut u8, usize)>,
+    /// Drops the mapped file's resident pages (stopped before the unmapping).
+    trimmer: Option<Trimmer<'static>>,
     vec: Vec<u8>,
     /// Length of the input.
     pub len: usize,
@@ -51,9 +67,19 @@ impl Watch {
 }
 
 impl Input {
-    /// Maps `file` (a regular file), or reads it (anything else) up to the 4 GiB an image
-    /// can hold (`jffs2::input`).
+    /// Maps `file` populated (a regular file), or reads it (anything else) up to the 4 GiB
+    /// an image can hold (`jffs2::input`).
     pub fn load(file: &File) -> std::io::Result<Input> {
+        Self::load_with(file, false)
+    }
+
+    /// [`Input::load`], the mapped file's resident pages dropped as they accumulate (not
+    /// populated).
+    pub fn load_trimmed(file: &File) -> std::io::Result<Input> {
+        Self::load_with(file, true)
+    }
+
+    fn load_with(file: &File, trim: bool) -> std::io::Result<Input> {
         let meta = file.metadata()?;
         let size = meta.len();
         if meta.is_file() && size > jffs2::input::MAX_IMAGE_LEN {
@@ -63,7 +89,7 @@ impl Input {
             ));
         }
         if meta.is_file() && size > 0 && size <= (isize::MAX as u64) / 2 {
-            if let Some(mut m) = Self::map(file, size as usize) {
+            if let Some(mut m) = Self::map(file, size as usize, trim) {
                 m.watch.file = file.try_clone().ok().map(|f| (f, size));
                 return Ok(m);
             }
@@ -75,6 +101,7 @@ impl Input {
         let len = vec.len();
         Ok(Input {
             map: None,
+            trimmer: None,
             vec,
             len,
             watch: Watch::default(),
@@ -93,14 +120,16 @@ impl Input {
         }
     }
 
-    fn map(file: &File, len: usize) -> Option<Input> {
+    fn map(file: &File, len: usize, trim: bool) -> Option<Input> {
         use std::os::fd::AsRawFd;
         let total = len.checked_add(SPARE)?;
         // SAFETY: a fresh anonymous private mapping; the file is then mapped privately at its
         // start with MAP_FIXED, replacing part of that reservation. Both stay valid until
         // `drop` unmaps `total` bytes. The mapping is private, so writes (the padding) never
         // reach the file. If the file shrinks while mapped, reading its vanished pages raises
-        // SIGBUS, which `jffs2::mapguard` absorbs (registered below).
+        // SIGBUS, which `jffs2::mapguard` absorbs (registered below). The trimmer covers only
+        // the read-only whole pages of the file (the padding goes after the file, into the
+        // writable last page and the anonymous room) and `drop` stops it before unmapping.
         unsafe {
             let base = libc::mmap(
                 std::ptr::null_mut(),
@@ -113,12 +142,14 @@ impl Input {
             if base == libc::MAP_FAILED {
                 return None;
             }
-            // Read-only and populated: the page-cache pages are mapped, never copied.
+            // Read-only: the page-cache pages are mapped, never copied. Populated unless
+            // trimmed (the trimmer measures the resident pages' growth from here).
+            let populate = if trim { 0 } else { libc::MAP_POPULATE };
             let f = libc::mmap(
                 base,
                 len,
                 libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_FIXED | libc::MAP_POPULATE,
+                libc::MAP_PRIVATE | libc::MAP_FIXED | populate,
                 file.as_raw_fd(),
                 0,
             );
@@ -144,8 +175,12 @@ impl Input {
             // which unregisters first; the tools check `changed` before trusting what they
             // read, so zero pages in place of vanished ones are acceptable.
             let guard = MapGuard::register(base as *const u8, len);
+            // Only the whole pages before the writable last one: those are never written.
+            let trimmer = trim
+                .then(|| Trimmer::for_file_pages(base as *mut u8, last, TRIM_LIMIT, TRIM_PERIOD));
             Some(Input {
                 map: Some((base as *mut u8, total)),
+                trimmer,
                 vec: Vec::new(),
                 len,
                 watch: Watch::default(),
@@ -180,6 +215,8 @@ impl Input {
 
 impl Drop for Input {
     fn drop(&mut self) {
+        // The trimmer stops before its pages go.
+        drop(self.trimmer.take());
         self.guard.unregister();
         if let Some((p, total)) = self.map.take() {
             // SAFETY: unmaps exactly the reservation made in `map`.

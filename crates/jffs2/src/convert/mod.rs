@@ -1159,13 +1159,18 @@ impl<'f, 'a> Planner<'f, 'a> {
         // what is reported (building every entry's would cost its depth each).
         let mut named: HashMap<u32, (u32, Vec<u8>)> = HashMap::new();
         shown.insert(1, InodeKind::Dir);
-        let children = |r: Option<&Read>| match r {
-            Some(Read::Held(d)) if d.kind == InodeKind::Dir => {
-                d.dents.iter().rev().cloned().collect::<Vec<_>>()
-            }
+        // A directory's entries are taken, not copied: it is descended once, and from here on
+        // only the entries kept are planned (a million entries are a million names).
+        let children = |d: &mut crate::fs::Inode| {
+            let mut v = std::mem::take(&mut d.dents);
+            v.reverse();
+            v
+        };
+        let root = match reads.get_mut(&1) {
+            Some(Read::Held(d)) if d.kind == InodeKind::Dir => children(d),
             _ => Vec::new(),
         };
-        let mut stack: Vec<(u32, Vec<crate::fs::Dirent>)> = vec![(1, children(reads.get(&1)))];
+        let mut stack: Vec<(u32, Vec<crate::fs::Dirent>)> = vec![(1, root)];
         dents.insert(1, Vec::new());
         while let Some((dir, rest)) = stack.last_mut() {
             let dir = *dir;
@@ -1212,8 +1217,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                     named.insert(de.ino, (dir, de.name.clone()));
                     if i.kind == InodeKind::Dir {
                         dents.entry(de.ino).or_default();
-                        let sub = children(Some(&*read));
-                        stack.push((de.ino, sub));
+                        stack.push((de.ino, children(i)));
                     }
                     dents.entry(dir).or_default().push(de);
                 }
@@ -1300,7 +1304,12 @@ impl<'f, 'a> Planner<'f, 'a> {
         batch
             .versions
             .push((inode.ino, inode.highest_version.saturating_add(1)));
-        batch.items.extend(items);
+        // Moved when the batch is empty: a directory of a million entries is not copied.
+        if batch.items.is_empty() {
+            batch.items = items;
+        } else {
+            batch.items.extend(items);
+        }
         self.plan_xattrs(inode, &mut batch.items, x, report);
         batch.inodes += 1;
     }
@@ -1338,6 +1347,7 @@ impl<'f, 'a> Planner<'f, 'a> {
         items: &mut Vec<Item>,
     ) {
         let kept = dents.get(&inode.ino).map(Vec::as_slice).unwrap_or(&[]);
+        items.reserve_exact(kept.len() + 1);
         let newest_dent = kept.iter().map(|d| d.version).max().unwrap_or(0);
         let latest = inode.latest.and_then(|l| self.fs.scan().refs.get(l));
         match latest {

@@ -237,22 +237,42 @@ impl ImageMap {
     /// thread waking every `period` as a fallback), the file-backed resident size is read
     /// and [`ImageMap::release`] called when it grew by `limit` since the trimmer started.
     pub fn trimmer(&self, limit: usize, period: Duration) -> Trimmer<'_> {
+        // SAFETY: the file part is this map's private, read-only file mapping, never
+        // written, and the returned value borrows the map, so it stops before the unmapping.
+        unsafe { Trimmer::for_file_pages(self.base, self.file_part, limit, period) }
+    }
+}
+
+impl<'a> Trimmer<'a> {
+    /// A trimmer (see [`ImageMap::trimmer`]) for any private, read-only mapping of a file,
+    /// such as the one a tool maps its input with; `len` bytes from `base` (a page boundary).
+    ///
+    /// # Safety
+    ///
+    /// `base..base + len` must be a private mapping of a file (`MAP_PRIVATE`) that nothing
+    /// writes while the trimmer runs (a written page would be replaced by the file's
+    /// contents), and must stay mapped until the returned value is dropped.
+    pub unsafe fn for_file_pages(
+        base: *mut u8,
+        len: usize,
+        limit: usize,
+        period: Duration,
+    ) -> Trimmer<'a> {
         let mut t = Trimmer {
             stop: Arc::new(AtomicBool::new(false)),
             handle: None,
             timer: None,
             _map: PhantomData,
         };
-        if self.file_part == 0 {
+        if len == 0 {
             return t;
         }
-        if let Some(timer) = cpu_timer::start(self.base as usize, self.file_part, limit, period) {
+        if let Some(timer) = cpu_timer::start(base as usize, len, limit, period) {
             t.timer = Some(timer);
             return t;
         }
         let s = Arc::clone(&t.stop);
-        let addr = self.base as usize;
-        let len = self.file_part;
+        let addr = base as usize;
         t.handle = std::thread::Builder::new()
             .name("jffs2-trim".into())
             .spawn(move || {

@@ -174,11 +174,20 @@ impl Plan {
         if !inos.contains(&1) {
             inos.push(1);
         }
-        let mut read: HashMap<u32, Result<Inode, FsError>> = inos
+        // A sorted vector, not a hash map: every inode is held here until the walk takes it,
+        // and a map's slack and its parallel collection would cost as much again.
+        inos.sort_unstable();
+        let mut read: Vec<Option<Result<Inode, FsError>>> = inos
             .par_iter()
-            .map(|&ino| (ino, fs.read_inode(ino)))
+            .map(|&ino| Some(fs.read_inode(ino)))
             .collect();
-        let mut take = |ino: u32| read.remove(&ino).unwrap_or_else(|| fs.read_inode(ino));
+        let mut take = |ino: u32| {
+            inos.binary_search(&ino)
+                .ok()
+                .and_then(|i| read.get_mut(i))
+                .and_then(Option::take)
+                .unwrap_or_else(|| fs.read_inode(ino))
+        };
         let mut root = take(1)?;
         if root.kind != InodeKind::Dir {
             return Err(FsError::NotADirectory(1));

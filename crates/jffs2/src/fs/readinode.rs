@@ -463,17 +463,11 @@ impl Fs<'_> {
             }
         }
         c.any_fd = true;
-        let lost = c.fds.add(Dirent {
-            name: c_name(name).to_vec(),
-            ino: rd.ino,
-            dtype: rd.dtype,
-            version: rd.version,
-            node: idx,
-            offset: off,
-        });
-        if let Some(l) = lost {
-            c.obsoleted.push(l);
-        }
+        // The name stays in the image: `name` starts DIRENT_SIZE bytes into the node, and
+        // `nsize` (a byte) bounds its length.
+        let len = c_name(name).len().min(usize::from(u8::MAX)) as u8;
+        let at = off.saturating_add(DIRENT_SIZE as u32);
+        c.fds.add(at, len, rd.ino, rd.dtype, rd.version, idx, off);
         Ok(())
     }
 
@@ -727,7 +721,7 @@ impl Fs<'_> {
         };
 
         let pino_nlink = self.inos.get(&ino).map_or(1, |b| b.pino_nlink);
-        let mut all_fds = std::mem::take(&mut c.fds).into_vec();
+        let mut all_fds = std::mem::take(&mut c.fds).settle(self.image, &mut c.obsoleted);
         let had_fds = c.any_fd && !all_fds.is_empty();
         all_fds.retain(|d| d.ino != 0);
 

@@ -226,10 +226,11 @@ fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     }
 }
 
-struct Walk<'f, 'a> {
+struct Walk<'f, 'a, 'o> {
     fs: &'f Fs<'a>,
     opts: TreeOptions,
-    entries: Vec<TreeEntry>,
+    /// Takes each entry as it is met.
+    on_entry: &'o mut dyn FnMut(TreeEntry),
     problems: Vec<Problem>,
     /// Inodes whose read problems were recorded.
     reported: HashSet<u32>,
@@ -242,7 +243,7 @@ struct Walk<'f, 'a> {
     names: HashMap<u32, (u32, Vec<u8>, u32)>,
 }
 
-impl Walk<'_, '_> {
+impl Walk<'_, '_, '_> {
     fn entry(&mut self, inode: &Inode, path: Vec<u8>) -> TreeEntry {
         self.seen.insert(inode.ino);
         if self.reported.insert(inode.ino) {
@@ -308,10 +309,23 @@ impl Fs<'_> {
     /// subtree, its inodes are checked and reached. If the root cannot
     /// be read the mount fails: no entries and one problem.
     pub fn tree(&self, opts: &TreeOptions) -> Tree {
+        let mut entries = Vec::new();
+        let problems = self.walk_tree(opts, &mut |e| entries.push(e));
+        entries.sort_by(|a: &TreeEntry, b: &TreeEntry| a.path.cmp(&b.path));
+        Tree { entries, problems }
+    }
+
+    /// The walk of [`Fs::tree`], handing each entry to `on_entry` as it is met (in walk
+    /// order) instead of keeping them all; returns the problems.
+    pub(crate) fn walk_tree(
+        &self,
+        opts: &TreeOptions,
+        on_entry: &mut dyn FnMut(TreeEntry),
+    ) -> Vec<Problem> {
         let mut w = Walk {
             fs: self,
             opts: *opts,
-            entries: Vec::new(),
+            on_entry,
             problems: Vec::new(),
             reported: HashSet::new(),
             seen: HashSet::new(),
@@ -319,7 +333,7 @@ impl Fs<'_> {
             md5s: HashMap::new(),
             names: HashMap::new(),
         };
-        let root = match self.read_inode(1) {
+        let mut root = match self.read_inode(1) {
             Ok(r) => r,
             Err(error) => {
                 w.problems.push(Problem::InodeUnreadable {
@@ -327,14 +341,11 @@ impl Fs<'_> {
                     path: Some(b".".to_vec()),
                     error,
                 });
-                return Tree {
-                    entries: Vec::new(),
-                    problems: w.problems,
-                };
+                return w.problems;
             }
         };
         let e = w.entry(&root, b".".to_vec());
-        w.entries.push(e);
+        (w.on_entry)(e);
         let mut dirs: HashMap<u32, Vec<u8>> = HashMap::new();
         dirs.insert(1, b".".to_vec());
         // Depth first, each directory's entries in order: the readers' walk (`jffs2-dump
@@ -344,8 +355,10 @@ impl Fs<'_> {
         let mut stack: Vec<(Vec<u8>, bool, Vec<super::Dirent>)> =
             vec![(b".".to_vec(), false, Vec::new())];
         if root.kind == InodeKind::Dir {
-            stack[0].2 = rev(root.dents.clone());
+            // Taken, not copied: two copies of a huge root are not kept.
+            stack[0].2 = rev(std::mem::take(&mut root.dents));
         }
+        drop(root);
         while let Some((dpath, ddeep, rest)) = stack.last_mut() {
             let Some(d) = rest.pop() else {
                 stack.pop();
@@ -394,7 +407,7 @@ impl Fs<'_> {
             }
             let e = w.entry(&child, path.clone());
             if !deeper {
-                w.entries.push(e);
+                (w.on_entry)(e);
             }
             if child.kind == InodeKind::Dir {
                 match dirs.get(&d.ino) {
@@ -459,10 +472,6 @@ impl Fs<'_> {
             }
         }
 
-        w.entries.sort_by(|a, b| a.path.cmp(&b.path));
-        Tree {
-            entries: w.entries,
-            problems: w.problems,
-        }
+        w.problems
     }
 }

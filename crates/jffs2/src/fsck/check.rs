@@ -203,22 +203,56 @@ pub(crate) fn run(
         .map(|(&o, _)| o)
         .collect();
 
-    let (walks, tree) = rayon::join(
+    let (walks, (tree, first, tree_counts)) = rayon::join(
         || walk::walk(img, &fs, es, &live, progress),
         || {
-            fs.tree(&TreeOptions {
-                content: false,
-                xattrs: true,
-                unreachable: true,
-            })
+            // The tree's entries are not kept (a million names are a million entries), only
+            // what is needed of them: each inode's first path in path order and the counts;
+            // all of them only for --compare.
+            let mut first: HashMap<u32, Vec<u8>> = HashMap::new();
+            let mut counts = TreeCounts::default();
+            let mut kept: Vec<fs::TreeEntry> = Vec::new();
+            let keep = opts.compare.is_some();
+            let problems = fs.walk_tree(
+                &TreeOptions {
+                    content: false,
+                    xattrs: true,
+                    unreachable: true,
+                },
+                &mut |e: fs::TreeEntry| {
+                    match e.kind {
+                        InodeKind::Dir => counts.dirs += 1,
+                        InodeKind::File => {
+                            counts.files += 1;
+                            counts.bytes += e.size;
+                        }
+                        InodeKind::Symlink => counts.symlinks += 1,
+                        _ => counts.special += 1,
+                    }
+                    match first.get_mut(&e.ino) {
+                        Some(p) if *p <= e.path => {}
+                        Some(p) => p.clone_from(&e.path),
+                        None => {
+                            first.insert(e.ino, e.path.clone());
+                        }
+                    }
+                    if keep {
+                        kept.push(e);
+                    }
+                },
+            );
+            kept.sort_by(|a, b| a.path.cmp(&b.path));
+            let tree = fs::Tree {
+                entries: kept,
+                problems,
+            };
+            (tree, first, counts)
         },
     );
+    drop(live);
 
     // Paths (the first one, in path order).
-    let mut paths: HashMap<u32, String> = HashMap::new();
-    for e in &tree.entries {
-        paths.entry(e.ino).or_insert_with(|| lossy(&e.path));
-    }
+    let mut paths: HashMap<u32, String> = first.iter().map(|(&i, p)| (i, lossy(p))).collect();
     // Inodes listed by their directory but unreadable have a path too.
     for p in &tree.problems {
         if let (Some(i), Some(path)) = (p.ino(), p.path()) {
@@ -293,12 +327,18 @@ pub(crate) fn run(
     // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
     let mut kernel_log: Vec<KernelMsg> = scan_log;
     if failure.is_none() {
-        kernel_log.extend(fs.mount_log());
+        // `Fs::mount_log`, with the root as already read.
+        kernel_log.extend(fs.kernel_log().iter().cloned());
+        match inodes.get(&1) {
+            Some(Ok(root)) => kernel_log.extend(root.log.iter().cloned()),
+            Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
+            None => {}
+        }
         if matches!(inodes.get(&1), Some(Ok(_))) {
-            // The listing meets entries in path order; an entry whose inode cannot be
-            // read is met too (readdir shows it, stat fails).
-            let mut met: Vec<(&[u8], u32)> =
-                tree.entries.iter().map(|e| (&e.path[..], e.ino)).collect();
+            // The listing meets entries in path order (an inode first at its first path);
+            // an entry whose inode cannot be read is met too (readdir shows it, stat fails).
+            let mut met: Vec<(&[u8], u32)> = first.iter().map(|(&i, p)| (&p[..], i)).collect();
+            met.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
             for p in &tree.problems {
                 if let Problem::InodeUnreadable {
                     ino,
@@ -384,18 +424,7 @@ pub(crate) fn run(
         nodes.data_checked += w.data_checked;
         nodes.data_bytes += w.data_bytes;
     }
-    let mut tc = TreeCounts::default();
-    for e in &tree.entries {
-        match e.kind {
-            InodeKind::Dir => tc.dirs += 1,
-            InodeKind::File => {
-                tc.files += 1;
-                tc.bytes += e.size;
-            }
-            InodeKind::Symlink => tc.symlinks += 1,
-            _ => tc.special += 1,
-        }
-    }
+    let tc = tree_counts;
     let mount_ok = failure.is_none() && matches!(inodes.get(&1), Some(Ok(_)));
 
     let differences = match &opts.compare {
@@ -935,7 +964,9 @@ impl Ctx<'_, '_> {
             }
             _ => {}
         }
-        let Some(fault) = &n.fault else { return };
+        let Some(fault) = n.fault.as_deref() else {
+            return;
+        };
         if n.accurate && self.model_offsets.contains(&o) {
             // The model reported it with the inode and the kernel's verdict.
             return;
@@ -965,7 +996,7 @@ impl Ctx<'_, '_> {
             // wrong place"); it was crafted or corrupted, never written by Linux.
             Fault::BadName { why } => {
                 let name = match &n.body {
-                    Body::Dirent { name, .. } => crate::extract::escape(name, true),
+                    Body::Dirent { name, .. } => crate::extract::escape(name.get(self.img), true),
                     _ => String::new(),
                 };
                 (
@@ -1196,13 +1227,13 @@ impl Ctx<'_, '_> {
                     || version != v
                     || ino != i
                     || dtype != d
-                    || name != nm
+                    || name[..] != *nm.get(self.img)
                     || *totlen != n.totlen)
                     .then(|| {
                         format!(
                             "says entry \"{}\" -> #{ino} in #{pino} (version {version}), the node is \"{}\" -> #{i} in #{p} (version {v})",
                             crate::text::escape_if_needed(name),
-                            crate::text::escape_if_needed(nm)
+                            crate::text::escape_if_needed(nm.get(self.img))
                         )
                     }),
                 (
@@ -1274,7 +1305,8 @@ impl Ctx<'_, '_> {
     fn lost_nodes(&mut self) {
         // Valid nodes by inode / directory entry name / xattr.
         let mut inodes: HashMap<u32, Vec<(u32, u32)>> = HashMap::new(); // ino -> (version, isize)
-        let mut names: HashMap<(u32, Vec<u8>), u32> = HashMap::new(); // (pino, name) -> max version
+        let img = self.img;
+        let mut names: HashMap<(u32, &[u8]), u32> = HashMap::new(); // (pino, name) -> max version
         let mut xattr_v: HashMap<u32, u32> = HashMap::new(); // xid -> max version
         let mut xrefs: HashMap<(u32, u32), u32> = HashMap::new(); // (ino, xid) -> max xseqno
         let mut live_xref_xids: HashSet<u32> = HashSet::new();
@@ -1300,7 +1332,7 @@ impl Ctx<'_, '_> {
                         name,
                         ..
                     } => {
-                        let v = names.entry((*pino, name.clone())).or_insert(0);
+                        let v = names.entry((*pino, name.get(img))).or_insert(0);
                         *v = (*v).max(*version);
                     }
                     Body::Xattr { xid, version } => {
@@ -1333,7 +1365,7 @@ impl Ctx<'_, '_> {
                     ..
                 } = &n.body
                 {
-                    if *ino != 0 && names.get(&(*pino, name.clone())) == Some(version) {
+                    if *ino != 0 && names.get(&(*pino, name.get(img))) == Some(version) {
                         named.insert(*ino);
                     }
                 }
@@ -1401,7 +1433,7 @@ impl Ctx<'_, '_> {
                         name,
                         ..
                     } => {
-                        let newest = names.get(&(*pino, name.clone())).copied().unwrap_or(0);
+                        let newest = names.get(&(*pino, name.get(img))).copied().unwrap_or(0);
                         if newest > *version || *ino == 0 || !live(self.fs, *pino) {
                             None
                         } else if !live(self.fs, *ino) && accurate_ino.contains(ino) {
@@ -1409,7 +1441,7 @@ impl Ctx<'_, '_> {
                                 Some(*pino),
                                 format!(
                                     "entry \"{}\" for inode #{ino} is marked obsolete, but nothing replaces or deletes it and the inode has no other name: it is lost (a flipped ACCURATE bit?)",
-                                    crate::text::escape_if_needed(name)
+                                    crate::text::escape_if_needed(name.get(img))
                                 ),
                             ))
                         } else if live(self.fs, *ino) {
@@ -1421,7 +1453,7 @@ impl Ctx<'_, '_> {
                                     "lost-node",
                                     format!(
                                         "entry \"{}\" for inode #{ino} is marked obsolete and nothing replaces or deletes it; the inode keeps another name (normal after garbage collection on NOR flash, a lost name in a fresh image)",
-                                        crate::text::escape_if_needed(name)
+                                        crate::text::escape_if_needed(name.get(img))
                                     ),
                                 )
                                 .at(n.offset)

@@ -490,6 +490,41 @@ pub fn check_with_progress(
     opts: &Options,
     progress: Option<ProgressFn<'_>>,
 ) -> Result<Report, FsckError> {
+    let (info, all_ff, want) = prepare(&image, opts)?;
+    let image_len = image.len() as u64;
+    if want > image.len() {
+        image.resize(want, 0xFF);
+    }
+    check::run(&image, image_len, info, all_ff, opts, progress)
+}
+
+/// [`check_with_progress`] on the first `len` bytes of `buf`, padded in place with 0xFF as
+/// flashed when `buf` has room after them (a mapped input with spare room: no copy of the
+/// image is made), else on a padded copy. Bytes before `len` are never written.
+pub fn check_in_place(
+    buf: &mut [u8],
+    len: usize,
+    opts: &Options,
+    progress: Option<ProgressFn<'_>>,
+) -> Result<Report, FsckError> {
+    let len = len.min(buf.len());
+    let (info, all_ff, want) = prepare(&buf[..len], opts)?;
+    match buf.get_mut(..want.max(len)) {
+        Some(padded) => {
+            padded[len..].fill(0xFF);
+            check::run(padded, len as u64, info, all_ff, opts, progress)
+        }
+        None => {
+            let mut image = buf[..len].to_vec();
+            image.resize(want, 0xFF);
+            check::run(&image, len as u64, info, all_ff, opts, progress)
+        }
+    }
+}
+
+/// The checks before the run: an image, of a size JFFS2 can address, that is JFFS2 or
+/// erased; its geometry; whether it is all 0xFF; its length as flashed.
+fn prepare(image: &[u8], opts: &Options) -> Result<(GeometryInfo, bool, usize), FsckError> {
     if image.is_empty() {
         return Err(FsckError::Empty);
     }
@@ -497,7 +532,7 @@ pub fn check_with_progress(
     if image_len > u64::from(u32::MAX) {
         return Err(FsckError::TooLarge(image_len));
     }
-    let detection = scan::detect(&image);
+    let detection = scan::detect(image);
     let all_ff = image.iter().all(|&b| b == 0xFF);
     if detection.confidence <= 0.0 && !all_ff {
         let why = detection
@@ -522,8 +557,5 @@ pub fn check_with_progress(
     };
     // As flashed: whole erase blocks, at least 5 (the smallest partition Linux mounts).
     let want = scan::flashed_len(image.len(), geometry.erase_size.max(1));
-    if want > image.len() {
-        image.resize(want, 0xFF);
-    }
-    check::run(&image, image_len, info, all_ff, opts, progress)
+    Ok((info, all_ff, want))
 }

@@ -45,7 +45,7 @@ pub(crate) enum Body {
         version: u32,
         ino: u32,
         dtype: u8,
-        name: Vec<u8>,
+        name: Name,
     },
     /// An xattr datum.
     Xattr { xid: u32, version: u32 },
@@ -61,6 +61,22 @@ pub(crate) enum Body {
     Unknown,
     /// The node CRC failed (or the node is too short to hold its fixed part): fields unknown.
     Unreadable,
+}
+
+/// A dirent's name where it lies in the walked image (a million entries are a million
+/// nodes: their names are not copied).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Name {
+    at: u32,
+    len: u8,
+}
+
+impl Name {
+    /// The name's bytes in `img`, the image the walk read.
+    pub fn get(self, img: &[u8]) -> &[u8] {
+        let at = self.at as usize;
+        img.get(at..at + usize::from(self.len)).unwrap_or(&[])
+    }
 }
 
 /// What is wrong with a node.
@@ -93,7 +109,8 @@ pub(crate) struct WNode {
     /// ACCURATE bit set (not obsoleted on flash).
     pub accurate: bool,
     pub body: Body,
-    pub fault: Option<Fault>,
+    /// Boxed: most nodes have none, and every node is kept until the end of the check.
+    pub fault: Option<Box<Fault>>,
     /// Padding bytes (inside an xattr's totlen, or up to `PAD(totlen)`) that are not 0xFF.
     pub bad_padding: u32,
     /// The `data_crc` of an inode node without data, when it is not 0 (no CRC covers it).
@@ -178,7 +195,9 @@ pub(crate) fn walk(
         .into_par_iter()
         .map(|b| {
             let start = b * es;
-            let w = walk_block(img, start as u32, es as u32, fs, live);
+            let mut w = walk_block(img, start as u32, es as u32, fs, live);
+            // Every block's list is kept until the end: without the slack of its growth.
+            w.nodes.shrink_to_fit();
             if let Some(p) = progress {
                 let d = done.fetch_add(es as u64, Ordering::Relaxed) + es as u64;
                 p(d, total);
@@ -325,15 +344,15 @@ fn check_node(
         NODETYPE_INODE => {
             n.body = Body::Unreadable;
             let Ok(ri) = InodeNode::decode(b, e, u64::from(offset)) else {
-                n.fault = Some(short("an inode node", INODE_SIZE));
+                n.fault = Some(Box::new(short("an inode node", INODE_SIZE)));
                 return n;
             };
             let computed = accurate_crc(b, INODE_SIZE - 8, e).unwrap_or(0);
             if computed != ri.node_crc {
-                n.fault = Some(Fault::NodeCrc {
+                n.fault = Some(Box::new(Fault::NodeCrc {
                     stored: ri.node_crc,
                     computed,
-                });
+                }));
                 return n;
             }
             let size = if ri.compr == COMPR_ZERO && ri.dsize == 0 && ri.csize != 0 {
@@ -352,20 +371,20 @@ fn check_node(
             if pad4(ri.csize.wrapping_add(INODE_SIZE as u32)) != pad4(totlen)
                 || u64::from(ri.csize) + INODE_SIZE as u64 > u64::from(totlen)
             {
-                n.fault = Some(Fault::Length(format!(
+                n.fault = Some(Box::new(Fault::Length(format!(
                     "csize {} does not fit totlen {totlen} (68 + csize expected)",
                     ri.csize
-                )));
+                ))));
                 return n;
             }
             if ri.csize == 0 && ri.data_crc != 0 {
                 n.stray_data_crc = Some(ri.data_crc);
             }
             if ri.offset > ri.isize {
-                n.fault = Some(Fault::Length(format!(
+                n.fault = Some(Box::new(Fault::Length(format!(
                     "data offset {} lies beyond the inode size {}",
                     ri.offset, ri.isize
-                )));
+                ))));
                 return n;
             }
             if !accurate {
@@ -375,10 +394,10 @@ fn check_node(
                 if ri.csize > 0 && ri.compr != COMPR_ZERO {
                     let computed = crc32(data);
                     if computed != ri.data_crc {
-                        n.fault = Some(Fault::DataCrc {
+                        n.fault = Some(Box::new(Fault::DataCrc {
                             stored: ri.data_crc,
                             computed,
-                        });
+                        }));
                     }
                 }
                 return n;
@@ -401,16 +420,16 @@ fn check_node(
                 let data = &b[INODE_SIZE..INODE_SIZE + ri.csize as usize];
                 let computed = crc32(data);
                 if computed != ri.data_crc {
-                    n.fault = Some(Fault::DataCrc {
+                    n.fault = Some(Box::new(Fault::DataCrc {
                         stored: ri.data_crc,
                         computed,
-                    });
+                    }));
                 } else if ri.dsize > ri.csize {
-                    n.fault = Some(Fault::Data(ReadError::ShortUncompressed {
+                    n.fault = Some(Box::new(Fault::Data(ReadError::ShortUncompressed {
                         offset,
                         csize: ri.csize,
                         dsize: ri.dsize,
-                    }));
+                    })));
                 } else {
                     w.data_checked += 1;
                     w.data_bytes += u64::from(size);
@@ -436,10 +455,10 @@ fn check_node(
                     let data = &b[INODE_SIZE..INODE_SIZE + ri.csize as usize];
                     let computed = crc32(data);
                     if computed != ri.data_crc {
-                        n.fault = Some(Fault::DataCrc {
+                        n.fault = Some(Box::new(Fault::DataCrc {
                             stored: ri.data_crc,
                             computed,
-                        });
+                        }));
                     } else {
                         w.not_decompressed += 1;
                         w.first_not_decompressed.get_or_insert(offset);
@@ -455,25 +474,25 @@ fn check_node(
                 }
                 Err(ReadError::NodeCrc {
                     stored, computed, ..
-                }) => n.fault = Some(Fault::NodeCrc { stored, computed }),
+                }) => n.fault = Some(Box::new(Fault::NodeCrc { stored, computed })),
                 Err(ReadError::DataCrc {
                     stored, computed, ..
-                }) => n.fault = Some(Fault::DataCrc { stored, computed }),
-                Err(err) => n.fault = Some(Fault::Data(err)),
+                }) => n.fault = Some(Box::new(Fault::DataCrc { stored, computed })),
+                Err(err) => n.fault = Some(Box::new(Fault::Data(err))),
             }
         }
         NODETYPE_DIRENT => {
             n.body = Body::Unreadable;
             let Ok(rd) = DirentNode::decode(b, e, u64::from(offset)) else {
-                n.fault = Some(short("a dirent node", DIRENT_SIZE));
+                n.fault = Some(Box::new(short("a dirent node", DIRENT_SIZE)));
                 return n;
             };
             let computed = accurate_crc(b, DIRENT_SIZE - 8, e).unwrap_or(0);
             if computed != rd.node_crc {
-                n.fault = Some(Fault::NodeCrc {
+                n.fault = Some(Box::new(Fault::NodeCrc {
                     stored: rd.node_crc,
                     computed,
-                });
+                }));
                 return n;
             }
             let name = b
@@ -484,43 +503,47 @@ fn check_node(
                 version: rd.version,
                 ino: rd.ino,
                 dtype: rd.dtype,
-                name: name.to_vec(),
+                // `name` is empty when it does not fit, else it starts DIRENT_SIZE bytes in.
+                name: Name {
+                    at: offset.saturating_add(DIRENT_SIZE as u32),
+                    len: name.len() as u8,
+                },
             };
             if pad4(u32::from(rd.nsize) + DIRENT_SIZE as u32) != pad4(totlen)
                 || DIRENT_SIZE + usize::from(rd.nsize) > b.len()
             {
-                n.fault = Some(Fault::Length(format!(
+                n.fault = Some(Box::new(Fault::Length(format!(
                     "name length {} does not fit totlen {totlen} (40 + nsize expected)",
                     rd.nsize
-                )));
+                ))));
                 return n;
             }
             let computed = crc32(name);
             if computed != rd.name_crc {
-                n.fault = Some(Fault::NameCrc {
+                n.fault = Some(Box::new(Fault::NameCrc {
                     stored: rd.name_crc,
                     computed,
-                });
+                }));
                 return n;
             }
             if let Some(at) = name.iter().position(|&c| c == 0) {
-                n.fault = Some(Fault::NulInName { at });
+                n.fault = Some(Box::new(Fault::NulInName { at }));
             } else if let Some(why) = crate::extract::name_problem(name) {
-                n.fault = Some(Fault::BadName { why });
+                n.fault = Some(Box::new(Fault::BadName { why }));
             }
         }
         NODETYPE_XATTR => {
             n.body = Body::Unreadable;
             let Ok(rx) = XattrNode::decode(b, e, u64::from(offset)) else {
-                n.fault = Some(short("an xattr node", XATTR_SIZE));
+                n.fault = Some(Box::new(short("an xattr node", XATTR_SIZE)));
                 return n;
             };
             let computed = accurate_crc(b, XATTR_SIZE - 4, e).unwrap_or(0);
             if computed != rx.node_crc {
-                n.fault = Some(Fault::NodeCrc {
+                n.fault = Some(Box::new(Fault::NodeCrc {
                     stored: rx.node_crc,
                     computed,
-                });
+                }));
                 return n;
             }
             n.body = Body::Xattr {
@@ -529,19 +552,19 @@ fn check_node(
             };
             let raw = XATTR_SIZE as u32 + u32::from(rx.name_len) + 1 + u32::from(rx.value_len);
             if pad4(raw) != totlen {
-                n.fault = Some(Fault::Length(format!(
+                n.fault = Some(Box::new(Fault::Length(format!(
                     "name and value lengths ({} + {}) do not fit totlen {totlen}",
                     rx.name_len, rx.value_len
-                )));
+                ))));
                 return n;
             }
             let data = &b[XATTR_SIZE..raw as usize];
             let computed = crc32(data);
             if computed != rx.data_crc {
-                n.fault = Some(Fault::DataCrc {
+                n.fault = Some(Box::new(Fault::DataCrc {
                     stored: rx.data_crc,
                     computed,
-                });
+                }));
                 return n;
             }
             n.bad_padding += b[raw as usize..].iter().filter(|&&c| c != 0xFF).count() as u32;
@@ -549,15 +572,15 @@ fn check_node(
         NODETYPE_XREF => {
             n.body = Body::Unreadable;
             let Ok(rr) = XrefNode::decode(b, e, u64::from(offset)) else {
-                n.fault = Some(short("an xref node", XREF_SIZE));
+                n.fault = Some(Box::new(short("an xref node", XREF_SIZE)));
                 return n;
             };
             let computed = accurate_crc(b, XREF_SIZE - 4, e).unwrap_or(0);
             if computed != rr.node_crc {
-                n.fault = Some(Fault::NodeCrc {
+                n.fault = Some(Box::new(Fault::NodeCrc {
                     stored: rr.node_crc,
                     computed,
-                });
+                }));
                 return n;
             }
             n.body = Body::Xref {
@@ -566,9 +589,9 @@ fn check_node(
                 xseqno: rr.xseqno,
             };
             if totlen != XREF_SIZE as u32 {
-                n.fault = Some(Fault::Length(format!(
+                n.fault = Some(Box::new(Fault::Length(format!(
                     "an xref node is {XREF_SIZE} bytes, totlen is {totlen}"
-                )));
+                ))));
             }
         }
         NODETYPE_CLEANMARKER => n.body = Body::Cleanmarker,

@@ -83,13 +83,109 @@ pub fn add_fd_to_list(list: &mut Vec<ScanDirent>, new: ScanDirent) -> FdAdd {
     FdAdd::Inserted
 }
 
-/// A directory's dirent list with the kernel's order and de-duplication (§5.2), in a tree so
-/// that a directory of millions of entries costs `O(log n)` per insert.
+/// Up to this many entries a list is a sorted vector; beyond, a tree. A tree's first node
+/// alone costs several hundred bytes, and most directories hold a few entries.
+const SMALL: usize = 16;
+
+/// A directory's dirent list with the kernel's order and de-duplication (§5.2): a sorted
+/// vector while small, a tree once large, so that a directory of millions of entries costs
+/// `O(log n)` per insert and a million directories of one entry cost little memory each.
 #[derive(Debug, Clone, Default)]
 pub struct DirentList {
-    /// Keyed by (nhash, insertion sequence); a replacement keeps the old key.
-    map: BTreeMap<(u32, u64), ScanDirent>,
+    /// Entries keyed by (nhash, insertion sequence); a replacement keeps the old key.
+    map: Entries,
     seq: u64,
+}
+
+/// The two shapes of a [`DirentList`], with the same keys and order.
+#[derive(Debug, Clone)]
+enum Entries {
+    Small(Vec<((u32, u64), ScanDirent)>),
+    Large(BTreeMap<(u32, u64), ScanDirent>),
+}
+
+impl Default for Entries {
+    fn default() -> Self {
+        Entries::Small(Vec::new())
+    }
+}
+
+impl Entries {
+    fn len(&self) -> usize {
+        match self {
+            Entries::Small(v) => v.len(),
+            Entries::Large(m) => m.len(),
+        }
+    }
+
+    /// The key of the entry named `name` (whose hash is `h`), if any.
+    fn find(&self, h: u32, name: &[u8]) -> Option<(u32, u64)> {
+        match self {
+            Entries::Small(v) => {
+                let lo = v.partition_point(|(k, _)| k.0 < h);
+                v.get(lo..)?
+                    .iter()
+                    .take_while(|(k, _)| k.0 == h)
+                    .find(|(_, d)| d.name == name)
+                    .map(|(k, _)| *k)
+            }
+            Entries::Large(m) => m
+                .range((h, 0)..=(h, u64::MAX))
+                .find(|(_, d)| d.name == name)
+                .map(|(k, _)| *k),
+        }
+    }
+
+    fn get_mut(&mut self, key: (u32, u64)) -> Option<&mut ScanDirent> {
+        match self {
+            Entries::Small(v) => v
+                .binary_search_by(|(k, _)| k.cmp(&key))
+                .ok()
+                .and_then(|i| v.get_mut(i))
+                .map(|(_, d)| d),
+            Entries::Large(m) => m.get_mut(&key),
+        }
+    }
+
+    fn remove(&mut self, key: (u32, u64)) -> Option<ScanDirent> {
+        match self {
+            Entries::Small(v) => v
+                .binary_search_by(|(k, _)| k.cmp(&key))
+                .ok()
+                .map(|i| v.remove(i).1),
+            Entries::Large(m) => m.remove(&key),
+        }
+    }
+
+    /// Inserts a key greater than every key of its hash (the sequence only grows).
+    fn insert(&mut self, key: (u32, u64), d: ScanDirent) {
+        match self {
+            Entries::Small(v) if v.len() < SMALL => {
+                // Most directories hold one entry: room for one, not the usual four.
+                if v.is_empty() {
+                    v.reserve_exact(1);
+                }
+                let at = v.partition_point(|(k, _)| *k < key);
+                v.insert(at, (key, d));
+            }
+            Entries::Small(v) => {
+                let mut m: BTreeMap<(u32, u64), ScanDirent> =
+                    std::mem::take(v).into_iter().collect();
+                m.insert(key, d);
+                *self = Entries::Large(m);
+            }
+            Entries::Large(m) => {
+                m.insert(key, d);
+            }
+        }
+    }
+
+    fn iter(&self) -> Box<dyn Iterator<Item = &ScanDirent> + '_> {
+        match self {
+            Entries::Small(v) => Box::new(v.iter().map(|(_, d)| d)),
+            Entries::Large(m) => Box::new(m.values()),
+        }
+    }
 }
 
 impl DirentList {
@@ -105,19 +201,14 @@ impl DirentList {
 
     /// Whether the list is empty.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.len() == 0
     }
 
     /// `jffs2_add_fd_to_list`: inserts `new`, or settles a name clash by version.
     pub fn add(&mut self, new: ScanDirent) -> FdAdd {
         let h = full_name_hash(&new.name);
-        let key = self
-            .map
-            .range((h, 0)..=(h, u64::MAX))
-            .find(|(_, d)| d.name == new.name)
-            .map(|(k, _)| *k);
-        if let Some(k) = key {
-            if let Some(slot) = self.map.get_mut(&k) {
+        if let Some(k) = self.map.find(h, &new.name) {
+            if let Some(slot) = self.map.get_mut(k) {
                 if new.version < slot.version {
                     return FdAdd::Dropped(new);
                 }
@@ -132,21 +223,28 @@ impl DirentList {
 
     /// The entries in list order.
     pub fn iter(&self) -> impl Iterator<Item = &ScanDirent> {
-        self.map.values()
+        self.map.iter()
     }
 
     /// Keeps only the entries for which `keep` is true.
     pub fn retain(&mut self, mut keep: impl FnMut(&ScanDirent) -> bool) {
-        self.map.retain(|_, d| keep(d));
+        match &mut self.map {
+            Entries::Small(v) => v.retain(|(_, d)| keep(d)),
+            Entries::Large(m) => m.retain(|_, d| keep(d)),
+        }
     }
 
     /// The entry named `name`, if any.
     pub fn get(&self, name: &[u8]) -> Option<&ScanDirent> {
-        let h = full_name_hash(name);
-        self.map
-            .range((h, 0)..=(h, u64::MAX))
-            .map(|(_, d)| d)
-            .find(|d| d.name == name)
+        let k = self.map.find(full_name_hash(name), name)?;
+        match &self.map {
+            Entries::Small(v) => v
+                .binary_search_by(|(x, _)| x.cmp(&k))
+                .ok()
+                .and_then(|i| v.get(i))
+                .map(|(_, d)| d),
+            Entries::Large(m) => m.get(&k),
+        }
     }
 
     /// Removes the entry named `name` when `pred` holds for it; returns it.
@@ -155,14 +253,9 @@ impl DirentList {
         name: &[u8],
         pred: impl FnOnce(&ScanDirent) -> bool,
     ) -> Option<ScanDirent> {
-        let h = full_name_hash(name);
-        let key = self
-            .map
-            .range((h, 0)..=(h, u64::MAX))
-            .find(|(_, d)| d.name == name)
-            .map(|(k, _)| *k)?;
-        if self.map.get(&key).is_some_and(pred) {
-            self.map.remove(&key)
+        let key = self.map.find(full_name_hash(name), name)?;
+        if self.map.get_mut(key).is_some_and(|d| pred(d)) {
+            self.map.remove(key)
         } else {
             None
         }
@@ -170,7 +263,20 @@ impl DirentList {
 
     /// The entries in list order.
     pub fn into_vec(self) -> Vec<ScanDirent> {
-        self.map.into_values().collect()
+        match self.map {
+            // A new vector of the exact size: collecting in place would keep the keyed
+            // entries' larger allocation for the whole life of the scan.
+            Entries::Small(v) => {
+                let mut out = Vec::with_capacity(v.len());
+                out.extend(v.into_iter().map(|(_, d)| d));
+                out
+            }
+            Entries::Large(m) => {
+                let mut out = Vec::with_capacity(m.len());
+                out.extend(m.into_values());
+                out
+            }
+        }
     }
 }
 
@@ -217,6 +323,28 @@ mod tests {
         }
     }
 
+    /// Small lists (a vector) and large ones (a tree) agree with the plain vector, through
+    /// the switch from one to the other.
+    #[test]
+    fn small_and_large_lists_agree() {
+        for names in [3u32, SMALL as u32, SMALL as u32 + 1, 40] {
+            let mut v = Vec::new();
+            let mut t = DirentList::new();
+            for i in 0..200usize {
+                let name = format!("n{}", (i as u32 * 7) % names);
+                let a = add_fd_to_list(&mut v, fd(name.as_bytes(), (i % 5) as u32, i));
+                assert_eq!(a, t.add(fd(name.as_bytes(), (i % 5) as u32, i)));
+                let want = v.iter().find(|d| d.name == name.as_bytes()).map(|d| d.node);
+                assert_eq!(t.get(name.as_bytes()).map(|d| d.node), want);
+            }
+            assert_eq!(t.len(), v.len());
+            let removed = t.remove_if(b"n1", |_| true).map(|d| d.node);
+            let at = v.iter().position(|d| d.name == b"n1");
+            assert_eq!(removed, at.map(|i| v.remove(i).node));
+            assert_eq!(v, t.into_vec());
+        }
+    }
+
     #[test]
     fn dedupe_by_version_later_wins_ties() {
         let mut l = DirentList::new();
@@ -241,7 +369,8 @@ mod tests {
             let b = t.add(fd(name.as_bytes(), ver, i));
             assert_eq!(a, b);
         }
-        assert_eq!(v, t.into_vec());
+        assert_eq!(v, t.clone().into_vec());
+        assert_eq!(v.iter().collect::<Vec<_>>(), t.iter().collect::<Vec<_>>());
         // Sorted by hash.
         let hs: Vec<u32> = v.iter().map(|d| full_name_hash(&d.name)).collect();
         assert!(hs.windows(2).all(|w| w[0] <= w[1]));
