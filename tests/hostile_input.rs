@@ -156,6 +156,16 @@ fn dump_extract_input_truncated_while_mapped() {
     truncated_while_mapped(DUMP, &["--extract", "DIR", "IMG"], 1);
 }
 
+#[test]
+fn fsck_input_truncated_while_mapped() {
+    truncated_while_mapped(FSCK, &["IMG"], 8);
+}
+
+#[test]
+fn fsck_repair_input_truncated_while_mapped() {
+    truncated_while_mapped(FSCK, &["--repair", "OUT", "IMG"], 8);
+}
+
 /// Without `tool` (or root), CI fails; elsewhere the test says SKIPPED loudly and returns.
 fn skip_or_fail(why: &str) {
     if std::env::var("CI").as_deref() == Ok("true") {
