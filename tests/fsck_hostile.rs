@@ -4,6 +4,8 @@
 //! with bounded memory, and reported.
 
 mod common;
+
+use common::Img;
 #[path = "common/fsck_util.rs"]
 mod fsck_util;
 
@@ -11,95 +13,13 @@ use std::time::{Duration, Instant};
 
 use fsck_util::*;
 use jffs2::compress::{zlib_compress, COMPR_COPY, COMPR_RUBINMIPS, COMPR_ZERO, COMPR_ZLIB};
-use jffs2::format::{dt, pad4, DirentNode, Endian, InodeNode};
+use jffs2::format::{dt, Endian, InodeNode};
 use jffs2::fsck::{check, Options, Report, Severity};
-use jffs2::layout::{BlockWriter, EndPad, LayoutConfig};
 
 const LE: Endian = Endian::Little;
 const ES: u32 = 65536;
-const S_IFDIR: u32 = 0o040000;
 const S_IFREG: u32 = 0o100000;
 const HANG_GUARD: Duration = Duration::from_secs(20);
-
-struct Img(Vec<Vec<u8>>);
-
-impl Img {
-    fn new() -> Self {
-        Img(Vec::new())
-    }
-    fn dirent(&mut self, pino: u32, version: u32, ino: u32, dtype: u8, name: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        DirentNode {
-            pino,
-            version,
-            ino,
-            dtype,
-            ..Default::default()
-        }
-        .encode(LE, name, &mut b);
-        self.0.push(b);
-        self
-    }
-    fn inode(&mut self, n: InodeNode, data: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        n.encode(LE, data, &mut b);
-        self.0.push(b);
-        self
-    }
-    fn dir(&mut self, parent: u32, ino: u32, name: &[u8], version: u32) -> &mut Self {
-        self.inode(
-            InodeNode {
-                ino,
-                version: 1,
-                mode: S_IFDIR | 0o755,
-                ..Default::default()
-            },
-            &[],
-        );
-        self.dirent(parent, version, ino, dt::DIR, name)
-    }
-    #[allow(clippy::too_many_arguments)]
-    fn file_node(
-        &mut self,
-        ino: u32,
-        version: u32,
-        isize: u32,
-        ofs: u32,
-        dsize: u32,
-        compr: u8,
-        data: &[u8],
-    ) -> &mut Self {
-        self.inode(
-            InodeNode {
-                ino,
-                version,
-                mode: S_IFREG | 0o644,
-                isize,
-                offset: ofs,
-                dsize,
-                compr,
-                ..Default::default()
-            },
-            data,
-        )
-    }
-    fn build(&self) -> Vec<u8> {
-        let cfg = LayoutConfig {
-            endian: LE,
-            erase_size: ES,
-            cleanmarker: Some(12),
-            summary: false,
-        };
-        let mut w = BlockWriter::new(Vec::new(), cfg);
-        for n in &self.0 {
-            w.prepare(pad4(n.len() as u32), 0).unwrap();
-            w.write_node(n).unwrap();
-        }
-        let (mut out, _) = w.finish(EndPad::Block).unwrap();
-        out.resize((5 * ES as usize).max(out.len()), 0xFF);
-        out
-    }
-}
 
 fn opts() -> Options {
     Options {

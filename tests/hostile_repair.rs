@@ -3,6 +3,8 @@
 //! write an image that checks clean and `jffs2-convert` must name what it leaves out.
 
 mod common;
+
+use common::Img;
 #[path = "common/fsck_util.rs"]
 mod fsck_util;
 
@@ -10,84 +12,11 @@ use std::path::Path;
 
 use fsck_util::*;
 use jffs2::format::{dt, pad4, DirentNode, Endian, InodeNode};
-use jffs2::layout::{BlockWriter, EndPad, LayoutConfig};
 
 const LE: Endian = Endian::Little;
 const ES: u32 = 65536;
 const S_IFDIR: u32 = 0o040000;
 const S_IFREG: u32 = 0o100000;
-
-/// Nodes laid out in order by the one block writer.
-struct Img(Vec<Vec<u8>>);
-
-impl Img {
-    fn new() -> Self {
-        Img(Vec::new())
-    }
-    fn dirent(&mut self, pino: u32, version: u32, ino: u32, dtype: u8, name: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        DirentNode {
-            pino,
-            version,
-            ino,
-            dtype,
-            ..Default::default()
-        }
-        .encode(LE, name, &mut b);
-        self.0.push(b);
-        self
-    }
-    fn inode(&mut self, n: InodeNode, data: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        n.encode(LE, data, &mut b);
-        self.0.push(b);
-        self
-    }
-    fn dir(&mut self, parent: u32, ino: u32, name: &[u8], version: u32) -> &mut Self {
-        self.inode(
-            InodeNode {
-                ino,
-                version: 1,
-                mode: S_IFDIR | 0o755,
-                ..Default::default()
-            },
-            &[],
-        );
-        self.dirent(parent, version, ino, dt::DIR, name)
-    }
-    fn file(&mut self, parent: u32, ino: u32, name: &[u8], version: u32, data: &[u8]) -> &mut Self {
-        let n = data.len() as u32;
-        self.inode(
-            InodeNode {
-                ino,
-                version: 1,
-                mode: S_IFREG | 0o644,
-                isize: n,
-                dsize: n,
-                csize: n,
-                ..Default::default()
-            },
-            data,
-        );
-        self.dirent(parent, version, ino, dt::REG, name)
-    }
-    fn build(&self) -> Vec<u8> {
-        let cfg = LayoutConfig {
-            endian: LE,
-            erase_size: ES,
-            cleanmarker: Some(12),
-            summary: false,
-        };
-        let mut w = BlockWriter::new(Vec::new(), cfg);
-        for n in &self.0 {
-            w.prepare(pad4(n.len() as u32), 0).unwrap();
-            w.write_node(n).unwrap();
-        }
-        let (mut out, _) = w.finish(EndPad::Block).unwrap();
-        out.resize((5 * ES as usize).max(out.len()), 0xFF);
-        out
-    }
-}
 
 /// /a/b with a file each, and b naming a again: a cycle reachable from the root.
 fn cycle() -> Vec<u8> {
