@@ -21,7 +21,8 @@
 //!   highest, carrying the inode's current attributes. Versions never go down (§8.3).
 //! * A directory always gets a fresh inode node above every dirent version, so its times
 //!   stay those Linux showed whatever the copied dirents' `mctime` (§6.4); rewritten dirents
-//!   carry `mctime` 0. The faked root of an mkfs image (no node) stays without one; another
+//!   carry `mctime` 0. The faked root of an mkfs image (no node) stays without one (unless
+//!   it has xattrs, which Linux attaches only to an inode its scan met); another
 //!   faked directory (children but no node) gets a node, which silences the kernel's
 //!   "no data nodes found" without changing what it shows.
 //! * If the node with an inode's current metadata is not copied, a metadata node (no data)
@@ -1357,7 +1358,10 @@ impl<'f, 'a> Planner<'f, 'a> {
                 offset: r.offset,
                 data: None,
             }),
-            None if inode.faked && inode.ino == 1 => {}
+            // A faked root keeps no node, unless it has xattrs: Linux attaches an xref only
+            // to an inode the scan met on flash (a node of it, or an entry in it), and an
+            // empty root would have neither.
+            None if inode.faked && inode.ino == 1 && self.fs.raw_xattrs(inode).is_empty() => {}
             _ => items.push(Item::Meta {
                 node: self.template(inode),
                 payload: Vec::new(),
