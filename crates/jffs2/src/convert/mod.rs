@@ -196,7 +196,7 @@ enum Item {
         pino: u32,
         ino: u32,
         dtype: u8,
-        name: Vec<u8>,
+        name: crate::name::Name,
     },
     /// An xattr datum.
     Datum {
@@ -1157,7 +1157,7 @@ impl<'f, 'a> Planner<'f, 'a> {
         let mut dents: BTreeMap<u32, Vec<crate::fs::Dirent>> = BTreeMap::new();
         // Where each shown inode was first reached (parent, name): paths are built only for
         // what is reported (building every entry's would cost its depth each).
-        let mut named: HashMap<u32, (u32, Vec<u8>)> = HashMap::new();
+        let mut named: HashMap<u32, (u32, crate::name::Name)> = HashMap::new();
         shown.insert(1, InodeKind::Dir);
         // A directory's entries are taken, not copied: it is descended once, and from here on
         // only the entries kept are planned (a million entries are a million names).
@@ -1178,7 +1178,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 stack.pop();
                 continue;
             };
-            let path = |named: &HashMap<u32, (u32, Vec<u8>)>| {
+            let path = |named: &HashMap<u32, (u32, crate::name::Name)>| {
                 let mut p = path_of(named, dir);
                 p.push(b'/');
                 p.extend_from_slice(&de.name);
@@ -1684,7 +1684,7 @@ fn gap_holds_node(fs: &Fs<'_>, summarised: &std::collections::HashSet<u32>) -> b
 /// The path (`/a/b`) at which the walk first reached `ino`, from the parents recorded in
 /// `named`; the root is the empty path. Bounded by [`crate::fs::PATH_MAX`]: a longer path
 /// keeps its last bytes after `…`, and a loop in `named` (never built) cannot hang it.
-fn path_of(named: &HashMap<u32, (u32, Vec<u8>)>, mut ino: u32) -> Vec<u8> {
+fn path_of(named: &HashMap<u32, (u32, crate::name::Name)>, mut ino: u32) -> Vec<u8> {
     let mut parts: Vec<&[u8]> = Vec::new();
     let mut len = 0usize;
     let mut cut = false;
