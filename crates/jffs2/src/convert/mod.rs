@@ -1266,15 +1266,18 @@ impl<'f, 'a> Planner<'f, 'a> {
             }
         }
 
-        // The rest, in inode order.
-        let rest: Vec<Inode> = shown
-            .keys()
-            .filter_map(|ino| match reads.remove(ino) {
-                Some(Read::Held(i)) => Some(i),
-                _ => None,
-            })
-            .collect();
-        for chunk in rest.chunks(PLAN_CHUNK) {
+        // The rest, in inode order, taken a chunk at a time: moving them all out at once
+        // would hold every directory's inode twice (here and in the map's table, which does
+        // not shrink), the peak of a conversion of many directories.
+        let mut held = shown.keys().filter_map(|ino| match reads.remove(ino) {
+            Some(Read::Held(i)) => Some(i),
+            _ => None,
+        });
+        loop {
+            let chunk: Vec<Inode> = held.by_ref().take(PLAN_CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
             let per: Vec<Vec<Item>> = pool.install(|| {
                 chunk
                     .par_iter()
