@@ -50,6 +50,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -171,26 +172,33 @@ const BIG: usize = 1024;
 /// 4 MiB nodes would otherwise hold gigabytes; `tests/hostile_cli.rs`).
 const ROUND_BYTES: u64 = 8 << 20;
 
-/// One unit of output, in write order.
+/// One unit of output, in write order. Kept small (planned items are held for a whole file,
+/// one per data node): a node template is shared by the items of its inode.
 enum Item {
     /// A node copied from the input (byte-swapped when the byte order changes); data
     /// nodes carry their description and the inode's current attributes, for a split at a
     /// block end.
     Copy {
         offset: u32,
-        data: Option<(DataNode, InodeNode)>,
+        data: Option<(DataNode, Arc<InodeNode>)>,
     },
     /// A data node's visible ranges, rewritten.
     Data {
-        tmpl: InodeNode,
+        tmpl: Arc<InodeNode>,
         dn: DataNode,
         ranges: Vec<(u64, u64)>,
     },
     /// An inode node without data (or with a raw payload: symlink target).
-    Meta { node: InodeNode, payload: Vec<u8> },
+    Meta {
+        node: Arc<InodeNode>,
+        payload: Vec<u8>,
+    },
     /// A regular file's closing metadata node: the copy at `copy` if nothing of the inode
     /// got a fresh version before it, else `node` with the next version.
-    LastMeta { copy: Option<u32>, node: InodeNode },
+    LastMeta {
+        copy: Option<u32>,
+        node: Arc<InodeNode>,
+    },
     /// A directory entry written anew.
     Dirent {
         pino: u32,
@@ -636,7 +644,7 @@ pub fn convert_with_progress<W: Write + Send>(
                             let rec = match item {
                                 Item::Meta { node, payload } => {
                                     let version = next(&mut versions, node.ino);
-                                    InodeNode { version, ..node }
+                                    InodeNode { version, ..*node }
                                         .encode(lc.endian, &payload, &mut buf);
                                     18
                                 }
@@ -1362,7 +1370,7 @@ impl<'f, 'a> Planner<'f, 'a> {
             }),
             None if inode.faked && inode.ino == 1 => {}
             _ => items.push(Item::Meta {
-                node: self.template(inode),
+                node: Arc::new(self.template(inode)),
                 payload: Vec::new(),
             }),
         }
@@ -1402,14 +1410,20 @@ impl<'f, 'a> Planner<'f, 'a> {
         }
         let mut order: Vec<(u64, usize)> = ranges.iter().map(|(&n, r)| (r[0].0, n)).collect();
         order.sort_unstable();
+        // A file of many nodes is held planned until written: no growth slack, and no
+        // doubling (the old and new buffers alive at once).
+        items.reserve_exact(order.len() + 1);
         let latest = inode.latest;
         let mut latest_copied = false;
-        let tmpl = self.template(inode);
+        let tmpl = Arc::new(self.template(inode));
         for (_, n) in order {
             let Some(dn) = inode.nodes.get(n) else {
                 continue;
             };
-            let r = &ranges[&n];
+            // Moved out, not copied: each node is planned once.
+            let Some(r) = ranges.remove(&n) else {
+                continue;
+            };
             let whole = r.len() == 1 && r[0] == (u64::from(dn.ofs), dn.end());
             let crosses = dn.size > 0 && u64::from(dn.ofs) / page != (dn.end() - 1) / page;
             let copy = whole
@@ -1431,7 +1445,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 items.push(Item::Data {
                     tmpl: tmpl.clone(),
                     dn: dn.clone(),
-                    ranges: r.clone(),
+                    ranges: r,
                 });
             }
         }
@@ -1476,7 +1490,10 @@ impl<'f, 'a> Planner<'f, 'a> {
         if inode.kind == InodeKind::Symlink {
             node.isize = payload.len() as u32;
         }
-        items.push(Item::Meta { node, payload });
+        items.push(Item::Meta {
+            node: Arc::new(node),
+            payload,
+        });
     }
 
     fn plan_xattrs(
@@ -1773,14 +1790,14 @@ impl<'a> Worker<'_, 'a> {
                 offset,
                 data: Some((dn, tmpl)),
                 ..
-            } => Ready::DataCopy(self.copy(*offset), dn.clone(), tmpl.clone()),
+            } => Ready::DataCopy(self.copy(*offset), dn.clone(), InodeNode::clone(tmpl)),
             Item::Data { tmpl, dn, ranges } => self.data(tmpl, dn, ranges),
             Item::Meta { node, payload } => Ready::Versioned(Item::Meta {
                 node: node.clone(),
                 payload: payload.clone(),
             }),
             Item::LastMeta { copy, node } => {
-                Ready::LastMeta(copy.map(|o| self.copy(o)), node.clone())
+                Ready::LastMeta(copy.map(|o| self.copy(o)), InodeNode::clone(node))
             }
             Item::Dirent {
                 pino,
