@@ -1178,8 +1178,8 @@ impl<'f, 'a> Planner<'f, 'a> {
             Some(Read::Held(d)) if d.kind == InodeKind::Dir => children(d),
             _ => Vec::new(),
         };
+        dents.insert(1, Vec::with_capacity(root.len()));
         let mut stack: Vec<(u32, Vec<crate::fs::Dirent>)> = vec![(1, root)];
-        dents.insert(1, Vec::new());
         while let Some((dir, rest)) = stack.last_mut() {
             let dir = *dir;
             let Some(de) = rest.pop() else {
@@ -1224,8 +1224,10 @@ impl<'f, 'a> Planner<'f, 'a> {
                     shown.insert(de.ino, i.kind);
                     named.insert(de.ino, (dir, de.name.clone()));
                     if i.kind == InodeKind::Dir {
-                        dents.entry(de.ino).or_default();
-                        stack.push((de.ino, children(i)));
+                        let kids = children(i);
+                        // Room for all at once: no doubling (both buffers alive) as it fills.
+                        dents.entry(de.ino).or_default().reserve_exact(kids.len());
+                        stack.push((de.ino, kids));
                     }
                     dents.entry(dir).or_default().push(de);
                 }
