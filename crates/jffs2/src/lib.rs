@@ -135,6 +135,7 @@ pub mod input;
 pub mod layout;
 pub mod mapguard;
 pub mod mkfs;
+pub mod name;
 mod prefetch;
 pub mod scan;
 pub mod source;

@@ -51,6 +51,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -172,32 +173,39 @@ const BIG: usize = 1024;
 /// 4 MiB nodes would otherwise hold gigabytes; `tests/hostile_cli.rs`).
 const ROUND_BYTES: u64 = 8 << 20;
 
-/// One unit of output, in write order.
+/// One unit of output, in write order. Kept small (planned items are held for a whole file,
+/// one per data node): a node template is shared by the items of its inode.
 enum Item {
     /// A node copied from the input (byte-swapped when the byte order changes); data
     /// nodes carry their description and the inode's current attributes, for a split at a
     /// block end.
     Copy {
         offset: u32,
-        data: Option<(DataNode, InodeNode)>,
+        data: Option<(DataNode, Arc<InodeNode>)>,
     },
     /// A data node's visible ranges, rewritten.
     Data {
-        tmpl: InodeNode,
+        tmpl: Arc<InodeNode>,
         dn: DataNode,
         ranges: Vec<(u64, u64)>,
     },
     /// An inode node without data (or with a raw payload: symlink target).
-    Meta { node: InodeNode, payload: Vec<u8> },
+    Meta {
+        node: Arc<InodeNode>,
+        payload: Vec<u8>,
+    },
     /// A regular file's closing metadata node: the copy at `copy` if nothing of the inode
     /// got a fresh version before it, else `node` with the next version.
-    LastMeta { copy: Option<u32>, node: InodeNode },
+    LastMeta {
+        copy: Option<u32>,
+        node: Arc<InodeNode>,
+    },
     /// A directory entry written anew.
     Dirent {
         pino: u32,
         ino: u32,
         dtype: u8,
-        name: Vec<u8>,
+        name: crate::name::Name,
     },
     /// An xattr datum.
     Datum {
@@ -637,7 +645,7 @@ pub fn convert_with_progress<W: Write + Send>(
                             let rec = match item {
                                 Item::Meta { node, payload } => {
                                     let version = next(&mut versions, node.ino);
-                                    InodeNode { version, ..node }
+                                    InodeNode { version, ..*node }
                                         .encode(lc.endian, &payload, &mut buf);
                                     18
                                 }
@@ -1158,7 +1166,7 @@ impl<'f, 'a> Planner<'f, 'a> {
         let mut dents: BTreeMap<u32, Vec<crate::fs::Dirent>> = BTreeMap::new();
         // Where each shown inode was first reached (parent, name): paths are built only for
         // what is reported (building every entry's would cost its depth each).
-        let mut named: HashMap<u32, (u32, Vec<u8>)> = HashMap::new();
+        let mut named: HashMap<u32, (u32, crate::name::Name)> = HashMap::new();
         shown.insert(1, InodeKind::Dir);
         // A directory's entries are taken, not copied: it is descended once, and from here on
         // only the entries kept are planned (a million entries are a million names).
@@ -1171,15 +1179,15 @@ impl<'f, 'a> Planner<'f, 'a> {
             Some(Read::Held(d)) if d.kind == InodeKind::Dir => children(d),
             _ => Vec::new(),
         };
+        dents.insert(1, Vec::with_capacity(root.len()));
         let mut stack: Vec<(u32, Vec<crate::fs::Dirent>)> = vec![(1, root)];
-        dents.insert(1, Vec::new());
         while let Some((dir, rest)) = stack.last_mut() {
             let dir = *dir;
             let Some(de) = rest.pop() else {
                 stack.pop();
                 continue;
             };
-            let path = |named: &HashMap<u32, (u32, Vec<u8>)>| {
+            let path = |named: &HashMap<u32, (u32, crate::name::Name)>| {
                 let mut p = path_of(named, dir);
                 p.push(b'/');
                 p.extend_from_slice(&de.name);
@@ -1217,8 +1225,10 @@ impl<'f, 'a> Planner<'f, 'a> {
                     shown.insert(de.ino, i.kind);
                     named.insert(de.ino, (dir, de.name.clone()));
                     if i.kind == InodeKind::Dir {
-                        dents.entry(de.ino).or_default();
-                        stack.push((de.ino, children(i)));
+                        let kids = children(i);
+                        // Room for all at once: no doubling (both buffers alive) as it fills.
+                        dents.entry(de.ino).or_default().reserve_exact(kids.len());
+                        stack.push((de.ino, kids));
                     }
                     dents.entry(dir).or_default().push(de);
                 }
@@ -1267,15 +1277,18 @@ impl<'f, 'a> Planner<'f, 'a> {
             }
         }
 
-        // The rest, in inode order.
-        let rest: Vec<Inode> = shown
-            .keys()
-            .filter_map(|ino| match reads.remove(ino) {
-                Some(Read::Held(i)) => Some(i),
-                _ => None,
-            })
-            .collect();
-        for chunk in rest.chunks(PLAN_CHUNK) {
+        // The rest, in inode order, taken a chunk at a time: moving them all out at once
+        // would hold every directory's inode twice (here and in the map's table, which does
+        // not shrink), the peak of a conversion of many directories.
+        let mut held = shown.keys().filter_map(|ino| match reads.remove(ino) {
+            Some(Read::Held(i)) => Some(i),
+            _ => None,
+        });
+        loop {
+            let chunk: Vec<Inode> = held.by_ref().take(PLAN_CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
             let per: Vec<Vec<Item>> = pool.install(|| {
                 chunk
                     .par_iter()
@@ -1363,7 +1376,7 @@ impl<'f, 'a> Planner<'f, 'a> {
             // empty root would have neither.
             None if inode.faked && inode.ino == 1 && self.fs.raw_xattrs(inode).is_empty() => {}
             _ => items.push(Item::Meta {
-                node: self.template(inode),
+                node: Arc::new(self.template(inode)),
                 payload: Vec::new(),
             }),
         }
@@ -1403,14 +1416,20 @@ impl<'f, 'a> Planner<'f, 'a> {
         }
         let mut order: Vec<(u64, usize)> = ranges.iter().map(|(&n, r)| (r[0].0, n)).collect();
         order.sort_unstable();
+        // A file of many nodes is held planned until written: no growth slack, and no
+        // doubling (the old and new buffers alive at once).
+        items.reserve_exact(order.len() + 1);
         let latest = inode.latest;
         let mut latest_copied = false;
-        let tmpl = self.template(inode);
+        let tmpl = Arc::new(self.template(inode));
         for (_, n) in order {
             let Some(dn) = inode.nodes.get(n) else {
                 continue;
             };
-            let r = &ranges[&n];
+            // Moved out, not copied: each node is planned once.
+            let Some(r) = ranges.remove(&n) else {
+                continue;
+            };
             let whole = r.len() == 1 && r[0] == (u64::from(dn.ofs), dn.end());
             let crosses = dn.size > 0 && u64::from(dn.ofs) / page != (dn.end() - 1) / page;
             let copy = whole
@@ -1432,7 +1451,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 items.push(Item::Data {
                     tmpl: tmpl.clone(),
                     dn: dn.clone(),
-                    ranges: r.clone(),
+                    ranges: r,
                 });
             }
         }
@@ -1477,7 +1496,10 @@ impl<'f, 'a> Planner<'f, 'a> {
         if inode.kind == InodeKind::Symlink {
             node.isize = payload.len() as u32;
         }
-        items.push(Item::Meta { node, payload });
+        items.push(Item::Meta {
+            node: Arc::new(node),
+            payload,
+        });
     }
 
     fn plan_xattrs(
@@ -1688,7 +1710,7 @@ fn gap_holds_node(fs: &Fs<'_>, summarised: &std::collections::HashSet<u32>) -> b
 /// The path (`/a/b`) at which the walk first reached `ino`, from the parents recorded in
 /// `named`; the root is the empty path. Bounded by [`crate::fs::PATH_MAX`]: a longer path
 /// keeps its last bytes after `…`, and a loop in `named` (never built) cannot hang it.
-fn path_of(named: &HashMap<u32, (u32, Vec<u8>)>, mut ino: u32) -> Vec<u8> {
+fn path_of(named: &HashMap<u32, (u32, crate::name::Name)>, mut ino: u32) -> Vec<u8> {
     let mut parts: Vec<&[u8]> = Vec::new();
     let mut len = 0usize;
     let mut cut = false;
@@ -1774,14 +1796,14 @@ impl<'a> Worker<'_, 'a> {
                 offset,
                 data: Some((dn, tmpl)),
                 ..
-            } => Ready::DataCopy(self.copy(*offset), dn.clone(), tmpl.clone()),
+            } => Ready::DataCopy(self.copy(*offset), dn.clone(), InodeNode::clone(tmpl)),
             Item::Data { tmpl, dn, ranges } => self.data(tmpl, dn, ranges),
             Item::Meta { node, payload } => Ready::Versioned(Item::Meta {
                 node: node.clone(),
                 payload: payload.clone(),
             }),
             Item::LastMeta { copy, node } => {
-                Ready::LastMeta(copy.map(|o| self.copy(o)), node.clone())
+                Ready::LastMeta(copy.map(|o| self.copy(o)), InodeNode::clone(node))
             }
             Item::Dirent {
                 pino,

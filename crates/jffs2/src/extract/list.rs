@@ -104,7 +104,7 @@ pub enum LookupError {
 
 fn find<'d>(dents: &'d [Dirent], name: &[u8]) -> Option<&'d Dirent> {
     dents
-        .binary_search_by(|d| d.name.as_slice().cmp(name))
+        .binary_search_by(|d| d.name.as_bytes().cmp(name))
         .ok()
         .and_then(|i| dents.get(i))
         .or_else(|| dents.iter().find(|d| d.name == name))

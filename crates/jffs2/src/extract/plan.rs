@@ -108,7 +108,7 @@ pub enum EntryKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// Name in its directory (empty for the root).
-    pub name: Vec<u8>,
+    pub name: crate::name::Name,
     /// Index of the parent entry (the root's parent is itself, 0).
     pub parent: usize,
     /// Depth: 0 for the root, 1 for its children, …
@@ -201,7 +201,7 @@ impl Plan {
         };
         let root_dents = std::mem::take(&mut root.dents);
         plan.entries.push(Entry {
-            name: Vec::new(),
+            name: crate::name::Name::default(),
             parent: 0,
             depth: 0,
             ino: 1,
@@ -228,7 +228,7 @@ impl Plan {
             if let Some(reason) = name_problem(&d.name) {
                 plan.refused.push(Refusal::BadName {
                     dir: plan.path(dir),
-                    name: d.name.clone(),
+                    name: d.name.to_vec(),
                     ino: d.ino,
                     reason,
                 });

@@ -85,7 +85,7 @@ pub fn build_with<'a>(image: &'a [u8], scan: &'a mut Scan, opts: FsOptions) -> F
                     problems.push(Problem::DirentToMissingInode {
                         offset: ref_offset(scan, fd.node),
                         parent: *ino,
-                        name: fd.name.clone(),
+                        name: fd.name.to_vec(),
                         ino: fd.ino,
                     });
                 }
@@ -171,7 +171,7 @@ pub fn build_with<'a>(image: &'a [u8], scan: &'a mut Scan, opts: FsOptions) -> F
                 problems.push(Problem::DirHardLink {
                     offset,
                     ino: fd.ino,
-                    name: fd.name.clone(),
+                    name: fd.name.to_vec(),
                     parent: *ino,
                     other_parent: child.pino_nlink,
                 });

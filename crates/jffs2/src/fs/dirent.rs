@@ -14,7 +14,7 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dirent {
     /// Name (up to the first NUL, as the kernel compares and lists it).
-    pub name: Vec<u8>,
+    pub name: crate::name::Name,
     /// Target inode; 0 for a deletion dirent.
     pub ino: u32,
     /// `DT_*` type byte.
@@ -119,7 +119,7 @@ impl DirentList {
             }
             let w = fd(win);
             out.push(Dirent {
-                name: first.to_vec(),
+                name: first.into(),
                 ino: w.ino,
                 dtype: w.dtype,
                 version: w.version,

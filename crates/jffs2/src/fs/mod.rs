@@ -21,7 +21,7 @@
 //!
 //! let root = fs.read_inode(1)?; // jffs2_iget / jffs2_do_read_inode (§6)
 //! assert_eq!(root.kind, fs::InodeKind::Dir);
-//! let names: Vec<&[u8]> = root.dents.iter().map(|d| d.name.as_slice()).collect();
+//! let names: Vec<&[u8]> = root.dents.iter().map(|d| d.name.as_bytes()).collect();
 //! assert_eq!(names, [&b"motd"[..], b"tmp"]);
 //!
 //! let motd = root.dents[0].ino;

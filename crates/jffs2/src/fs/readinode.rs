@@ -306,7 +306,7 @@ impl Fs<'_> {
     /// # let mut scanned = jffs2::scan::scan(&flash, &g, &Default::default());
     /// # let fs = jffs2::fs::build(&flash, &mut scanned);
     /// // `fs`: the model of an image holding `/motd` (inode 2, "Welcome\n").
-    /// let names: Vec<Vec<u8>> = fs.list_dir(1)?.into_iter().map(|d| d.name).collect();
+    /// let names: Vec<Vec<u8>> = fs.list_dir(1)?.into_iter().map(|d| d.name.to_vec()).collect();
     /// assert_eq!(names, [b"motd".to_vec()]);
     /// assert_eq!(fs.list_dir(2), Err(FsError::NotADirectory(2)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())

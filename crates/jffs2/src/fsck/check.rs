@@ -147,7 +147,7 @@ pub(crate) fn run(
     let fs = fs::build(img, &mut scan);
     // The inodes first: the walk must know which data nodes Linux shows (always
     // decompressed) from dead ones (decompressed within a budget).
-    let (inodes, full_scan) = rayon::join(
+    let (mut inodes, full_scan) = rayon::join(
         || {
             let mut inos: Vec<u32> = fs.live_inodes().collect();
             if !inos.contains(&1) {
@@ -196,6 +196,11 @@ pub(crate) fn run(
         for d in &inode.dents {
             status.insert(d.offset, Status::Used(ino));
         }
+    }
+    // Nothing further needs the entries kept here (the tree walk reads each directory
+    // again): freed before it, a large directory is not held twice.
+    for inode in inodes.values_mut().flatten() {
+        inode.dents = Vec::new();
     }
     let live: HashSet<u32> = status
         .iter()

@@ -540,8 +540,7 @@ impl Engine<'_> {
             Some(dir),
             false,
         )?;
-        let mut name = name;
-        name.truncate(checked);
+        let name = crate::name::Name::new(&name[..checked]);
         self.add_dirent(
             dir,
             ScanDirent {

@@ -153,7 +153,7 @@ pub struct ScanDirent {
     /// `DT_*` type.
     pub dtype: u8,
     /// Name (truncated at the first NUL, as the kernel does).
-    pub name: Vec<u8>,
+    pub name: crate::name::Name,
     /// Index of the node in [`Scan::refs`].
     pub node: usize,
 }

@@ -290,7 +290,7 @@ mod tests {
             version,
             ino: 2,
             dtype: 8,
-            name: name.to_vec(),
+            name: name.into(),
             node,
         }
     }

@@ -312,7 +312,7 @@ impl Engine<'_> {
                             version,
                             ino,
                             dtype,
-                            name: name[..checked].to_vec(),
+                            name: name[..checked].into(),
                             node: idx,
                         },
                     );

@@ -435,7 +435,7 @@ fn deletion_and_rename_by_version() {
     let fs = build(&image, &mut scan);
     let d = fs.list_dir(1).unwrap();
     assert_eq!(d.len(), 1);
-    assert_eq!((d[0].name.as_slice(), d[0].ino), (&b"name"[..], 4));
+    assert_eq!((d[0].name.as_bytes(), d[0].ino), (&b"name"[..], 4));
     assert!(fs.removed(2) && fs.removed(3));
 }
 

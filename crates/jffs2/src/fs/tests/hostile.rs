@@ -341,7 +341,7 @@ fn refs_into_garbage() {
                 version: rnd(),
                 ino: 1 + rnd() % 8,
                 dtype: dt::DIR,
-                name: vec![b'n'; (rnd() % 5) as usize],
+                name: vec![b'n'; (rnd() % 5) as usize].into(),
                 node: i,
             });
         }
