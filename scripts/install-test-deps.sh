@@ -9,7 +9,7 @@ pkgs=(
   libdeflate-dev     # optional fast inflater for extraction and fsck (zlib alone otherwise)
   attr acl           # setfattr / setfacl for xattr fixtures
   fakeroot           # fakeroot compatibility test of the tree scan
-  qemu-system-x86    # the kernel judge (issue 2)
+  qemu-system-x86    # the kernel judge (tests/kernel_harness.rs)
   busybox-static cpio
   time               # GNU time (/usr/bin/time -f %M): peak memory of the binaries (tests/hostile_cli.rs)
   valgrind           # instruction counts: linear work on hostile images (tests/linear_time.rs)

@@ -197,7 +197,7 @@ fn parent_of(p: &[u8]) -> Vec<u8> {
 /// Directory times: mkfs.jffs2 numbers dirents globally, so a directory's last entry has a
 /// newer version than the directory's own inode node, and Linux then shows that entry's
 /// `mctime` — the mtime of the child mkfs wrote last, the last by name
-/// (`kernel-jffs2-spec.md` §6.4).
+/// (`docs/spec/kernel-jffs2-spec.md` §6.4).
 fn expected_from_source(src: &BTreeMap<Vec<u8>, HostEntry>) -> BTreeMap<Vec<u8>, HostEntry> {
     let mut exp = src.clone();
     let mut last_child: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();

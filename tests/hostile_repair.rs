@@ -422,7 +422,7 @@ fn empty_summary() -> Vec<u8> {
     img
 }
 
-/// A valid summary listing no record hides its block from Linux (kernel-jffs2-spec.md §4.3,
+/// A valid summary listing no record hides its block from Linux (docs/spec/kernel-jffs2-spec.md §4.3,
 /// §4.4: the records are trusted, unlisted nodes are dirt). The readers show what Linux
 /// shows; convert and --repair keep that, and name the files valid on flash they leave out.
 #[test]

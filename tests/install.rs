@@ -1,4 +1,4 @@
-//! Installation (issue 9): `scripts/install.sh` into temporary prefixes. The five binaries and
+//! Installation: `scripts/install.sh` into temporary prefixes. The five binaries and
 //! the mtd-utils names as relative links; refusal to replace a file that is not ours, `--force`,
 //! `DESTDIR`, `--no-mtd-names`; `fsck -t jffs2 IMAGE` running our `fsck.jffs2`; every manual
 //! page rendered by man(1) and groff without a warning, with every section and option; the

@@ -128,7 +128,7 @@ fn parse_guide(name: &'static str) -> Guide {
 }
 
 /// Lines each guide must quote verbatim from the build system it describes (its source, as
-/// `/work/shared/reference/ecosystem.md` §2 records them, or as the tool logs them).
+/// `docs/spec/ecosystem.md` §2 records them, or as the tool logs them).
 const QUOTED: &[(&str, &str)] = &[
     (
         "yocto.md",

@@ -1,4 +1,4 @@
-//! Time linear in the image size (issue 8), shown without a clock: valgrind counts the
+//! Time linear in the image size, shown without a clock: valgrind counts the
 //! instructions each tool executes (deterministic for the same binary and input) on hostile
 //! images of n, 2n and 4n units. With `I(k)` that count, the growth from 2n to 4n against the
 //! growth from n to 2n is 2 for linear work (fixed costs cancel out) and 4 for quadratic work;

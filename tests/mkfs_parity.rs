@@ -1,6 +1,6 @@
 //! Byte parity with mtd-utils' mkfs.jffs2: for the same tree and the same arguments,
 //! `jffs2-mkfs` must write the same bytes (`issues show 2`, "Byte parity";
-//! `mtd-utils-spec.md` §3).
+//! `docs/spec/mtd-utils-spec.md` §3).
 //!
 //! Every case builds one image with `/usr/sbin/mkfs.jffs2` (LC_ALL=C) and one with our
 //! binary and compares them; `-v` cases also compare the listing (stdout) and the

@@ -1,4 +1,4 @@
-//! OpenWrt's JFFS2 build, unchanged, through the drop-in names (issue 9): `include/image.mk`
+//! OpenWrt's JFFS2 build, unchanged, through the drop-in names: `include/image.mk`
 //! runs
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Regression tests for mtd-utils sumtool's bugs (`mtd-utils-spec.md` §8 B-13, B-14; issue 5):
+//! Regression tests for mtd-utils sumtool's bugs (`docs/spec/mtd-utils-spec.md` §8 B-13, B-14):
 //! each runs mtd-utils' sumtool on the image that shows the bug (to document it) and checks
 //! that jffs2-sumtool handles the same image correctly.
 

@@ -1,4 +1,4 @@
-//! jffs2-sumtool's command line against mtd-utils' sumtool (`mtd-utils-spec.md` §5.1): the
+//! jffs2-sumtool's command line against mtd-utils' sumtool (`docs/spec/mtd-utils-spec.md` §5.1): the
 //! same options and grammar, the same messages and exit codes (run under the name `sumtool`,
 //! through a symlink, so the program name in messages is the same), plus what differs on
 //! purpose: geometry and byte-order refusals, atomic output.

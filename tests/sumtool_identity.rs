@@ -1,4 +1,4 @@
-//! Issue 5, requirement 5: `jffs2-mkfs --summary` gives the same bytes as `jffs2-mkfs`
+//! `jffs2-mkfs --summary` gives the same bytes as `jffs2-mkfs`
 //! followed by `jffs2-sumtool` with the same geometry — over erase sizes, byte orders,
 //! cleanmarker options, `-p` / `--pad=SIZE`, xattrs, page sizes that make nodes too large for a
 //! summary, and an empty tree.

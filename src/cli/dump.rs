@@ -1,5 +1,5 @@
 //! `jffs2-dump` / `jffs2dump`: the command line of mtd-utils' jffs2dump
-//! (`mtd-utils-spec.md` §6.1): `[-b|-l] [-c] [-v] [-e FILE [-r]] [-d LEN -o LEN] [-h] [-V]
+//! (`docs/spec/mtd-utils-spec.md` §6.1): `[-b|-l] [-c] [-v] [-e FILE [-r]] [-d LEN -o LEN] [-h] [-V]
 //! IMAGE`, with GNU getopt_long's grammar and jffs2dump's messages and exit codes; under the
 //! `jffs2-dump` name also the views and file access of `views` (`--json`, `--summary`,
 //! `--blocks`, `--map`, `--info`, `--list`, `--cat`, `--extract`); invoked as `jffs2reader`,

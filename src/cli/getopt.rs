@@ -4,7 +4,7 @@
 //! glibc's `getopt_long`: options and operands may be mixed (permutation), long options may
 //! be abbreviated to any unambiguous prefix, an *optional* argument is taken only when
 //! attached (`-p0x1000`, `--pad=0x1000`; `-p 0x1000` leaves `0x1000` as an operand,
-//! `mtd-utils-spec.md` §3.1), and options take effect in command-line order. clap cannot
+//! `docs/spec/mtd-utils-spec.md` §3.1), and options take effect in command-line order. clap cannot
 //! express all of that, so the drop-ins parse with this instead.
 
 use std::ffi::{OsStr, OsString};

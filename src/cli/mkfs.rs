@@ -1,5 +1,5 @@
 //! `jffs2-mkfs` / `mkfs.jffs2`: the command line of mtd-utils' mkfs.jffs2, option for
-//! option and quirk for quirk (`mtd-utils-spec.md` §3.1, `ecosystem.md` §2.6), plus a few
+//! option and quirk for quirk (`docs/spec/mtd-utils-spec.md` §3.1, `docs/spec/ecosystem.md` §2.6), plus a few
 //! long options mkfs.jffs2 does not have.
 
 use std::ffi::OsString;

@@ -3,7 +3,7 @@
 //! mtd-utils parses numbers with C's `strtol(s, &end, 0)`: leading white space, an optional
 //! sign, `0x` for hex, a leading `0` for octal, decimal otherwise, stopping at the first
 //! character that does not fit — and then usually ignores what follows
-//! (`mtd-utils-spec.md` §3.1, B-3). The erase-size grammar adds `KiB`/`MiB` suffixes and
+//! (`docs/spec/mtd-utils-spec.md` §3.1, B-3). The erase-size grammar adds `KiB`/`MiB` suffixes and
 //! reads a bare number below 0x1000 as KiB.
 
 /// C `strtol(s, &end, 0)` on a 64-bit `long`: the value (saturated on overflow, like

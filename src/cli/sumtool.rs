@@ -1,5 +1,5 @@
 //! `jffs2-sumtool` / `sumtool`: the command line of mtd-utils' sumtool, option for option
-//! (`mtd-utils-spec.md` §5.1), over the core summariser ([`jffs2::sumtool`]), which reads the
+//! (`docs/spec/mtd-utils-spec.md` §5.1), over the core summariser ([`jffs2::sumtool`]), which reads the
 //! input as the kernel does, refuses a wrong erase size or byte order instead of wrecking the
 //! image, and never loses or resurrects a node.
 
@@ -257,7 +257,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     let len = input.len;
     // Without -e (or -b/-l), sumtool assumes 64 KiB (or the host's byte order): for an input
     // built otherwise, mtd-utils' sumtool writes an image that loses nodes (Yocto's
-    // `jffs2.sum` step passes no -e, `ecosystem.md` §2.1). What the input was built with,
+    // `jffs2.sum` step passes no -e, `docs/spec/ecosystem.md` §2.1). What the input was built with,
     // when the detection is sure of it, is used instead, with a warning; a value given on
     // the command line is never overridden (that stays an error).
     // Each fallback sets its `*_given`, so it happens once: at most three analyses.

@@ -1,7 +1,7 @@
 //! The JFFS2 CRC-32.
 //!
 //! JFFS2 uses the reflected CRC-32 polynomial (0xEDB88320) with an initial register of 0 and
-//! no final inversion (`mtd-utils-spec.md` §1.4, `kernel-jffs2-spec.md` §1.1). This equals
+//! no final inversion (`docs/spec/mtd-utils-spec.md` §1.4, `docs/spec/kernel-jffs2-spec.md` §1.1). This equals
 //! the standard CRC-32 started from 0xFFFFFFFF with the final inversion undone, so the fast
 //! SIMD implementation of `crc32fast` can be reused.
 
@@ -37,7 +37,7 @@ mod tests {
 
     #[test]
     fn cleanmarker_vector() {
-        // mtd-utils-spec.md §2.7: LE cleanmarker header CRC is e41eb0b1.
+        // docs/spec/mtd-utils-spec.md §2.7: LE cleanmarker header CRC is e41eb0b1.
         assert_eq!(crc32(&[0x85, 0x19, 0x03, 0x20, 0x0c, 0, 0, 0]), 0xe41e_b0b1);
         assert_eq!(crc32(&[0x19, 0x85, 0x20, 0x03, 0, 0, 0, 0x0c]), 0xf060_dc98);
     }

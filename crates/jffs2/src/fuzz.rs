@@ -1,4 +1,4 @@
-//! Entry points for fuzzing (issue 8): one function per target of `fuzz/` (cargo-fuzz), also
+//! Entry points for fuzzing: one function per target of `fuzz/` (cargo-fuzz), also
 //! run over the committed seed and regression corpora by `tests/fuzz_corpus.rs`, so that
 //! every input that ever crashed stays a test.
 //!

@@ -2,7 +2,7 @@
 //!
 //! A JFFS2 image can never exceed 4 GiB: every flash offset the format and the kernel keep is
 //! 32 bits wide (the summary records' `offset u32`, absolute on the flash for xrefs,
-//! `kernel-jffs2-spec.md` §1.7; the kernel's `uint32_t` node offsets). So an input longer
+//! `docs/spec/kernel-jffs2-spec.md` §1.7; the kernel's `uint32_t` node offsets). So an input longer
 //! than [`MAX_IMAGE_LEN`] is refused rather than read until memory runs out (`/dev/zero`, an
 //! endless pipe). Regular files are refused from their size; anything else (pipes, character
 //! devices, block devices, MTD devices, standard input) is read up to the limit.

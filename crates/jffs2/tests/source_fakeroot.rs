@@ -1,4 +1,4 @@
-//! The host scan must see what fakeroot fakes (`ecosystem.md` §4): ownership, device nodes
+//! The host scan must see what fakeroot fakes (`docs/spec/ecosystem.md` §4): ownership, device nodes
 //! and xattrs recorded by fakeroot exist only in its daemon, and are visible only through the
 //! libc functions it wraps (`lstat`, `llistxattr`, `lgetxattr`).
 //!

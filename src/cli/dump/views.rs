@@ -761,7 +761,7 @@ pub(crate) const READER_LONG: &[LongOpt] = &[
     lo("version", HasArg::No, b'V' as u32),
 ];
 
-/// `jffs2reader IMAGE [-d DIR | -f FILE] [-r] [-t]` (`mtd-utils-spec.md` §7), with correct
+/// `jffs2reader IMAGE [-d DIR | -f FILE] [-r] [-t]` (`docs/spec/mtd-utils-spec.md` §7), with correct
 /// data: see `reader_help`.
 pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
     use super::super::getopt::{getopt_long, Parsed};

@@ -1,4 +1,4 @@
-//! The LZO compressor (`JFFS2_COMPR_LZO`, id 7), `mtd-utils-spec.md` §4.5.
+//! The LZO compressor (`JFFS2_COMPR_LZO`, id 7), `docs/spec/mtd-utils-spec.md` §4.5.
 //!
 //! mkfs.jffs2 calls liblzo's `lzo1x_999_compress` (= compression level 8 of
 //! `lzo1x_999_compress_level`: lazy 2, good 32, max_lazy 128, nice 2048, chain 2048, flags 1)

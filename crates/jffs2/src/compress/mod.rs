@@ -1,6 +1,6 @@
-//! JFFS2 compressors: the mkfs.jffs2 compressor framework (`mtd-utils-spec.md` §4, from
+//! JFFS2 compressors: the mkfs.jffs2 compressor framework (`docs/spec/mtd-utils-spec.md` §4, from
 //! `jffsX-utils/compr.c`) and decompressors for every id the kernel knows
-//! (`kernel-jffs2-spec.md` §1.9).
+//! (`docs/spec/kernel-jffs2-spec.md` §1.9).
 //!
 //! [`Compressors`] holds the compressor list (names, priorities, enabled flags, sorted by
 //! descending priority), the selection mode (`-m`) and the `-t` flag. Its

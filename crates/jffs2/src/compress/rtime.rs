@@ -1,5 +1,5 @@
 //! The rtime compressor (`JFFS2_COMPR_RTIME`, id 2): a byte-oriented LZ77 variant
-//! (`mtd-utils-spec.md` §4.4, `kernel-jffs2-spec.md` §1.9).
+//! (`docs/spec/mtd-utils-spec.md` §4.4, `docs/spec/kernel-jffs2-spec.md` §1.9).
 //!
 //! The stream is a sequence of `(literal, run)` byte pairs. Encoder and decoder both keep
 //! `positions[256]`, the position just after the last occurrence of every byte value

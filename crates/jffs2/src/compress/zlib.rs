@@ -1,5 +1,5 @@
-//! The zlib compressor (`JFFS2_COMPR_ZLIB`, id 6), `mtd-utils-spec.md` §4.3 and
-//! `kernel-jffs2-spec.md` §1.9.
+//! The zlib compressor (`JFFS2_COMPR_ZLIB`, id 6), `docs/spec/mtd-utils-spec.md` §4.3 and
+//! `docs/spec/kernel-jffs2-spec.md` §1.9.
 //!
 //! Byte-identical output needs the real zlib (flate2's `zlib` feature links the system libz
 //! through libz-sys, the same library mkfs.jffs2 uses) *and* exactly the same sequence of

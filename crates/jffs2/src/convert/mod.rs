@@ -7,7 +7,7 @@
 //! through the one [`BlockWriter`] in any geometry (erase size, cleanmarkers, summaries,
 //! byte order, page size, compression).
 //!
-//! # Policy (`kernel-jffs2-spec.md` §8.3, §8.5)
+//! # Policy (`docs/spec/kernel-jffs2-spec.md` §8.3, §8.5)
 //!
 //! * A live node is **copied** ("pristine", the same version) when nothing forbids it: a
 //!   data node whose whole range is still visible, that does not cross a page boundary of
@@ -1569,7 +1569,7 @@ impl<'f, 'a> Planner<'f, 'a> {
 }
 
 /// What valid nodes on flash hold that Linux never sees because an erase-block summary it
-/// trusts does not list them (kernel-jffs2-spec.md §4.3, §4.4: unlisted nodes are dirt, even
+/// trusts does not list them (docs/spec/kernel-jffs2-spec.md §4.3, §4.4: unlisted nodes are dirt, even
 /// a whole block's under a summary of 0 records). The output keeps what Linux shows, so
 /// these are left out, and said: every inode a full scan of the image (summaries ignored)
 /// shows and Linux does not, by its path there; and every inode Linux shows with nodes so

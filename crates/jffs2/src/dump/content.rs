@@ -1,5 +1,5 @@
 //! `jffs2dump -c [-v]`: jffs2dump's own word-by-word walk and its exact text
-//! (`mtd-utils-spec.md` §6.2; see the module documentation of [`crate::dump`] for why this is
+//! (`docs/spec/mtd-utils-spec.md` §6.2; see the module documentation of [`crate::dump`] for why this is
 //! not the mount scan, and for what happens where jffs2dump's behaviour is undefined).
 
 use std::fmt;
@@ -705,7 +705,7 @@ mod tests {
         }
     }
 
-    /// The worked example of mtd-utils-spec.md §2.9, as jffs2dump prints it.
+    /// The worked example of docs/spec/mtd-utils-spec.md §2.9, as jffs2dump prints it.
     #[test]
     fn worked_example() {
         let e = Endian::Little;

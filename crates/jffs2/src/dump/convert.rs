@@ -1,9 +1,9 @@
 //! `jffs2-dump -e FILE [-r]`: the image in the other byte order, node for node, at the same
-//! offsets (`mtd-utils-spec.md` §6.3 describes what jffs2dump does instead, §8 B-15).
+//! offsets (`docs/spec/mtd-utils-spec.md` §6.3 describes what jffs2dump does instead, §8 B-15).
 //!
 //! # Rules
 //!
-//! The walk is the kernel scan's resynchronising walk (`kernel-jffs2-spec.md` §3.2) without
+//! The walk is the kernel scan's resynchronising walk (`docs/spec/kernel-jffs2-spec.md` §3.2) without
 //! erase blocks: at every 4-byte step, erased words (0xFFFFFFFF) are copied; a word without
 //! the node magic, or with the magic but a wrong header CRC, is copied **unchanged** and the
 //! walk moves 4 bytes on (the kernel counts it as dirt either way; mtd-utils swaps its two

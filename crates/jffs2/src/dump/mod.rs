@@ -1,7 +1,7 @@
 //! What `jffs2-dump` (mtd-utils' `jffs2dump`) does with an image: the content listing
 //! ([`dump_content`], `-c`), the endianness conversion ([`convert_endian`], `-e`) and the
 //! peeling of NAND OOB bytes out of a raw dump ([`peel_oob`], `-d`/`-o`)
-//! (`mtd-utils-spec.md` §6); and the views `jffs2-dump` adds ([`views`]: nodes with their CRC
+//! (`docs/spec/mtd-utils-spec.md` §6); and the views `jffs2-dump` adds ([`views`]: nodes with their CRC
 //! and kernel verdicts, erase blocks, summaries, the SVG map, `--info`). The files themselves
 //! are [`crate::extract`]'s.
 //!

@@ -1,5 +1,5 @@
 //! `jffs2dump -d LEN -o LEN`: a raw NAND dump holds, page after page, `LEN` data bytes then
-//! `LEN` OOB bytes; the image is the data bytes alone (`mtd-utils-spec.md` §6.4).
+//! `LEN` OOB bytes; the image is the data bytes alone (`docs/spec/mtd-utils-spec.md` §6.4).
 
 use super::DumpError;
 

@@ -1,6 +1,6 @@
 //! Byte order of an image.
 
-/// The byte order of every multi-byte field of an image (`mtd-utils-spec.md` §1.1).
+/// The byte order of every multi-byte field of an image (`docs/spec/mtd-utils-spec.md` §1.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endian {
     /// Little endian (`-l`).

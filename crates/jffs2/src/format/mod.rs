@@ -1,5 +1,5 @@
 //! The JFFS2 on-flash format: constants, the endianness of an image, and encode/decode of
-//! every node type (`mtd-utils-spec.md` §2, `kernel-jffs2-spec.md` §1).
+//! every node type (`docs/spec/mtd-utils-spec.md` §2, `docs/spec/kernel-jffs2-spec.md` §1).
 //!
 //! Encoding writes the exact bytes mkfs.jffs2 writes (unpadded; the caller pads to 4 bytes
 //! with 0xFF, see [`pad4`]). Decoding works on a byte slice and never panics: every

@@ -1,4 +1,4 @@
-//! Encode and decode of every JFFS2 node type (`mtd-utils-spec.md` §2.2–§2.8).
+//! Encode and decode of every JFFS2 node type (`docs/spec/mtd-utils-spec.md` §2.2–§2.8).
 //!
 //! Encoders append the node's *unpadded* bytes (`totlen` of them, except xattr nodes whose
 //! totlen is already padded) to a buffer and compute every CRC over the bytes as stored.
@@ -82,7 +82,7 @@ impl NodeHeader {
     }
 
     /// The header CRC the node should have: computed over magic, the type with the
-    /// ACCURATE bit set (obsoleted nodes keep their original CRC; `mtd-utils-spec.md`
+    /// ACCURATE bit set (obsoleted nodes keep their original CRC; `docs/spec/mtd-utils-spec.md`
     /// §2.1, kernel `scan.c`), and totlen.
     pub fn computed_crc(&self, e: Endian) -> u32 {
         let mut b = [0u8; 8];
@@ -758,7 +758,7 @@ mod tests {
             .collect()
     }
 
-    /// The worked example of `mtd-utils-spec.md` §2.9 (mkfs.jffs2 -f -l, one file "a.txt").
+    /// The worked example of `docs/spec/mtd-utils-spec.md` §2.9 (mkfs.jffs2 -f -l, one file "a.txt").
     #[test]
     fn spec_worked_example() {
         let e = Endian::Little;

@@ -1,4 +1,4 @@
-//! `build.c: jffs2_build_filesystem` (`kernel-jffs2-spec.md` §5): link counting, removal of
+//! `build.c: jffs2_build_filesystem` (`docs/spec/kernel-jffs2-spec.md` §5): link counting, removal of
 //! unlinked inodes, directory hard links, then the xattr subsystem (§9.4).
 
 use std::collections::BTreeMap;

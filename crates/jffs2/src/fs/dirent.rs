@@ -1,5 +1,5 @@
 //! Directory entry lists with the kernel's de-duplication (`nodelist.c: jffs2_add_fd_to_list`,
-//! `kernel-jffs2-spec.md` §5.2).
+//! `docs/spec/kernel-jffs2-spec.md` §5.2).
 //!
 //! The kernel keeps a directory's entries sorted by name hash and compares names with
 //! `strcmp` (so a name is what precedes its first NUL). On an exact name match the entry with

@@ -1,5 +1,5 @@
 //! The filesystem model: what Linux builds from a [`crate::scan::Scan`] at mount
-//! (`build.c`, `kernel-jffs2-spec.md` §5) and what it reads for each inode (`readinode.c`,
+//! (`build.c`, `docs/spec/kernel-jffs2-spec.md` §5) and what it reads for each inode (`readinode.c`,
 //! `read.c`, §6), plus xattrs (§9.4).
 //!
 //! # Use

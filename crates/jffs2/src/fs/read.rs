@@ -1,5 +1,5 @@
 //! Reading data: `read.c: jffs2_read_dnode` and `jffs2_read_inode_range`
-//! (`kernel-jffs2-spec.md` §6.5, §1.9).
+//! (`docs/spec/kernel-jffs2-spec.md` §6.5, §1.9).
 
 use std::rc::Rc;
 

@@ -1,5 +1,5 @@
 //! Reading an inode: `readinode.c: jffs2_do_read_inode_internal` and `fs.c: jffs2_iget`
-//! (`kernel-jffs2-spec.md` §6.1–§6.4).
+//! (`docs/spec/kernel-jffs2-spec.md` §6.1–§6.4).
 
 use std::collections::BTreeMap;
 

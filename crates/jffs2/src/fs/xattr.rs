@@ -1,4 +1,4 @@
-//! Xattr datums and references (`xattr.c`, `acl.c`; `kernel-jffs2-spec.md` §9.4): the build
+//! Xattr datums and references (`xattr.c`, `acl.c`; `docs/spec/kernel-jffs2-spec.md` §9.4): the build
 //! of the xattr subsystem at mount, and what `listxattr` / `getxattr` return for an inode,
 //! with JFFS2 ACLs converted back to Linux's `posix_acl_xattr` format.
 

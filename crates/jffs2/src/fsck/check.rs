@@ -1604,7 +1604,7 @@ impl Ctx<'_, '_> {
     }
 
     /// Data nodes covering more than the largest page Linux uses, in one note: Linux writes
-    /// at most a page per node (kernel-jffs2-spec.md §8.3, §11: `jffs2_write_inode_range`) and
+    /// at most a page per node (docs/spec/kernel-jffs2-spec.md §8.3, §11: `jffs2_write_inode_range`) and
     /// reads one whole into a buffer of its size; mkfs.jffs2 `-s` takes any page size. Holes
     /// (ZERO nodes) excepted: Linux writes those across pages itself.
     fn large_data_nodes(&mut self) {

@@ -1,4 +1,4 @@
-//! fsck for JFFS2 (issue 4, parts 4–5): reads and checks everything Linux checks lazily, and
+//! fsck for JFFS2: reads and checks everything Linux checks lazily, and
 //! reports each problem as a [`Finding`] with a stable code, then a [`Report`] with the verdict,
 //! the space accounting, summary coverage and the mount cost.
 //!

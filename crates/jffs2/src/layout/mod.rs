@@ -1,20 +1,20 @@
 //! The erase-block writer: the one place that decides where nodes go on flash.
 //!
-//! It reproduces mkfs.jffs2's layout rules exactly (`mtd-utils-spec.md` §3.6): a cleanmarker
+//! It reproduces mkfs.jffs2's layout rules exactly (`docs/spec/mtd-utils-spec.md` §3.6): a cleanmarker
 //! at the start of every block that receives a node, nodes never crossing a block boundary
 //! (the tail of a block is raw 0xFF, never a padding node), 4-byte alignment with 0xFF, and
 //! the end-of-image padding of `-p` / `--pad=SIZE` (§3.6.5).
 //!
 //! With summaries enabled it additionally reserves room at the end of every block for an
 //! erase-block summary and writes one for every block that holds nodes, the way the kernel
-//! does when it writes (`kernel-jffs2-spec.md` §4.5: the reservation is
+//! does when it writes (`docs/spec/kernel-jffs2-spec.md` §4.5: the reservation is
 //! `PAD(sum_size + record + 40)`). That mode is an extension: mkfs.jffs2 has no summaries.
 //!
 //! A block that cannot carry a summary — its first node would not leave room for one even in
 //! an empty block, or a node has no summary record (an unknown RWCOMPAT_COPY type, which the
-//! kernel cannot summarise either, `kernel-jffs2-spec.md` §4.5) — is written without one: it
+//! kernel cannot summarise either, `docs/spec/kernel-jffs2-spec.md` §4.5) — is written without one: it
 //! is filled with the plain rules and closed with 0xFF, and the kernel scans it fully at
-//! mount. mtd-utils' sumtool aborts ("out of memory") on the first case (`mtd-utils-spec.md`
+//! mount. mtd-utils' sumtool aborts ("out of memory") on the first case (`docs/spec/mtd-utils-spec.md`
 //! §8 B-13).
 //!
 //! # Example
@@ -86,7 +86,7 @@ impl Default for LayoutConfig {
     }
 }
 
-/// How the image ends (`mtd-utils-spec.md` §3.6.5).
+/// How the image ends (`docs/spec/mtd-utils-spec.md` §3.6.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EndPad {
     /// The image ends right after the last node (4-byte aligned).
@@ -381,7 +381,7 @@ pub fn record_for(node: &[u8], e: Endian, offset_in_block: u32) -> Option<SumRec
             let d = DirentNode::decode(node, e, 0).ok()?;
             let name = node.get(DIRENT_SIZE..DIRENT_SIZE + d.nsize as usize)?;
             // A summary record whose name is empty or starts with NUL aborts the mount
-            // (`kernel-jffs2-spec.md` §4.3); the full scan of a block accepts the node (it
+            // (`docs/spec/kernel-jffs2-spec.md` §4.3); the full scan of a block accepts the node (it
             // truncates the name). Such a node goes to a block without a summary.
             if name.first().is_none_or(|&c| c == 0) {
                 return None;

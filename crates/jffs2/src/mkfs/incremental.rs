@@ -1,5 +1,5 @@
 //! `mkfs.jffs2 -i FILE`: find the highest inode number of an existing image so that the
-//! new image can be appended to it (`mtd-utils-spec.md` §3.7).
+//! new image can be appended to it (`docs/spec/mtd-utils-spec.md` §3.7).
 //!
 //! This is deliberately *not* the project's mount scanner: it reproduces mkfs.jffs2's own
 //! walk, including its stdout lines, because users compare that output. The walk reads

@@ -2,7 +2,7 @@
 //! byte-identical to mtd-utils' mkfs.jffs2 for the same tree and options.
 //!
 //! The work is split in three:
-//! 1. `plan` walks the tree in mkfs.jffs2's write order (`mtd-utils-spec.md` §3.5.2) and
+//! 1. `plan` walks the tree in mkfs.jffs2's write order (`docs/spec/mtd-utils-spec.md` §3.5.2) and
 //!    fixes every inode number and hard link up front;
 //! 2. a reader thread reads the regular files in that order, page by page, and hands each
 //!    page to a pool of compressor threads *speculatively* — assuming the page will not

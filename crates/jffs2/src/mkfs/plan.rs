@@ -1,5 +1,5 @@
 //! mkfs.jffs2's write order, decided before anything is written
-//! (`mtd-utils-spec.md` §3.5.1, §3.5.2).
+//! (`docs/spec/mtd-utils-spec.md` §3.5.1, §3.5.2).
 //!
 //! For a directory: its own xattrs, then each child in list order (dirent + inode nodes +
 //! xattrs, or only a dirent for a hard link), then a recursion into each child directory

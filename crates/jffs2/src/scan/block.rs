@@ -1,4 +1,4 @@
-//! `jffs2_scan_eraseblock` (`kernel-jffs2-spec.md` §3.2) and the per-type handlers of the
+//! `jffs2_scan_eraseblock` (`docs/spec/kernel-jffs2-spec.md` §3.2) and the per-type handlers of the
 //! full scan (§3.3, §9.1, §9.2).
 
 use super::engine::{

@@ -1,4 +1,4 @@
-//! Autodetection of the byte order and erase-block size of an image (issue 4, part 3).
+//! Autodetection of the byte order and erase-block size of an image.
 //!
 //! The evidence, strongest first:
 //!
@@ -6,9 +6,9 @@
 //!   (walking the image node to node, skipping 0xFF runs, as the kernel's resync does).
 //! * **Summary markers**: a summary node at `s` with `totlen` `T` ends at a block end, and
 //!   its marker (last 8 bytes of the block) holds its offset in the block `o`: the erase size
-//!   is `o + T` (`kernel-jffs2-spec.md` §1.7).
+//!   is `o + T` (`docs/spec/kernel-jffs2-spec.md` §1.7).
 //! * **Nodes never cross an erase-block boundary** (mkfs and the kernel both refuse, §10.3,
-//!   `mtd-utils-spec.md` §3.6): a candidate size that some node crosses is too small. Every
+//!   `docs/spec/mtd-utils-spec.md` §3.6): a candidate size that some node crosses is too small. Every
 //!   block that holds data starts with a node (a cleanmarker, or with `-n` the first node),
 //!   so a candidate boundary in the middle of data with no node starting there is wrong.
 //! * **Cleanmarkers** sit only at block starts; with cleanmarkers in use, the true size is the

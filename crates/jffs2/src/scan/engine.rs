@@ -1,4 +1,4 @@
-//! Accounting and the medium driver: `jffs2_scan_medium` (`kernel-jffs2-spec.md` §3.1),
+//! Accounting and the medium driver: `jffs2_scan_medium` (`docs/spec/kernel-jffs2-spec.md` §3.1),
 //! `jffs2_link_node_ref` / `jffs2_scan_dirty_space` (§3.2, §7.1), `jffs2_mark_node_obsolete`
 //! while scanning (§5.2, §7.1), `jffs2_scan_classify_jeb` (§3.4), inode caches (§3.3, §5.1)
 //! and the geometry checks of `jffs2_do_fill_super` (§2).
@@ -179,7 +179,7 @@ pub fn as_flashed(image: &[u8], erase_size: u32) -> Cow<'_, [u8]> {
     Cow::Owned(v)
 }
 
-/// Scans `image` as Linux 6.1 does at mount (`jffs2_scan_medium`, `kernel-jffs2-spec.md`
+/// Scans `image` as Linux 6.1 does at mount (`jffs2_scan_medium`, `docs/spec/kernel-jffs2-spec.md`
 /// §2–§4, §7.1, §9.1–9.3): every block in address order, with the summary path when
 /// `opts.summary`, and returns every ref, inode cache, dirent, xattr, the per-block
 /// accounting, and the messages Linux would print.

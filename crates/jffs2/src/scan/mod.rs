@@ -1,4 +1,4 @@
-//! The Linux mount scan, reproduced offline (`kernel-jffs2-spec.md` §3, §4, §7.1, §9.1–9.3,
+//! The Linux mount scan, reproduced offline (`docs/spec/kernel-jffs2-spec.md` §3, §4, §7.1, §9.1–9.3,
 //! §10, Appendix A). One scanner serves fsck, sumtool, dump and convert.
 //!
 //! This file holds the types the scan produces — the contract with the filesystem model in

@@ -1,4 +1,4 @@
-//! Kernel message wording (`kernel-jffs2-spec.md` Appendix A) and comparison with `dmesg`.
+//! Kernel message wording (`docs/spec/kernel-jffs2-spec.md` Appendix A) and comparison with `dmesg`.
 //!
 //! [`KernelMsg::text`](super::KernelMsg::text) is what `dmesg` shows after the `jffs2: `
 //! prefix. Messages printed with `JFFS2_WARNING` / `JFFS2_NOTICE` / `JFFS2_ERROR` carry the

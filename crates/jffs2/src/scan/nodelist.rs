@@ -1,5 +1,5 @@
 //! Directory-entry lists as the kernel keeps them (`nodelist.c: jffs2_add_fd_to_list`,
-//! `kernel-jffs2-spec.md` §5.2), shared by the mount scan (`scan_dents`) and by the
+//! `docs/spec/kernel-jffs2-spec.md` §5.2), shared by the mount scan (`scan_dents`) and by the
 //! filesystem model at readinode time (§6.1).
 //!
 //! A list is ordered by `full_name_hash` of the (NUL-truncated) name; among equal hashes, by

@@ -1,4 +1,4 @@
-//! The erase-block summary path (`kernel-jffs2-spec.md` §4; `scan.c` step B,
+//! The erase-block summary path (`docs/spec/kernel-jffs2-spec.md` §4; `scan.c` step B,
 //! `summary.c: jffs2_sum_scan_sumnode`, `jffs2_sum_process_sum_data`, `sum_link_node_ref`).
 
 use super::engine::{Bug, Engine, Jeb, REF_NORMAL};

@@ -1,5 +1,5 @@
 //! The device table (`-D`, `interpret_table_entry` / `parse_device_table`,
-//! `mtd-utils-spec.md` §3.4, §8 B-18; `ecosystem.md` §3).
+//! `docs/spec/mtd-utils-spec.md` §3.4, §8 B-18; `docs/spec/ecosystem.md` §3).
 
 use std::path::{Path, PathBuf};
 
@@ -316,7 +316,7 @@ pub(crate) fn find_filesystem_entry(tree: &Tree, dir: EntryId, fullname: &[u8]) 
 }
 
 /// Applies a device table to a scanned tree, exactly as mkfs.jffs2's `parse_device_table`
-/// (`mtd-utils-spec.md` §3.4, §8 B-18):
+/// (`docs/spec/mtd-utils-spec.md` §3.4, §8 B-18):
 ///
 /// * Lines: `<name> <type> <mode:octal> <uid> <gid> <major> <minor> <start> <inc> <count>`
 ///   read with glibc `sscanf("%ms %c %lo %lu %lu %lu %lu %lu %lu %lu")` semantics (§3.4):

@@ -1,6 +1,6 @@
 //! The host-tree source for mkfs: scanning a directory on the host into an in-memory tree,
 //! applying a device table to it, and reading the extended attributes of its entries
-//! (`mtd-utils-spec.md` §3.2–§3.4, §3.5.7).
+//! (`docs/spec/mtd-utils-spec.md` §3.2–§3.4, §3.5.7).
 //!
 //! The tree produced here is exactly the tree mkfs.jffs2 builds before it writes anything:
 //! same entries, same child order, same (squashed / device-table-overridden) metadata, same
@@ -9,7 +9,7 @@
 //! # Fakeroot and pseudo
 //!
 //! Build systems run mkfs under an `LD_PRELOAD` fakeroot (fakeroot, pseudo) that fakes
-//! ownership, modes and device nodes by wrapping libc functions (`ecosystem.md` §4). All
+//! ownership, modes and device nodes by wrapping libc functions (`docs/spec/ecosystem.md` §4). All
 //! metadata is therefore obtained through libc's `lstat`, `llistxattr` and `lgetxattr`,
 //! never through raw system calls nor `std::fs::symlink_metadata` (which uses `statx`, a
 //! function older fakeroot versions and pseudo do not wrap; a raw system call bypasses all
@@ -65,7 +65,7 @@ pub use scan::scan_host;
 pub use xattr::acl_to_jffs2;
 
 /// Which extended attributes mkfs copies into the image (`--with-xattr`, `--with-selinux`,
-/// `--with-posix-acl`; `mtd-utils-spec.md` §3.1, §3.5.7). A small bit set keyed like
+/// `--with-posix-acl`; `docs/spec/mtd-utils-spec.md` §3.1, §3.5.7). A small bit set keyed like
 /// mkfs' `enable_xattr` mask (bit `1 << prefix`). Empty by default: no xattrs are read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct XattrSelect(u32);
@@ -125,7 +125,7 @@ impl std::ops::BitOrAssign for XattrSelect {
     }
 }
 
-/// Options that influence the scan and the device table (`mtd-utils-spec.md` §3.1).
+/// Options that influence the scan and the device table (`docs/spec/mtd-utils-spec.md` §3.1).
 #[derive(Clone, Debug, Default)]
 pub struct ScanOptions {
     /// `-U`/`-q`: uid = gid = 0 for host-scanned entries (never for device-table entries).
@@ -164,7 +164,7 @@ impl Tree {
     }
 
     /// Looks an entry up by its full name with mkfs' own lookup (`find_filesystem_entry`,
-    /// `mtd-utils-spec.md` §3.4): it descends only through entries whose mode is a
+    /// `docs/spec/mtd-utils-spec.md` §3.4): it descends only through entries whose mode is a
     /// directory and stops at the first child whose full name is a path prefix. This is what
     /// the device table uses; it is exposed for callers that want identical semantics.
     pub fn find(&self, full_name: &[u8]) -> Option<EntryId> {

@@ -1,5 +1,5 @@
 //! The host tree scan (`recursive_add_host_directory` / `add_host_filesystem_entry`,
-//! `mtd-utils-spec.md` §3.3).
+//! `docs/spec/mtd-utils-spec.md` §3.3).
 
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use super::xattr::read_xattrs;
 use super::{Entry, EntryId, ScanOptions, SourceError, Tree, Warning};
 
 /// Scans the host directory `root` into a [`Tree`], exactly as mkfs.jffs2 does before it
-/// writes anything (`mtd-utils-spec.md` §3.2 step 3 and §3.3):
+/// writes anything (`docs/spec/mtd-utils-spec.md` §3.2 step 3 and §3.3):
 ///
 /// * The root is resolved like mkfs' `chdir(root)` + `getcwd()` (symlinks resolved,
 ///   absolute); a missing root, or one that is not a directory, is a [`SourceError::Root`].

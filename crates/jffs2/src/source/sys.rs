@@ -1,4 +1,4 @@
-//! Thin wrappers over the libc calls that fakeroot/pseudo intercept (`ecosystem.md` §4):
+//! Thin wrappers over the libc calls that fakeroot/pseudo intercept (`docs/spec/ecosystem.md` §4):
 //! `lstat`, `llistxattr`, `lgetxattr`. Everything here goes through the dynamic libc symbol,
 //! never through a raw system call.
 

@@ -1,5 +1,5 @@
 //! Reading extended attributes the way mkfs.jffs2 does (`write_xattr_entry`,
-//! `mtd-utils-spec.md` §3.5.7) and converting POSIX ACLs to the JFFS2 format.
+//! `docs/spec/mtd-utils-spec.md` §3.5.7) and converting POSIX ACLs to the JFFS2 format.
 
 use std::path::Path;
 
@@ -138,7 +138,7 @@ const JFFS2_ACL_VERSION: u32 = 1;
 
 /// Converts a POSIX ACL xattr value from the Linux format (little-endian u32 version, then
 /// 8-byte entries `le16 tag, le16 perm, le32 id`) to the JFFS2 on-flash format in the target
-/// endianness (`formalize_posix_acl`, `mtd-utils-spec.md` §3.5.7):
+/// endianness (`formalize_posix_acl`, `docs/spec/mtd-utils-spec.md` §3.5.7):
 /// `je32 version = 1`, then per entry `je16 tag, je16 perm` for USER_OBJ, GROUP_OBJ, MASK and
 /// OTHER, or `je16 tag, je16 perm, je32 id` for USER and GROUP.
 ///

@@ -1,4 +1,4 @@
-//! The `-v` listing: mtd-utils sumtool's lines where they apply (`mtd-utils-spec.md` §5.4).
+//! The `-v` listing: mtd-utils sumtool's lines where they apply (`docs/spec/mtd-utils-spec.md` §5.4).
 //!
 //! sumtool reads its input in erase-block chunks and prints `Load next block : N bytes read`
 //! per chunk, then a jffs2dump-style line per node with the offset inside the chunk. Here

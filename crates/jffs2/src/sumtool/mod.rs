@@ -1,5 +1,5 @@
 //! `jffs2-sumtool`: adds erase-block summaries to an image without changing its filesystem
-//! (`mtd-utils-spec.md` §5, `kernel-jffs2-spec.md` §4; issue 5).
+//! (`docs/spec/mtd-utils-spec.md` §5, `docs/spec/kernel-jffs2-spec.md` §4).
 //!
 //! # What is carried over
 //!
@@ -68,7 +68,7 @@ use crate::scan::{
     self, as_flashed, BlockClass, Detection, DirtCause, Geometry, MountFailure, Scan, ScanOptions,
 };
 
-/// Cleanmarkers in the output (`-c`, `-n`; `mtd-utils-spec.md` §5.1).
+/// Cleanmarkers in the output (`-c`, `-n`; `docs/spec/mtd-utils-spec.md` §5.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cleanmarkers {
     /// As in the input: cleanmarkers of the input's size if it has any, none otherwise

@@ -5,7 +5,7 @@
 //! decides every node exactly as `jffs2-mkfs` without `--summary` would (including the data
 //! nodes split at block tails), and each node is then re-laid by the same [`Summarizer`].
 //! That is why `jffs2-mkfs --summary` gives the same bytes as `jffs2-mkfs` followed by
-//! `jffs2-sumtool` with the same geometry (issue 5, requirement 5): one writer, one order, one
+//! `jffs2-sumtool` with the same geometry (the same bytes, `tests/sumtool_identity.rs`): one writer, one order, one
 //! end-padding rule.
 
 use std::io::{self, Write};
@@ -30,7 +30,7 @@ pub struct RelayoutStats {
 /// Lays complete nodes into erase blocks that each end with a summary, with the one
 /// [`BlockWriter`] in summary mode: a node goes into the current block when it and the
 /// summary grown by its record still fit (`PAD(totlen) + PAD(sum_size + record + 40)`, the
-/// kernel's own reservation, `kernel-jffs2-spec.md` §4.5), otherwise the block is closed with
+/// kernel's own reservation, `docs/spec/kernel-jffs2-spec.md` §4.5), otherwise the block is closed with
 /// its summary and the node starts the next one. Node bytes are copied verbatim.
 pub struct Summarizer<W: Write> {
     w: BlockWriter<W>,
@@ -93,7 +93,7 @@ impl<W: Write> Summarizer<W> {
     /// Closes the last block (with its summary), then pads the output with whole blocks of
     /// cleanmarker + 0xFF (or, without cleanmarkers, with 0xFF) up to at least `min_len`
     /// bytes — the size of the input, so that padded empty blocks are kept
-    /// (`mtd-utils-spec.md` §8 B-14) — exactly as `jffs2-mkfs --pad=min_len` ends an image.
+    /// (`docs/spec/mtd-utils-spec.md` §8 B-14) — exactly as `jffs2-mkfs --pad=min_len` ends an image.
     pub fn finish(self, min_len: u64) -> io::Result<(W, RelayoutStats)> {
         let nodes = self.nodes;
         let pad = EndPad::Size(i64::try_from(min_len).unwrap_or(i64::MAX));

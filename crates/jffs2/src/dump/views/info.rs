@@ -4,7 +4,7 @@
 //!
 //! # The command line
 //!
-//! mkfs.jffs2's output is a function of the tree and its options (`mtd-utils-spec.md` §3.9).
+//! mkfs.jffs2's output is a function of the tree and its options (`docs/spec/mtd-utils-spec.md` §3.9).
 //! Read back from the image:
 //!
 //! * `-e`: the erase size (detected or given); `-l`/`-b`: the byte order;

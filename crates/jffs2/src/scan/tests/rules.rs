@@ -1,4 +1,4 @@
-//! One test per rule of the full scan (`kernel-jffs2-spec.md` §2, §3, §5.2, §7.1, §9.1–9.2).
+//! One test per rule of the full scan (`docs/spec/kernel-jffs2-spec.md` §2, §3, §5.2, §7.1, §9.1–9.2).
 
 use super::*;
 use crate::format::NodeKind;

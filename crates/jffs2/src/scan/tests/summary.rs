@@ -1,4 +1,4 @@
-//! The erase-block summary path (`kernel-jffs2-spec.md` §4, §9.3, §10.5).
+//! The erase-block summary path (`docs/spec/kernel-jffs2-spec.md` §4, §9.3, §10.5).
 
 use super::*;
 use crate::format::{NodeKind, SumRecord, SUM_MAGIC};
