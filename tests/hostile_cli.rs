@@ -34,7 +34,7 @@ mod common;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::SystemTime;
 
 use common::scratch;
@@ -652,16 +652,6 @@ fn bombs() -> Case {
 // Running the binaries
 // ---------------------------------------------------------------------------------------
 
-/// GNU time, or a loud failure.
-fn gnu_time() -> &'static Path {
-    let p = Path::new("/usr/bin/time");
-    assert!(
-        p.is_file(),
-        "/usr/bin/time (GNU time, Debian package `time`) is missing: run scripts/install-test-deps.sh"
-    );
-    p
-}
-
 /// What one run of a binary did.
 struct Run {
     what: String,
@@ -694,36 +684,8 @@ fn run(bin: &str, args: &[&OsStr], input: &Path, image_len: u64) -> Run {
             .join(" ")
     );
     let before = fingerprint(input);
-    let rss = tempfile::NamedTempFile::new().unwrap();
-    let o = Command::new(gnu_time())
-        .arg("-f")
-        .arg("%M")
-        .arg("-o")
-        .arg(rss.path())
-        .arg(bin)
-        .args(args)
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
-    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    let timing = std::fs::read_to_string(rss.path()).unwrap();
-    assert!(
-        !timing.contains("terminated by signal"),
-        "{what}: {timing}\nstderr: {stderr}"
-    );
-    let code = o.status.code().expect("GNU time exits normally");
-    assert!(
-        code != 101 && !stderr.contains("panicked"),
-        "{what}: panicked (exit {code}): {stderr}"
-    );
-    let kib: u64 = timing
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{what}: no %M in {timing:?}"));
-    let peak = kib * 1024;
+    let m = common::measured(bin, args, true);
+    let (code, stdout, stderr, peak) = (m.code, m.stdout, m.stderr, m.peak);
     let mut problems = Vec::new();
     let limit = 2 * image_len + 64 * MIB;
     if peak > limit {

@@ -16,9 +16,10 @@
 //!
 //! Needs GNU time (`scripts/install-test-deps.sh`).
 
+mod common;
+
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use jffs2::format::{dt, DirentNode, Endian, InodeNode};
 
@@ -125,58 +126,10 @@ fn one_byte_nodes(n: u32) -> Vec<u8> {
     m.finish()
 }
 
-/// GNU time, or a loud failure.
-fn gnu_time() -> &'static Path {
-    let p = Path::new("/usr/bin/time");
-    assert!(
-        p.is_file(),
-        "/usr/bin/time (GNU time, Debian package `time`) is missing: run scripts/install-test-deps.sh"
-    );
-    p
-}
-
-/// Runs `bin args` under GNU time and returns its peak resident memory in bytes; panics if it
-/// panicked or died by a signal.
+/// Peak resident memory of `bin args`, in bytes (`common::measured`).
 fn peak(bin: &str, args: &[OsString]) -> u64 {
-    let what = format!(
-        "{} {}",
-        Path::new(bin).file_name().unwrap().to_string_lossy(),
-        args.iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    let rss = tempfile::NamedTempFile::new().unwrap();
-    let o = Command::new(gnu_time())
-        .arg("-f")
-        .arg("%M")
-        .arg("-o")
-        .arg(rss.path())
-        .arg(bin)
-        .args(args)
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    let timing = std::fs::read_to_string(rss.path()).unwrap();
-    assert!(
-        !timing.contains("terminated by signal"),
-        "{what}: {timing}\nstderr: {stderr}"
-    );
-    let code = o.status.code().expect("GNU time exits normally");
-    assert!(
-        code != 101 && !stderr.contains("panicked"),
-        "{what}: panicked (exit {code}): {stderr}"
-    );
-    let kib: u64 = timing
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{what}: no %M in {timing:?}"));
-    kib * 1024
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(OsString::as_os_str).collect();
+    common::measured(bin, &args, false).peak
 }
 
 /// The runs of [`check`].

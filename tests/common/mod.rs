@@ -1286,3 +1286,75 @@ impl Img {
         out
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Peak memory
+// ---------------------------------------------------------------------------------------
+
+/// One run of a binary under GNU time (`/usr/bin/time -f %M`).
+pub struct Measured {
+    pub code: i32,
+    /// Empty unless asked for (a large listing is not kept).
+    pub stdout: String,
+    pub stderr: String,
+    /// Peak resident memory, bytes.
+    pub peak: u64,
+}
+
+/// Runs `bin args` under GNU time with `LC_ALL=C` and no standard input; panics if GNU time
+/// is missing, or if the run panicked or died by a signal.
+pub fn measured(bin: &str, args: &[&std::ffi::OsStr], keep_stdout: bool) -> Measured {
+    let time = Path::new("/usr/bin/time");
+    assert!(
+        time.is_file(),
+        "/usr/bin/time (GNU time, Debian package `time`) is missing: run scripts/install-test-deps.sh"
+    );
+    let what = format!(
+        "{} {}",
+        Path::new(bin).file_name().unwrap().to_string_lossy(),
+        args.iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let rss = tempfile::NamedTempFile::new().unwrap();
+    let o = std::process::Command::new(time)
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(rss.path())
+        .arg(bin)
+        .args(args)
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::null())
+        .stdout(if keep_stdout {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let timing = std::fs::read_to_string(rss.path()).unwrap();
+    assert!(
+        !timing.contains("terminated by signal"),
+        "{what}: {timing}\nstderr: {stderr}"
+    );
+    let code = o.status.code().expect("GNU time exits normally");
+    assert!(
+        code != 101 && !stderr.contains("panicked"),
+        "{what}: panicked (exit {code}): {stderr}"
+    );
+    let kib: u64 = timing
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{what}: no %M in {timing:?}"));
+    Measured {
+        code,
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr,
+        peak: kib * 1024,
+    }
+}
