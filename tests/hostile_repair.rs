@@ -294,6 +294,13 @@ fn superseded_decompression_bombs_are_bounded() {
         ("zlib", jffs2::compress::COMPR_ZLIB),
     ] {
         let img = bomb(compr, 8);
+        // With JFFS2_TEST_KEEP=1, the 4 MiB image of this shape is kept for timing the
+        // binaries on it (docs/SECURITY.md, decompression work bounded).
+        if std::env::var_os("JFFS2_TEST_KEEP").is_some_and(|v| v == "1") {
+            let work = common::scratch();
+            let path = work.path().join(format!("{name}-bombs.img"));
+            std::fs::write(path, bomb(compr, 64)).unwrap();
+        }
         let opts = jffs2::fsck::Options {
             erase_size: Some(ES),
             endian: Some(LE),
