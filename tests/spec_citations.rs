@@ -3,7 +3,8 @@
 //!
 //! A citation is a spec file name, `docs/spec/NAME.md` anywhere in the repository (or bare
 //! `NAME.md` inside `docs/spec/` itself, where it names a sibling file), followed by one or more
-//! section marks `§N`, `§N.M`, ... on the same line, up to the next file name. Inside
+//! section marks `§N`, `§N.M`, ... on the same line, up to the next file name (a file name
+//! that ends a line also takes the marks at the start of the next line). Inside
 //! `docs/spec/` a section mark with no file name before it on its line refers to the file it is
 //! written in. Each cited number must be the number of a heading of the cited file
 //! (`## 4. Title`, `### 4.3 Title`, `#### 4.3.1 Title`). See `docs/spec/README.md`.
@@ -174,11 +175,20 @@ fn file_mention(line: &str, i: usize, bare_ok: bool) -> Option<(String, usize)> 
     Some((name, end))
 }
 
-/// The citations of one line. `own` is the spec file the line belongs to, if it is one: then
-/// section marks before any file name on the line cite it.
-fn line_citations(line: &str, own: Option<&str>) -> Vec<Citation> {
+/// The citations of one line, and the spec file named at its very end without a section
+/// mark after it (a citation wrapped onto the next line). `own` is the spec file the line
+/// belongs to, if it is one: then section marks before any file name on the line cite it.
+/// `carried` is the file the previous line ended with, which the marks at the start of this
+/// line cite.
+fn line_citations(
+    line: &str,
+    own: Option<&str>,
+    carried: Option<&str>,
+) -> (Vec<Citation>, Option<String>) {
     let mut out = Vec::new();
-    let mut current: Option<String> = own.map(str::to_string);
+    let mut current: Option<String> = carried.or(own).map(str::to_string);
+    // The last file name seen and where it ended, while no mark has followed it.
+    let mut dangling: Option<(String, usize)> = None;
     let mut i = 0;
     while i < line.len() {
         if !line.is_char_boundary(i) {
@@ -186,13 +196,15 @@ fn line_citations(line: &str, own: Option<&str>) -> Vec<Citation> {
             continue;
         }
         if let Some((name, end)) = file_mention(line, i, own.is_some()) {
-            current = Some(name);
+            current = Some(name.clone());
+            dangling = Some((name, end));
             i = end;
             continue;
         }
         let rest = &line[i..];
         if let Some(after) = rest.strip_prefix('§') {
             if let (Some(file), Some(n)) = (&current, section_number(after)) {
+                dangling = None;
                 out.push(Citation {
                     file: file.clone(),
                     section: n.clone(),
@@ -217,7 +229,14 @@ fn line_citations(line: &str, own: Option<&str>) -> Vec<Citation> {
         }
         i += rest.chars().next().map_or(1, char::len_utf8);
     }
-    out
+    let wrapped = dangling
+        .filter(|(_, end)| {
+            line[*end..]
+                .chars()
+                .all(|c| matches!(c, '`' | '(' | ')' | ',' | ';' | ' '))
+        })
+        .map(|(name, _)| name);
+    (out, wrapped)
 }
 
 /// Problems with the citations in `files`, as `path:line: message`.
@@ -228,6 +247,7 @@ fn citation_problems(files: &[(String, String)], spec: &[(String, Vec<String>)])
             .strip_prefix(&format!("{SPEC_DIR}/"))
             .filter(|name| !name.contains('/') && name.ends_with(".md"));
         let mut in_fence = false;
+        let mut carried: Option<String> = None;
         for (n, line) in text.lines().enumerate() {
             if own.is_some() && line.trim_start().starts_with("```") {
                 in_fence = !in_fence;
@@ -235,7 +255,9 @@ fn citation_problems(files: &[(String, String)], spec: &[(String, Vec<String>)])
             if in_fence {
                 continue;
             }
-            for c in line_citations(line, own) {
+            let (citations, wrapped) = line_citations(line, own, carried.as_deref());
+            carried = wrapped;
+            for c in citations {
                 match spec.iter().find(|(name, _)| *name == c.file) {
                     None => problems.push(format!(
                         "{path}:{}: cites {SPEC_DIR}/{}, which does not exist",
@@ -354,7 +376,7 @@ fn every_spec_citation_names_an_existing_section() {
         .map(|(path, text)| {
             let own = path.strip_prefix(&format!("{SPEC_DIR}/"));
             text.lines()
-                .map(|l| line_citations(l, own).len())
+                .map(|l| line_citations(l, own, None).0.len())
                 .sum::<usize>()
         })
         .sum::<usize>();
@@ -396,6 +418,12 @@ fn the_checks_catch_what_they_should() {
     assert_eq!(citation_problems(&file(range), &spec).len(), 1);
     let missing = "// docs/spec/nowhere.md §1";
     assert!(citation_problems(&file(missing), &spec)[0].contains("does not exist"));
+    // A file name ending a line carries over to the marks at the start of the next one.
+    let wrapped = "// see `docs/spec/kernel-jffs2-spec.md`\n// §4.3.1 and §4.9, then §7\n// §8";
+    let found = citation_problems(&file(wrapped), &spec);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].starts_with("src/x.rs:2:") && found[0].contains("§4.9"));
+    assert!(found[1].contains("§7"));
     // Section marks with no file before them are not checked outside docs/spec.
     assert!(citation_problems(&file("// §99.9"), &spec).is_empty());
     // Inside docs/spec a bare mark cites the file itself; a sibling named bare counts.
