@@ -5,7 +5,7 @@
 //! conversion (`-e`): a round trip gives the original bytes back for every image, the
 //! result equals `mkfs.jffs2` of the same tree in the other byte order (xattrs, ACLs and
 //! device nodes included), and equals mtd-utils' own conversion where that one is right
-//! (no xattrs, no device nodes). `issues show 6`, `docs/spec/mtd-utils-spec.md` §6.
+//! (no xattrs, no device nodes). `docs/spec/mtd-utils-spec.md` §6.
 //!
 //! The tests run as root (the xattr trees set trusted.* attributes and make device nodes)
 //! and fail loudly, never skip, when mtd-utils is missing.

@@ -1,5 +1,5 @@
 //! Command-line behaviour of `jffs2-mkfs` compared with mtd-utils' `mkfs.jffs2`
-//! (`docs/spec/mtd-utils-spec.md` §3.1, §8; `issues show 2`, items 5, 7 and 9): exit codes and
+//! (`docs/spec/mtd-utils-spec.md` §3.1, §8): exit codes and
 //! messages, the option quirks, output to stdout, atomic output, the `mkfs.jffs2` name, and
 //! the additions mkfs.jffs2 does not have (`--summary`, `SOURCE_DATE_EPOCH`, 4-byte device
 //! numbers, `--list-compressors`, extra warnings).

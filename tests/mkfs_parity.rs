@@ -1,6 +1,6 @@
 //! Byte parity with mtd-utils' mkfs.jffs2: for the same tree and the same arguments,
-//! `jffs2-mkfs` must write the same bytes (`issues show 2`, "Byte parity";
-//! `docs/spec/mtd-utils-spec.md` §3).
+//! `jffs2-mkfs` must write the same bytes
+//! (`docs/spec/mtd-utils-spec.md` §3).
 //!
 //! Every case builds one image with `/usr/sbin/mkfs.jffs2` (LC_ALL=C) and one with our
 //! binary and compares them; `-v` cases also compare the listing (stdout) and the
@@ -63,7 +63,7 @@ fn describe(args: &[OsString]) -> String {
     }
 }
 
-/// Drops our own `warning!:` lines (warnings mkfs.jffs2 never gives, issue §7) so the rest
+/// Drops our own `warning!:` lines (warnings mkfs.jffs2 never gives) so the rest
 /// of stderr can be compared with mkfs.jffs2's.
 fn without_our_warnings(s: &str) -> (String, Vec<String>) {
     let mut kept = String::new();
