@@ -331,7 +331,7 @@ pub fn help() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_clap, check_table, check_text};
+    use super::super::tests::{check_clap, check_table, check_text, message};
     use super::*;
     use crate::cli::describe::convert_command;
 
@@ -344,5 +344,18 @@ mod tests {
     #[test]
     fn clap_describes_what_is_parsed() {
         check_clap(convert_command(), FLAGS, ALL);
+    }
+
+    #[test]
+    fn oobsize_after_output_for_getopt() {
+        assert_eq!(
+            message(FLAGS, ALL, "--o"),
+            "option '--o' is ambiguous; possibilities: '--output' '--oobsize'"
+        );
+        assert_eq!(
+            message(FLAGS, ALL, "--in"),
+            "option '--in' is ambiguous; possibilities: '--input' '--input-eraseblock' \
+             '--input-endian' '--input-pagesize'"
+        );
     }
 }

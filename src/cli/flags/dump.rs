@@ -431,7 +431,7 @@ names are escaped; symbolic links inside the image are followed for PATH.
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_clap, check_table, check_text};
+    use super::super::tests::{check_clap, check_ranks, check_table, check_text, message};
     use super::super::ALL;
     use super::*;
     use crate::cli::describe::{dump_command, jffs2dump_command, jffs2reader_command};
@@ -450,5 +450,19 @@ mod tests {
         check_clap(dump_command(), FLAGS, OURS);
         check_clap(jffs2dump_command(), FLAGS, DROP_IN);
         check_clap(jffs2reader_command(), READER, ALL);
+    }
+
+    #[test]
+    fn long_options_in_jffs2dump_order() {
+        check_ranks(FLAGS, &[OURS, DROP_IN]);
+        assert_eq!(
+            message(FLAGS, OURS, "--e"),
+            "option '--e' is ambiguous; possibilities: '--endianconvert' '--extract' \
+             '--eraseblock' '--erase-size'"
+        );
+        assert_eq!(
+            message(FLAGS, DROP_IN, "--recalccrc"),
+            "option '--recalccrc' requires an argument"
+        );
     }
 }

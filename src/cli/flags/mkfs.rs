@@ -358,7 +358,7 @@ Exit status: 0 on success, 1 for an unknown option, 255 for any other error.
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_clap, check_table, check_text};
+    use super::super::tests::{check_clap, check_ranks, check_table, check_text, message};
     use super::super::ALL;
     use super::*;
     use crate::cli::describe::{mkfs_command, mkfs_jffs2_command};
@@ -373,5 +373,20 @@ mod tests {
     fn clap_describes_what_is_parsed() {
         check_clap(mkfs_command(), FLAGS, ALL);
         check_clap(mkfs_jffs2_command(), FLAGS, ALL);
+    }
+
+    #[test]
+    fn long_options_in_mkfs_jffs2_order() {
+        check_ranks(FLAGS, &[ALL]);
+        assert_eq!(
+            message(FLAGS, ALL, "--c"),
+            "option '--c' is ambiguous; possibilities: '--cleanmarker' '--compression-mode' \
+             '--compressor-priority'"
+        );
+        assert_eq!(
+            message(FLAGS, ALL, "--s"),
+            "option '--s' is ambiguous; possibilities: '--squash' '--squash-uids' \
+             '--squash-perms' '--summary'"
+        );
     }
 }

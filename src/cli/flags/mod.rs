@@ -518,6 +518,30 @@ pub(crate) mod tests {
         }
     }
 
+    /// The message for `word` (an abbreviation) alone on the command line of `name`.
+    pub(crate) fn message(table: &[Flag], name: Names, word: &str) -> String {
+        match &getopt(&[OsString::from(word)], table, name)[..] {
+            [Parsed::Error(m)] => m.clone(),
+            other => panic!("{word}: {other:?}"),
+        }
+    }
+
+    /// Checks that every row of a table that follows mtd-utils' long-option order has its
+    /// place in it ([`Flag::rank`]), and that no two rows of one name share a place.
+    pub(crate) fn check_ranks(table: &[Flag], names: &[Names]) {
+        for &name in names {
+            let mut seen = BTreeSet::new();
+            for f in rows(table, name).filter(|f| !f.long.is_empty()) {
+                assert!(
+                    f.rank != 0 && seen.insert(f.rank),
+                    "{}: rank {}",
+                    f.key,
+                    f.rank
+                );
+            }
+        }
+    }
+
     /// Checks what every table must satisfy: rows have keys, names, ids and documentation.
     pub(crate) fn check_table(table: &[Flag]) {
         for f in table {

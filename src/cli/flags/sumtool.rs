@@ -161,7 +161,7 @@ Exit status: 0 on success, 1 for an unknown option, 255 for any other error.
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_clap, check_table, check_text};
+    use super::super::tests::{check_clap, check_ranks, check_table, check_text, message};
     use super::super::ALL;
     use super::*;
     use crate::cli::describe::{sumtool_command, sumtool_drop_in_command};
@@ -176,5 +176,14 @@ mod tests {
     fn clap_describes_what_is_parsed() {
         check_clap(sumtool_command(), FLAGS, ALL);
         check_clap(sumtool_drop_in_command(), FLAGS, ALL);
+    }
+
+    #[test]
+    fn long_options_in_sumtool_order() {
+        check_ranks(FLAGS, &[ALL]);
+        assert_eq!(
+            message(FLAGS, ALL, "--ver"),
+            "option '--ver' is ambiguous; possibilities: '--verbose' '--version'"
+        );
     }
 }
