@@ -331,13 +331,14 @@ pub fn help() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_clap, check_table, check_text, message};
+    use super::super::tests::{check_clap, check_help_kinds, check_table, check_text, message};
     use super::*;
     use crate::cli::describe::convert_command;
 
     #[test]
     fn help_names_every_option() {
         check_table(FLAGS);
+        check_help_kinds(FLAGS, true);
         check_text(FLAGS, ALL, &help(), &[]);
     }
 

@@ -431,7 +431,9 @@ names are escaped; symbolic links inside the image are followed for PATH.
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_clap, check_ranks, check_table, check_text, message};
+    use super::super::tests::{
+        check_clap, check_help_kinds, check_ranks, check_table, check_text, message,
+    };
     use super::super::ALL;
     use super::*;
     use crate::cli::describe::{dump_command, jffs2dump_command, jffs2reader_command};
@@ -439,7 +441,9 @@ mod tests {
     #[test]
     fn help_names_every_option() {
         check_table(FLAGS);
+        check_help_kinds(FLAGS, false);
         check_table(READER);
+        check_help_kinds(READER, false);
         check_text(FLAGS, OURS, &help("jffs2-dump"), &[]);
         check_text(FLAGS, DROP_IN, &help("jffs2dump"), &[]);
         check_text(READER, ALL, &reader_help("jffs2reader"), &[]);

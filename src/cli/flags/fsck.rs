@@ -293,13 +293,14 @@ pub fn help() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_clap, check_table, check_text};
+    use super::super::tests::{check_clap, check_help_kinds, check_table, check_text};
     use super::*;
     use crate::cli::describe::{fsck_command, fsck_jffs2_command};
 
     #[test]
     fn help_names_every_option() {
         check_table(FLAGS);
+        check_help_kinds(FLAGS, true);
         // One text for both names; -q, -U and -P are mkfs.jffs2's, which --compare names.
         check_text(FLAGS, BOTH, &help(), &["-q", "-U", "-P"]);
     }

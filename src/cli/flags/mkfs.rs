@@ -358,7 +358,9 @@ Exit status: 0 on success, 1 for an unknown option, 255 for any other error.
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{check_clap, check_ranks, check_table, check_text, message};
+    use super::super::tests::{
+        check_clap, check_help_kinds, check_ranks, check_table, check_text, message,
+    };
     use super::super::ALL;
     use super::*;
     use crate::cli::describe::{mkfs_command, mkfs_jffs2_command};
@@ -366,6 +368,7 @@ mod tests {
     #[test]
     fn help_names_every_option() {
         check_table(FLAGS);
+        check_help_kinds(FLAGS, false);
         check_text(FLAGS, ALL, HELP, &[]);
     }
 

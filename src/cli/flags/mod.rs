@@ -8,8 +8,8 @@
 //!
 //! mtd-utils' usage texts (mkfs.jffs2, sumtool, jffs2dump, jffs2reader) cannot be generated
 //! without changing their bytes, so those stay verbatim constants next to their table, and a
-//! unit test ([`tests::check_text`]) checks that every option of the table is named in the
-//! text and every option the text names is in the table.
+//! unit test per tool checks that every option of the table is named in the text and every
+//! option the text names is in the table.
 
 pub mod convert;
 pub mod dump;
@@ -539,6 +539,26 @@ pub(crate) mod tests {
                     f.rank
                 );
             }
+        }
+    }
+
+    /// Checks that a table whose `--help` text is `generated` by [`help_lines`] has no
+    /// [`Help::Verbatim`] row (it would be missing from the text), and that a table with a
+    /// verbatim text has no [`Help::Line`] or [`Help::Prose`] row (nothing would print it).
+    pub(crate) fn check_help_kinds(table: &[Flag], generated: bool) {
+        for f in table {
+            let ok = match f.help {
+                Help::Verbatim => !generated,
+                Help::Line(_) | Help::Prose => generated,
+                Help::Unlisted => true,
+            };
+            assert!(
+                ok,
+                "{}: {:?} in a {} text",
+                f.key,
+                f.help,
+                if generated { "generated" } else { "verbatim" }
+            );
         }
     }
 
