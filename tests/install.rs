@@ -157,7 +157,7 @@ fn completion(prefix: &Path, shell: &str, name: &str) -> PathBuf {
 
 /// Every long option name of `p`, as the user types it.
 fn longs(p: &Personality) -> Vec<String> {
-    p.long.iter().map(|o| format!("--{}", o.name)).collect()
+    p.long().iter().map(|o| format!("--{}", o.name)).collect()
 }
 
 #[test]

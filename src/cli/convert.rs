@@ -9,7 +9,12 @@ use jffs2::convert::{self, ConvertConfig, ConvertReport, Source};
 use jffs2::format::Endian;
 use jffs2::layout::{EndPad, LayoutConfig};
 
-use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
+use super::flags::convert::{
+    FLAGS, OPT_INPUT_ENDIAN, OPT_INPUT_ERASEBLOCK, OPT_INPUT_PAGESIZE, OPT_JSON, OPT_NO_PROGRESS,
+    OPT_NO_SUMMARY, OPT_OOBSIZE, OPT_SUMMARY, OPT_THREADS,
+};
+use super::flags::{self, ALL};
+use super::getopt::{text, Parsed};
 use super::input::{Input, Watch};
 use super::num::{erase_size, strtol, strtol_i32, EraseSizeError};
 use super::output::Output;
@@ -25,102 +30,7 @@ const EXIT_OPERATIONAL: i32 = 8;
 /// Usage error.
 const EXIT_USAGE: i32 = 16;
 
-pub(crate) const SHORT: &str = "i:o:e:s:c:nlbp::m:x:X:y:vhV";
-
-const OPT_SUMMARY: u32 = 1000;
-const OPT_NO_SUMMARY: u32 = 1001;
-const OPT_INPUT_ERASEBLOCK: u32 = 1002;
-const OPT_INPUT_ENDIAN: u32 = 1003;
-const OPT_OOBSIZE: u32 = 1004;
-const OPT_INPUT_PAGESIZE: u32 = 1005;
-const OPT_JSON: u32 = 1006;
-const OPT_THREADS: u32 = 1007;
-const OPT_NO_PROGRESS: u32 = 1008;
-
-pub(crate) const LONG: &[LongOpt] = &[
-    lo("input", HasArg::Required, b'i' as u32),
-    lo("output", HasArg::Required, b'o' as u32),
-    lo("eraseblock", HasArg::Required, b'e' as u32),
-    lo("pagesize", HasArg::Required, b's' as u32),
-    lo("cleanmarker", HasArg::Required, b'c' as u32),
-    lo("no-cleanmarkers", HasArg::No, b'n' as u32),
-    lo("little-endian", HasArg::No, b'l' as u32),
-    lo("big-endian", HasArg::No, b'b' as u32),
-    lo("pad", HasArg::Optional, b'p' as u32),
-    lo("compression-mode", HasArg::Required, b'm' as u32),
-    lo("disable-compressor", HasArg::Required, b'x' as u32),
-    lo("enable-compressor", HasArg::Required, b'X' as u32),
-    lo("compressor-priority", HasArg::Required, b'y' as u32),
-    lo("verbose", HasArg::No, b'v' as u32),
-    lo("help", HasArg::No, b'h' as u32),
-    lo("version", HasArg::No, b'V' as u32),
-    lo("summary", HasArg::No, OPT_SUMMARY),
-    lo("no-summary", HasArg::No, OPT_NO_SUMMARY),
-    lo("input-eraseblock", HasArg::Required, OPT_INPUT_ERASEBLOCK),
-    lo("input-endian", HasArg::Required, OPT_INPUT_ENDIAN),
-    lo("oobsize", HasArg::Required, OPT_OOBSIZE),
-    lo("input-pagesize", HasArg::Required, OPT_INPUT_PAGESIZE),
-    lo("json", HasArg::No, OPT_JSON),
-    lo("threads", HasArg::Required, OPT_THREADS),
-    lo("no-progress", HasArg::No, OPT_NO_PROGRESS),
-];
-
-/// The help text.
-pub const HELP: &str = "Usage: jffs2-convert -i INPUT -o OUTPUT [OPTIONS]
-
-Rewrites a JFFS2 image as Linux would show it mounted: every file, directory, link,
-device, owner, mode, time and extended attribute is kept; obsolete, superseded and
-deleted nodes are dropped (offline garbage collection); the output can have another
-erase size, page size, cleanmarker layout, byte order, compression, and summaries.
-Live nodes are copied unchanged where the new layout allows; the rest is rewritten
-within page boundaries, compressed on all cores.
-
-Input:
-  -i, --input=FILE          The image (a partition dump, dirty or clean)
-      --input-eraseblock=SIZE  Its erase size (detected when not given)
-      --input-endian=little|big  Its byte order (detected when not given)
-      --oobsize=N           The input is a raw NAND dump with N bytes of OOB after
-                            every page: they are removed first
-      --input-pagesize=N    NAND page size of such a dump (default 2048)
-
-Output (mkfs.jffs2's options; default: what the input had):
-  -o, --output=FILE         The new image (written to a temporary file, then renamed)
-  -e, --eraseblock=SIZE     Erase block size (default: the input's)
-  -s, --pagesize=SIZE       Page size: no data node crosses a multiple of it
-                            (default 4KiB; the target's PAGE_SIZE)
-  -c, --cleanmarker=SIZE    Cleanmarker size (default 12)
-  -n, --no-cleanmarkers     No cleanmarkers
-                            (default: cleanmarkers if the input has them)
-  -l, --little-endian       Little-endian output
-  -b, --big-endian          Big-endian output (default: the input's byte order)
-  -p, --pad[=SIZE]          Pad the output with 0xFF to SIZE (at most 4GiB; KiB,
-                            MiB, GiB suffixes), or to the end of the final erase
-                            block (default: to the end of the final block)
-      --summary             Write an erase block summary in every block
-      --no-summary          Write no summaries (default: summaries if the input had)
-  -m, --compression-mode=MODE  none, priority, size or favourlzo
-  -x, --disable-compressor=NAME
-  -X, --enable-compressor=NAME
-  -y, --compressor-priority=PRIORITY:NAME
-                            Any of these recompresses every data node with the
-                            given compressors; without them compressed data is
-                            copied as it is and only rewritten nodes are compressed
-                            (with mkfs.jffs2's defaults: zlib, then rtime)
-
-Other:
-  -v, --verbose             Report what was copied, rewritten and left out
-      --json                The report as JSON on stdout
-      --threads=N           Compression threads, 1 to 1024 (default: one per core)
-      --no-progress         No progress bar (shown only when stderr is a terminal)
-  -h, --help                This text
-  -V, --version             Version information
-
-Exit status: 0 converted; 1 converted, but something Linux cannot read or never
-shows (valid nodes a summary hides included), or a further name of a directory
-(a cycle, a second parent), was left out (each named on stderr); 8 the input
-cannot be converted (not JFFS2, unreadable, or Linux would not mount it) or the
-output (or standard output) cannot be written; 16 usage error.
-";
+pub use super::flags::convert::help;
 
 struct Args {
     input: Option<OsString>,
@@ -182,7 +92,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
     };
     let mut compr_prior = -1i64;
     let mut operands = Vec::new();
-    for p in getopt_long(args, SHORT, LONG) {
+    for p in flags::getopt(args, FLAGS, ALL) {
         let (id, arg) = match p {
             Parsed::Opt { id, arg } => (id, arg),
             Parsed::Operand(w) => {
@@ -312,7 +222,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
             }
             OPT_NO_PROGRESS => a.progress = false,
             0x68 /* h */ => {
-                return Err(tool.print(HELP).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
+                return Err(tool.print(&help()).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
             0x56 /* V */ => {
                 let v = format!("{} (jffs2-tools) {}\n", tool.name, env!("CARGO_PKG_VERSION"));

@@ -1,19 +1,17 @@
 //! The command lines described for clap, for manual pages and shell completions only.
 //!
 //! The tools parse with [`super::getopt`] (mtd-utils' grammar cannot be expressed in clap);
-//! the [`clap::Command`]s here describe the same options (short letter, long names, value
-//! name, whether the value is required or optional, help text) so that `clap_mangen` and
-//! `clap_complete` can render them (`crates/gen`). Each [`Personality`] is one name a binary
-//! answers to, with its own option set; the unit tests check that its command and its getopt
-//! tables agree exactly, so the two can never drift.
+//! the [`clap::Command`]s here take their options from the same tables the tools parse with
+//! ([`super::flags`]: short letter, long names, value name, whether the value is required or
+//! optional, description), so that `clap_mangen` and `clap_complete` can render them
+//! (`crates/gen`). What is here is the rest: names, summaries, usage lines, operands, exit
+//! status. Each [`Personality`] is one name a binary answers to, with its own option set;
+//! the unit tests check that its command and the parser accept exactly the same options.
 
-use clap::builder::PossibleValue;
 use clap::{Arg, ArgAction, Command, ValueHint};
 
-use jffs2::compress::Kind;
-
+use super::flags::{self, convert, dump, fsck, mkfs, sumtool, Flag, Names, ALL};
 use super::getopt::LongOpt;
-use super::{convert, dump, fsck, mkfs, sumtool};
 
 /// One name a binary answers to: `jffs2-mkfs`, `mkfs.jffs2`, `jffs2reader`, ...
 #[derive(Clone, Copy)]
@@ -26,10 +24,10 @@ pub struct Personality {
     pub section: &'static str,
     /// The clap description of its command line (its `after_help` is the exit status).
     pub command: fn() -> Command,
-    /// Its getopt short-option string.
-    pub short: &'static str,
-    /// Its getopt long options.
-    pub long: &'static [LongOpt],
+    /// Its options: the rows of this table that `names` selects ([`flags`]).
+    pub flags: &'static [Flag],
+    /// Which of the table's names it is.
+    pub names: Names,
     /// Environment variables it reads: (name, meaning).
     pub environment: &'static [(&'static str, &'static str)],
     /// What it is compatible with, and how (paragraphs separated by blank lines).
@@ -42,6 +40,16 @@ impl Personality {
     /// Whether this is an mtd-utils name (or `fsck.jffs2`) installed as a link.
     pub fn is_link(&self) -> bool {
         self.name != self.binary
+    }
+
+    /// Its getopt short-option string.
+    pub fn short(&self) -> String {
+        flags::short_spec(self.flags, self.names)
+    }
+
+    /// Its getopt long options.
+    pub fn long(&self) -> Vec<LongOpt> {
+        flags::long_opts(self.flags, self.names)
     }
 
     /// The exit status paragraph(s) (the command's `after_help`).
@@ -159,8 +167,8 @@ pub const PERSONALITIES: &[Personality] = &[
         binary: "jffs2-mkfs",
         section: "1",
         command: mkfs_command,
-        short: mkfs::SHORT,
-        long: mkfs::LONG,
+        flags: mkfs::FLAGS,
+        names: ALL,
         environment: &[SOURCE_DATE_EPOCH],
         compatibility: MKFS_COMPAT,
         see_also: &[
@@ -176,8 +184,8 @@ pub const PERSONALITIES: &[Personality] = &[
         binary: "jffs2-sumtool",
         section: "1",
         command: sumtool_command,
-        short: sumtool::SHORT,
-        long: sumtool::LONG,
+        flags: sumtool::FLAGS,
+        names: ALL,
         environment: &[],
         compatibility: SUMTOOL_COMPAT,
         see_also: &[
@@ -193,8 +201,8 @@ pub const PERSONALITIES: &[Personality] = &[
         binary: "jffs2-dump",
         section: "1",
         command: dump_command,
-        short: dump::SHORT,
-        long: dump::LONG_OURS,
+        flags: dump::FLAGS,
+        names: dump::OURS,
         environment: &[],
         compatibility: DUMP_COMPAT,
         see_also: &[
@@ -210,8 +218,8 @@ pub const PERSONALITIES: &[Personality] = &[
         binary: "jffs2-fsck",
         section: "8",
         command: fsck_command,
-        short: fsck::SHORT,
-        long: fsck::LONG,
+        flags: fsck::FLAGS,
+        names: fsck::PLAIN,
         environment: &[],
         compatibility: FSCK_COMPAT,
         see_also: &[
@@ -227,8 +235,8 @@ pub const PERSONALITIES: &[Personality] = &[
         binary: "jffs2-convert",
         section: "1",
         command: convert_command,
-        short: convert::SHORT,
-        long: convert::LONG,
+        flags: convert::FLAGS,
+        names: ALL,
         environment: &[],
         compatibility: CONVERT_COMPAT,
         see_also: &[
@@ -243,8 +251,8 @@ pub const PERSONALITIES: &[Personality] = &[
         binary: "jffs2-mkfs",
         section: "1",
         command: mkfs_jffs2_command,
-        short: mkfs::SHORT,
-        long: mkfs::LONG,
+        flags: mkfs::FLAGS,
+        names: ALL,
         environment: &[SOURCE_DATE_EPOCH],
         compatibility: MKFS_COMPAT,
         see_also: SEE_ALSO_ALL,
@@ -254,8 +262,8 @@ pub const PERSONALITIES: &[Personality] = &[
         binary: "jffs2-sumtool",
         section: "1",
         command: sumtool_drop_in_command,
-        short: sumtool::SHORT,
-        long: sumtool::LONG,
+        flags: sumtool::FLAGS,
+        names: ALL,
         environment: &[],
         compatibility: SUMTOOL_COMPAT,
         see_also: SEE_ALSO_ALL,
@@ -265,8 +273,8 @@ pub const PERSONALITIES: &[Personality] = &[
         binary: "jffs2-dump",
         section: "1",
         command: jffs2dump_command,
-        short: dump::SHORT,
-        long: dump::LONG_DROP_IN,
+        flags: dump::FLAGS,
+        names: dump::DROP_IN,
         environment: &[],
         compatibility: JFFS2DUMP_COMPAT,
         see_also: &["jffs2-dump(1)", "jffs2reader(1)", "jffs2-fsck(8)"],
@@ -276,8 +284,8 @@ pub const PERSONALITIES: &[Personality] = &[
         binary: "jffs2-dump",
         section: "1",
         command: jffs2reader_command,
-        short: dump::READER_SHORT,
-        long: dump::READER_LONG,
+        flags: dump::READER,
+        names: ALL,
         environment: &[],
         compatibility: READER_COMPAT,
         see_also: &["jffs2-dump(1)", "jffs2dump(1)"],
@@ -287,8 +295,8 @@ pub const PERSONALITIES: &[Personality] = &[
         binary: "jffs2-fsck",
         section: "8",
         command: fsck_jffs2_command,
-        short: fsck::SHORT_AS_FSCK,
-        long: fsck::LONG,
+        flags: fsck::FLAGS,
+        names: fsck::AS_FSCK,
         environment: &[],
         compatibility: FSCK_JFFS2_COMPAT,
         see_also: &["jffs2-fsck(8)", "fsck(8)", "jffs2-dump(1)"],
@@ -330,33 +338,6 @@ fn base(name: &'static str, about: &'static str, long_about: &'static str) -> Co
         .disable_help_subcommand(true)
 }
 
-/// An option without an argument.
-fn flag(id: &'static str, help: &'static str) -> Arg {
-    Arg::new(id).action(ArgAction::SetTrue).help(help)
-}
-
-/// An option with a required argument (attached or the next word); not a file name unless
-/// a [`ValueHint`] says so.
-fn value(id: &'static str, value_name: &'static str, help: &'static str) -> Arg {
-    Arg::new(id)
-        .action(ArgAction::Set)
-        .num_args(1)
-        .value_name(value_name)
-        .value_hint(ValueHint::Other)
-        .help(help)
-}
-
-/// An option with an optional argument, taken only when attached (`-pSIZE`, `--pad=SIZE`).
-fn optional(id: &'static str, value_name: &'static str, help: &'static str) -> Arg {
-    Arg::new(id)
-        .action(ArgAction::Set)
-        .num_args(0..=1)
-        .require_equals(true)
-        .value_name(value_name)
-        .value_hint(ValueHint::Other)
-        .help(help)
-}
-
 /// An operand (required: it is shown as such; nothing is parsed with clap).
 fn operand(id: &'static str, value_name: &'static str, help: &'static str) -> Arg {
     Arg::new(id)
@@ -365,26 +346,6 @@ fn operand(id: &'static str, value_name: &'static str, help: &'static str) -> Ar
         .value_name(value_name)
         .value_hint(ValueHint::FilePath)
         .help(help)
-}
-
-/// The compressor names `-x`, `-X` and `-y` take.
-fn compressor_names() -> Vec<PossibleValue> {
-    Kind::ALL
-        .iter()
-        .map(|k| PossibleValue::new(k.name()))
-        .collect()
-}
-
-/// The `-m` modes.
-fn modes() -> [PossibleValue; 4] {
-    [
-        PossibleValue::new("none").help("no compression"),
-        PossibleValue::new("priority")
-            .help("the enabled compressor of highest priority that gains (default)"),
-        PossibleValue::new("size").help("every enabled compressor; the smallest result wins"),
-        PossibleValue::new("favourlzo")
-            .help("like size, but LZO wins unless another result is below 80 % of its size"),
-    ]
 }
 
 const MKFS_ABOUT: &str = "make a JFFS2 file system image from a directory tree";
@@ -398,124 +359,20 @@ suffixes and reads a bare number below 4096 as KiB. The optional argument of -p/
 only when attached: -p SIZE (with a space) pads to the end of the final erase block and leaves \
 SIZE as an operand, which is ignored; write --pad=SIZE or -pSIZE.";
 
-fn mkfs_args(cmd: Command) -> Command {
-    let extra = "JFFS2-TOOLS ADDITIONS";
-    cmd.args([
-        optional("pad", "SIZE", "Pad output to SIZE bytes with 0xFF. If SIZE is not specified, the output is padded to the end of the final erase block. SIZE must be attached (-p0x400000, --pad=0x400000).")
-            .short('p')
-            .long("pad"),
-        value("root", "DIR", "Build file system from directory DIR (default: the current directory). -d DIR is the same.")
-            .short('r')
-            .visible_short_alias('d')
-            .long("root")
-            .value_hint(ValueHint::DirPath),
-        value("pagesize", "SIZE", "Use page size (max data node size) SIZE. Set according to the target system's memory management page size (default: 4KiB).")
-            .short('s')
-            .long("pagesize"),
-        value("eraseblock", "SIZE", "Use erase block size SIZE (default: 64KiB). Below 8KiB it is raised to 8KiB, with a message.")
-            .short('e')
-            .long("eraseblock"),
-        value("cleanmarker", "SIZE", "Size of cleanmarker (default 12); checked against the erase size given before it.")
-            .short('c')
-            .long("cleanmarker"),
-        value("compression-mode", "MODE", "Select compression mode (default: priority).")
-            .short('m')
-            .long("compression-mode")
-            .value_parser(modes())
-            .value_hint(ValueHint::Unknown),
-        value("disable-compressor", "COMPRESSOR_NAME", "Disable a compressor.")
-            .short('x')
-            .long("disable-compressor")
-            .value_parser(compressor_names())
-            .value_hint(ValueHint::Unknown),
-        value("enable-compressor", "COMPRESSOR_NAME", "Enable a compressor.")
-            .short('X')
-            .long("enable-compressor")
-            .value_parser(compressor_names())
-            .value_hint(ValueHint::Unknown),
-        value("compressor-priority", "PRIORITY:COMPRESSOR_NAME", "Set the priority of a compressor.")
-            .short('y')
-            .long("compressor-priority"),
-        flag("list-compressors", "Show the list of the available compressors: -L prints it with an error status (255), as mkfs.jffs2 does; --list-compressors prints it on standard output and exits 0.")
-            .short('L')
-            .long("list-compressors"),
-        flag("test-compression", "Call decompress and compare with the original (for test).")
-            .short('t')
-            .long("test-compression"),
-        flag("no-cleanmarkers", "Don't add a cleanmarker to every eraseblock.")
-            .short('n')
-            .long("no-cleanmarkers"),
-        value("output", "FILE", "Output to FILE (default: stdout). FILE is opened as mkfs.jffs2 opens it (links followed by the kernel); a regular file is replaced when the image is complete, keeping its mode (see COMPATIBILITY).")
-            .short('o')
-            .long("output")
-            .value_hint(ValueHint::FilePath),
-        flag("little-endian", "Create a little-endian filesystem (default: the host's byte order).")
-            .short('l')
-            .long("little-endian"),
-        flag("big-endian", "Create a big-endian filesystem.")
-            .short('b')
-            .long("big-endian"),
-        value("devtable", "FILE", "Use the named FILE as a device table file (mkfs.jffs2's format: name type mode uid gid major minor start inc count). Unlike mkfs.jffs2, a field that is neither a number nor -, a device without major and minor, a mode beyond 07777 and more than 1048576 entries in all are errors naming the line.")
-            .short('D')
-            .long("devtable")
-            .value_hint(ValueHint::FilePath),
-        flag("faketime", "Change all file times to '0' for regression testing.")
-            .short('f')
-            .long("faketime"),
-        flag("squash", "Squash permissions and owners making all files be owned by root (-U and -P).")
-            .short('q')
-            .long("squash"),
-        flag("squash-uids", "Squash owners making all files be owned by root.")
-            .short('U')
-            .long("squash-uids"),
-        flag("squash-perms", "Squash permissions on all files (no group or other write, no setuid or setgid).")
-            .short('P')
-            .long("squash-perms"),
-        flag("with-xattr", "Stuff all xattr entries into image.").long("with-xattr"),
-        flag("with-selinux", "Stuff only SELinux Labels into jffs2 image.").long("with-selinux"),
-        flag("with-posix-acl", "Stuff only POSIX ACL entries into jffs2 image.").long("with-posix-acl"),
-        flag("help", "Display the help text and exit (-? does the same, with status 1).")
-            .short('h')
-            .short_alias('?')
-            .long("help"),
-        flag("verbose", "Verbose operation: list every entry written.")
-            .short('v')
-            .long("verbose"),
-        flag("version", "Display version information.")
-            .short('V')
-            .long("version"),
-        value("incremental", "FILE", "Parse FILE (an image) and generate appendage output for it.")
-            .short('i')
-            .long("incremental")
-            .value_hint(ValueHint::FilePath),
-        flag("summary", "Write an erase-block summary into every erase block: the bytes of jffs2-mkfs followed by jffs2-sumtool; the image then ends on an erase-block boundary.")
-            .long("summary")
-            .help_heading(extra),
-        value("threads", "N", "Compress on N threads, 1 to 1024 (default: one per core; the output does not depend on it).")
-            .long("threads")
-            .help_heading(extra),
-        flag("no-progress", "Never show a progress bar (shown only when standard error is a terminal).")
-            .long("no-progress")
-            .help_heading(extra),
-    ])
-}
-
 /// `jffs2-mkfs`.
 pub fn mkfs_command() -> Command {
-    mkfs_args(
-        base("jffs2-mkfs", MKFS_ABOUT, MKFS_LONG_ABOUT)
-            .override_usage("jffs2-mkfs [OPTION]... [-r DIR] [-o FILE]")
-            .after_help(exit_status_of(mkfs::HELP)),
-    )
+    base("jffs2-mkfs", MKFS_ABOUT, MKFS_LONG_ABOUT)
+        .override_usage("jffs2-mkfs [OPTION]... [-r DIR] [-o FILE]")
+        .after_help(exit_status_of(mkfs::HELP))
+        .args(flags::args(mkfs::FLAGS, ALL))
 }
 
 /// `jffs2-mkfs` invoked as `mkfs.jffs2`.
 pub fn mkfs_jffs2_command() -> Command {
-    mkfs_args(
-        base("mkfs.jffs2", MKFS_ABOUT, MKFS_LONG_ABOUT)
-            .override_usage("mkfs.jffs2 [OPTION]... [-r DIR] [-o FILE]")
-            .after_help(exit_status_of(mkfs::HELP)),
-    )
+    base("mkfs.jffs2", MKFS_ABOUT, MKFS_LONG_ABOUT)
+        .override_usage("mkfs.jffs2 [OPTION]... [-r DIR] [-o FILE]")
+        .after_help(exit_status_of(mkfs::HELP))
+        .args(flags::args(mkfs::FLAGS, ALL))
 }
 
 const SUMTOOL_ABOUT: &str = "convert a JFFS2 image to a summarized JFFS2 image";
@@ -533,95 +390,20 @@ detected, instead of writing a broken image. The output is written to a temporar
 renamed into place, so a failed run leaves FILE untouched, and -i and -o may name the same \
 file.";
 
-fn sumtool_args(cmd: Command) -> Command {
-    cmd.args([
-        value("eraseblock", "SIZE", "Use erase block size SIZE (default: the input's when detected with confidence, else 64KiB; usually 16KiB on NAND). A given size must be the input's, unless --force-eraseblock.")
-            .short('e')
-            .long("eraseblock"),
-        value("cleanmarker", "SIZE", "Size of cleanmarker (default 12, or what the input's cleanmarkers have).")
-            .short('c')
-            .long("cleanmarker"),
-        flag("no-cleanmarkers", "Don't add a cleanmarker to every eraseblock.")
-            .short('n')
-            .long("no-cleanmarkers"),
-        value("output", "FILE", "Output to FILE.")
-            .short('o')
-            .long("output")
-            .value_hint(ValueHint::FilePath),
-        value("input", "FILE", "Input from FILE.")
-            .short('i')
-            .long("input")
-            .value_hint(ValueHint::FilePath),
-        flag("bigendian", "Image is big endian (detected; an error if it is not).")
-            .short('b')
-            .long("bigendian"),
-        flag("littleendian", "Image is little endian (detected; an error if it is not).")
-            .short('l')
-            .long("littleendian"),
-        flag("help", "Display this help text.").short('h').long("help"),
-        flag("verbose", "Verbose operation: sumtool's listing of the nodes written.")
-            .short('v')
-            .long("verbose"),
-        flag("version", "Display version information.")
-            .short('V')
-            .long("version"),
-        flag("pad", "Pad the OUTPUT with 0xFF to the end of the final eraseblock.")
-            .short('p')
-            .long("pad"),
-        flag("force-eraseblock", "Proceed when -e differs from the erase size the input was built with: the input is read with its own erase size and re-blocked into -e blocks.")
-            .long("force-eraseblock")
-            .help_heading("JFFS2-TOOLS ADDITIONS"),
-    ])
-}
-
 /// `jffs2-sumtool`.
 pub fn sumtool_command() -> Command {
-    sumtool_args(
-        base("jffs2-sumtool", SUMTOOL_ABOUT, SUMTOOL_LONG_ABOUT)
-            .override_usage("jffs2-sumtool [OPTION]... -i INPUTFILE -o OUTPUTFILE")
-            .after_help(exit_status_of(sumtool::HELP)),
-    )
+    base("jffs2-sumtool", SUMTOOL_ABOUT, SUMTOOL_LONG_ABOUT)
+        .override_usage("jffs2-sumtool [OPTION]... -i INPUTFILE -o OUTPUTFILE")
+        .after_help(exit_status_of(sumtool::HELP))
+        .args(flags::args(sumtool::FLAGS, ALL))
 }
 
 /// `jffs2-sumtool` invoked as `sumtool`.
 pub fn sumtool_drop_in_command() -> Command {
-    sumtool_args(
-        base("sumtool", SUMTOOL_ABOUT, SUMTOOL_LONG_ABOUT)
-            .override_usage("sumtool [OPTION]... -i INPUTFILE -o OUTPUTFILE")
-            .after_help(exit_status_of(sumtool::HELP)),
-    )
-}
-
-/// jffs2dump's options, common to `jffs2-dump` and `jffs2dump` (`-r` and `--recalccrc`
-/// are separate: their argument kinds differ).
-fn jffs2dump_args(cmd: Command) -> Command {
-    cmd.args([
-        flag("help", "Display this help and exit.").short('h').long("help"),
-        flag("version", "Display version information and exit.")
-            .short('V')
-            .long("version"),
-        flag("bigendian", "Image is big endian.")
-            .short('b')
-            .long("bigendian"),
-        flag("littleendian", "Image is little endian.")
-            .short('l')
-            .long("littleendian"),
-        flag("content", "Dump image contents: every node, as jffs2dump prints it.")
-            .short('c')
-            .long("content"),
-        value("endianconvert", "FNAME", "Convert image endianness, output to file FNAME (every node converted; FNAME replaced only when complete).")
-            .short('e')
-            .long("endianconvert")
-            .value_hint(ValueHint::FilePath),
-        flag("r", "Recalc name and data crc on endian conversion.").short('r'),
-        value("datsize", "LEN", "Size of data chunks, when oob data in binary image (NAND only).")
-            .short('d')
-            .long("datsize"),
-        value("oobsize", "LEN", "Size of oob data chunk in binary image (NAND only).")
-            .short('o')
-            .long("oobsize"),
-        flag("verbose", "Verbose output.").short('v').long("verbose"),
-    ])
+    base("sumtool", SUMTOOL_ABOUT, SUMTOOL_LONG_ABOUT)
+        .override_usage("sumtool [OPTION]... -i INPUTFILE -o OUTPUTFILE")
+        .after_help(exit_status_of(sumtool::HELP))
+        .args(flags::args(sumtool::FLAGS, ALL))
 }
 
 const DUMP_ABOUT: &str = "dump, check and read a JFFS2 image";
@@ -639,85 +421,33 @@ streams data in bounded memory.";
 
 /// `jffs2-dump`.
 pub fn dump_command() -> Command {
-    let views = "VIEWS AND FILES";
-    jffs2dump_args(
-        base("jffs2-dump", DUMP_ABOUT, DUMP_LONG_ABOUT)
-            .override_usage(
-                "jffs2-dump [OPTION]... INPUTFILE\n\
-                 jffs2-dump --info|--list|--json|--blocks|--summary INPUTFILE\n\
-                 jffs2-dump --cat PATH INPUTFILE\n\
-                 jffs2-dump --extract DIR [--force] INPUTFILE",
-            )
-            .after_help(exit_status_of(&dump::help("jffs2-dump"))),
-    )
-    .args([
-        flag("big-endian", "Same as -b.").long("big-endian"),
-        flag("little-endian", "Same as -l.").long("little-endian"),
-        optional("recalccrc", "IGNORED", "Same as -r; an attached argument is accepted and ignored.")
-            .long("recalccrc"),
-        operand("INPUTFILE", "INPUTFILE", "The image (a file, or a device that can be read)."),
-        flag("info", "Byte order, erase size, page size, cleanmarkers, compressors, node and inode counts, and the mkfs.jffs2 command line that rebuilds the image from its extracted tree.")
-            .long("info")
-            .help_heading(views),
-        flag("json", "Every node: offset, type, fields, CRC verdicts, the kernel's verdict; and the gaps between nodes.")
-            .long("json")
-            .help_heading(views),
-        flag("blocks", "Per erase block: state, used/dirty/free bytes, summary, cleanmarker.")
-            .long("blocks")
-            .help_heading(views),
-        flag("summary", "Each erase block's summary records.")
-            .long("summary")
-            .help_heading(views),
-        value("map", "FILE.svg", "A picture of the erase blocks coloured by state.")
-            .long("map")
-            .value_hint(ValueHint::FilePath)
-            .help_heading(views),
-        flag("list", "The files as Linux shows them, ls -lR style (-v: xattrs too).")
-            .long("list")
-            .help_heading(views),
-        value("cat", "PATH", "A file's content to standard output.")
-            .long("cat")
-            .help_heading(views),
-        value("extract", "DIR", "Recreate the files in DIR (created if missing; must be empty unless --force).")
-            .long("extract")
-            .value_hint(ValueHint::DirPath)
-            .help_heading(views),
-        flag("force", "Extract into a non-empty DIR: merges, and never replaces anything; existing directories (DIR included) keep their owner, mode, times and xattrs.")
-            .long("force")
-            .help_heading(views),
-        flag("no-xattrs", "Do not set extended attributes when extracting.")
-            .long("no-xattrs")
-            .help_heading(views),
-        flag("no-owners", "Do not set owners when extracting.")
-            .long("no-owners")
-            .help_heading(views),
-        value("devtable", "FILE", "Where to list devices that cannot be created (default: DIR.devtable, which never replaces an existing file; FILE may not be the image).")
-            .long("devtable")
-            .value_hint(ValueHint::FilePath)
-            .help_heading(views),
-        value("eraseblock", "SIZE", "Erase block size (same grammar as mkfs.jffs2 -e); detected when not given. --eraseblock=SIZE is the same.")
-            .long("erase-size")
-            .visible_alias("eraseblock")
-            .help_heading(views),
-    ])
+    base("jffs2-dump", DUMP_ABOUT, DUMP_LONG_ABOUT)
+        .override_usage(
+            "jffs2-dump [OPTION]... INPUTFILE\n\
+             jffs2-dump --info|--list|--json|--blocks|--summary INPUTFILE\n\
+             jffs2-dump --cat PATH INPUTFILE\n\
+             jffs2-dump --extract DIR [--force] INPUTFILE",
+        )
+        .after_help(exit_status_of(&dump::help("jffs2-dump")))
+        .args(flags::args(dump::FLAGS, dump::OURS))
+        .arg(operand(
+            "INPUTFILE",
+            "INPUTFILE",
+            "The image (a file, or a device that can be read).",
+        ))
 }
 
 /// `jffs2-dump` invoked as `jffs2dump`.
 pub fn jffs2dump_command() -> Command {
-    jffs2dump_args(
-        base("jffs2dump", "dump the contents of a binary JFFS2 image", "Dumps the contents of a binary JFFS2 image, as mtd-utils jffs2dump does: -c prints every node, -e converts the image to the other byte order.")
-            .override_usage("jffs2dump [OPTION]... INPUTFILE")
-            .after_help(
-                "Exit status: 0 on success, corrupt images included, and also when the number \
-                 of operands is not one (the help is then printed, as jffs2dump does); 1 on \
-                 errors and usage errors.",
-            ),
-    )
-    .args([
-        value("recalccrc", "ARG", "Same as -r, but takes an argument (ignored), as jffs2dump declares it: --recalccrc -e FILE consumes the -e.")
-            .long("recalccrc"),
-        operand("INPUTFILE", "INPUTFILE", "The image."),
-    ])
+    base("jffs2dump", "dump the contents of a binary JFFS2 image", "Dumps the contents of a binary JFFS2 image, as mtd-utils jffs2dump does: -c prints every node, -e converts the image to the other byte order.")
+        .override_usage("jffs2dump [OPTION]... INPUTFILE")
+        .after_help(
+            "Exit status: 0 on success, corrupt images included, and also when the number \
+             of operands is not one (the help is then printed, as jffs2dump does); 1 on \
+             errors and usage errors.",
+        )
+        .args(flags::args(dump::FLAGS, dump::DROP_IN))
+        .arg(operand("INPUTFILE", "INPUTFILE", "The image."))
 }
 
 /// `jffs2-dump` invoked as `jffs2reader`.
@@ -734,19 +464,8 @@ pub fn jffs2reader_command() -> Command {
          unreadable image) and usage errors; 2 when -f met data that cannot be read (written \
          as zeros, reported on standard error).",
     )
-    .args([
-        value("d", "PATH", "List directory PATH.").short('d'),
-        flag("r", "With -d: list recursively.").short('r'),
-        flag("t", "With -d: show change times.").short('t'),
-        value("f", "PATH", "Write file PATH to standard output.").short('f'),
-        flag("help", "Display the usage on standard error.")
-            .short('h')
-            .long("help"),
-        flag("version", "Display version information.")
-            .short('V')
-            .long("version"),
-        operand("IMAGE", "IMAGE", "The image."),
-    ])
+    .args(flags::args(dump::READER, ALL))
+    .arg(operand("IMAGE", "IMAGE", "The image."))
 }
 
 const FSCK_ABOUT: &str = "check a JFFS2 file system image";
@@ -761,94 +480,42 @@ prints what Linux would log mounting the image and reading every file; --compare
 the image's tree against a directory (factory verification); --repair writes what Linux \
 would have shown to another file.";
 
-fn fsck_args(cmd: Command) -> Command {
-    cmd.args([
-        value("eraseblock", "SIZE", "Erase block size (mkfs.jffs2 grammar: 0x20000, 128KiB, 128 = 128 KiB); detected from the image when not given.")
-            .short('e')
-            .long("eraseblock"),
-        flag("little-endian", "The image is little-endian (detected when not given).")
-            .short('l')
-            .long("little-endian"),
-        flag("big-endian", "The image is big-endian (detected when not given).")
-            .short('b')
-            .long("big-endian"),
-        flag("verbose", "Show the detection evidence and every erase block.")
-            .short('v')
-            .long("verbose"),
-        flag("json", "Print one JSON document (findings and summary).").long("json"),
-        flag("kernel-log", "Print what Linux 6.1 logs mounting the image and reading every file (dmesg style), instead of the findings.")
-            .long("kernel-log"),
-        value("repair", "OUT", "Also write to OUT the image Linux would have shown: what it can read, in the same layout, without dead nodes (the garbage collection of jffs2-convert); what is left out is named. IMAGE itself is never written (an OUT that is IMAGE is refused).")
-            .long("repair")
-            .value_hint(ValueHint::FilePath),
-        value("compare", "DIR", "Factory verification: the image's tree must equal DIR (names, types, modes, owners, sizes, contents, link targets, device numbers, times, xattrs).")
-            .long("compare")
-            .value_hint(ValueHint::DirPath),
-        flag("squash", "With --compare: the image was made with -q (-U -P).").long("squash"),
-        flag("squash-uids", "With --compare: made with -U (owners 0:0).").long("squash-uids"),
-        flag("squash-perms", "With --compare: made with -P (no g/o write, setuid, setgid).")
-            .long("squash-perms"),
-        flag("faketime", "With --compare: made with -f (all times 0).").long("faketime"),
-        flag("with-xattr", "With --compare: made with --with-xattr.").long("with-xattr"),
-        flag("with-selinux", "With --compare: made with --with-selinux.").long("with-selinux"),
-        flag("with-posix-acl", "With --compare: made with --with-posix-acl.")
-            .long("with-posix-acl"),
-        flag("ignore-mtime", "With --compare: do not compare modification times.")
-            .long("ignore-mtime"),
-        flag("no-progress", "No progress bar (shown only when standard error is a terminal).")
-            .long("no-progress"),
-        flag("help", "Display this help text.").short('h').long("help"),
-        flag("version", "Display version information.").long("version"),
-        operand("IMAGE", "IMAGE", "The image: a file, or a device that can be read."),
-    ])
-}
-
 /// `jffs2-fsck`.
 pub fn fsck_command() -> Command {
-    fsck_args(
-        base("jffs2-fsck", FSCK_ABOUT, FSCK_LONG_ABOUT)
-            .override_usage("jffs2-fsck [OPTION]... IMAGE")
-            .after_help(exit_status_of(fsck::HELP)),
-    )
+    base("jffs2-fsck", FSCK_ABOUT, FSCK_LONG_ABOUT)
+        .override_usage("jffs2-fsck [OPTION]... IMAGE")
+        .after_help(exit_status_of(&fsck::help()))
+        .args(flags::args(fsck::FLAGS, fsck::PLAIN))
+        .arg(operand(
+            "IMAGE",
+            "IMAGE",
+            "The image: a file, or a device that can be read.",
+        ))
 }
 
 /// `jffs2-fsck` invoked as `fsck.jffs2` (by fsck(8)).
 pub fn fsck_jffs2_command() -> Command {
-    let generic = "FSCK(8) OPTIONS";
-    fsck_args(
-        base("fsck.jffs2", FSCK_ABOUT, FSCK_LONG_ABOUT)
-            .override_usage(
-                "fsck.jffs2 [-a|-p|-y|-n] [-f] [-V] [-C[FD]] [OPTION]... IMAGE\n\
-                 fsck -t jffs2 IMAGE",
-            )
-            .after_help(exit_status_of(fsck::HELP)),
-    )
-    .args([
-        flag("a", "Repair automatically: accepted, no effect (the check never writes).")
-            .short('a')
-            .help_heading(generic),
-        flag("p", "Same as -a.").short('p').help_heading(generic),
-        flag("y", "Answer yes to every question: accepted, no effect.")
-            .short('y')
-            .help_heading(generic),
-        flag("n", "Make no changes: accepted (the check never writes).")
-            .short('n')
-            .help_heading(generic),
-        flag("f", "Force a check: accepted, no effect (the check is always complete).")
-            .short('f')
-            .help_heading(generic),
-        flag("V", "fsck's verbose flag: ignored.")
-            .short('V')
-            .help_heading(generic),
-        Arg::new("C")
-            .short('C')
-            .action(ArgAction::Set)
-            .num_args(0..=1)
-            .value_name("FD")
-            .value_hint(ValueHint::Other)
-            .help("Show the progress bar when standard error is a terminal. A file descriptor, if given, must be attached (-C0) and is ignored.")
-            .help_heading(generic),
-    ])
+    let mut args = flags::args(fsck::FLAGS, fsck::AS_FSCK);
+    // The operand where `jffs2-fsck` has it: before fsck(8)'s options.
+    let at = args
+        .iter()
+        .take_while(|a| a.get_help_heading().is_none())
+        .count();
+    args.insert(
+        at,
+        operand(
+            "IMAGE",
+            "IMAGE",
+            "The image: a file, or a device that can be read.",
+        ),
+    );
+    base("fsck.jffs2", FSCK_ABOUT, FSCK_LONG_ABOUT)
+        .override_usage(
+            "fsck.jffs2 [-a|-p|-y|-n] [-f] [-V] [-C[FD]] [OPTION]... IMAGE\n\
+             fsck -t jffs2 IMAGE",
+        )
+        .after_help(exit_status_of(&fsck::help()))
+        .args(args)
 }
 
 const CONVERT_ABOUT: &str = "garbage-collect and re-lay a JFFS2 image offline";
@@ -866,99 +533,10 @@ rewritten nodes are compressed (with mkfs.jffs2's defaults: zlib, then rtime).";
 
 /// `jffs2-convert`.
 pub fn convert_command() -> Command {
-    let input = "INPUT OPTIONS";
-    let other = "OTHER OPTIONS";
     base("jffs2-convert", CONVERT_ABOUT, CONVERT_LONG_ABOUT)
         .override_usage("jffs2-convert -i INPUT -o OUTPUT [OPTION]...")
-        .after_help(exit_status_of(convert::HELP))
-        .args([
-            value("input", "FILE", "The image (a partition dump, dirty or clean).")
-                .short('i')
-                .long("input")
-                .value_hint(ValueHint::FilePath)
-                .help_heading(input),
-            value("input-eraseblock", "SIZE", "Its erase size (detected when not given).")
-                .long("input-eraseblock")
-                .help_heading(input),
-            value("input-endian", "little|big", "Its byte order (detected when not given).")
-                .long("input-endian")
-                .value_parser(["little", "big"])
-                .value_hint(ValueHint::Unknown)
-                .help_heading(input),
-            value("oobsize", "N", "The input is a raw NAND dump with N bytes of OOB after every page: they are removed first.")
-                .long("oobsize")
-                .help_heading(input),
-            value("input-pagesize", "N", "NAND page size of such a dump (default 2048).")
-                .long("input-pagesize")
-                .help_heading(input),
-            value("output", "FILE", "The new image (written to a temporary file, then renamed).")
-                .short('o')
-                .long("output")
-                .value_hint(ValueHint::FilePath),
-            value("eraseblock", "SIZE", "Erase block size (default: the input's).")
-                .short('e')
-                .long("eraseblock"),
-            value("pagesize", "SIZE", "Page size: no data node crosses a multiple of it (default 4KiB; the target's PAGE_SIZE).")
-                .short('s')
-                .long("pagesize"),
-            value("cleanmarker", "SIZE", "Cleanmarker size (default 12).")
-                .short('c')
-                .long("cleanmarker"),
-            flag("no-cleanmarkers", "No cleanmarkers (default: cleanmarkers if the input has them).")
-                .short('n')
-                .long("no-cleanmarkers"),
-            flag("little-endian", "Little-endian output.")
-                .short('l')
-                .long("little-endian"),
-            flag("big-endian", "Big-endian output (default: the input's byte order).")
-                .short('b')
-                .long("big-endian"),
-            optional("pad", "SIZE", "Pad the output with 0xFF to SIZE (at most 4GiB; KiB, MiB and GiB suffixes), or to the end of the final erase block (default: to the end of the final block). SIZE must be attached.")
-                .short('p')
-                .long("pad"),
-            flag("summary", "Write an erase block summary in every block.").long("summary"),
-            flag("no-summary", "Write no summaries (default: summaries if the input had).")
-                .long("no-summary"),
-            value("compression-mode", "MODE", "Compression mode (recompresses every data node).")
-                .short('m')
-                .long("compression-mode")
-                .value_parser(modes())
-            .value_hint(ValueHint::Unknown),
-            value("disable-compressor", "NAME", "Disable a compressor (recompresses every data node).")
-                .short('x')
-                .long("disable-compressor")
-                .value_parser(compressor_names())
-            .value_hint(ValueHint::Unknown),
-            value("enable-compressor", "NAME", "Enable a compressor (recompresses every data node).")
-                .short('X')
-                .long("enable-compressor")
-                .value_parser(compressor_names())
-            .value_hint(ValueHint::Unknown),
-            value("compressor-priority", "PRIORITY:NAME", "Set the priority of a compressor (recompresses every data node).")
-                .short('y')
-                .long("compressor-priority"),
-            flag("verbose", "Report what was copied, rewritten and left out.")
-                .short('v')
-                .long("verbose")
-                .help_heading(other),
-            flag("json", "The report as JSON on standard output.")
-                .long("json")
-                .help_heading(other),
-            value("threads", "N", "Compression threads, 1 to 1024 (default: one per core).")
-                .long("threads")
-                .help_heading(other),
-            flag("no-progress", "No progress bar (shown only when standard error is a terminal).")
-                .long("no-progress")
-                .help_heading(other),
-            flag("help", "This text.")
-                .short('h')
-                .long("help")
-                .help_heading(other),
-            flag("version", "Version information.")
-                .short('V')
-                .long("version")
-                .help_heading(other),
-        ])
+        .after_help(exit_status_of(&convert::help()))
+        .args(flags::args(convert::FLAGS, ALL))
 }
 
 #[cfg(test)]
@@ -1019,7 +597,7 @@ mod tests {
             cmd.clone().debug_assert();
             assert_eq!(cmd.get_name(), p.name);
             let ours = clap_names(&mut cmd);
-            let theirs = getopt_names(p.short, p.long);
+            let theirs = getopt_names(&p.short(), &p.long());
             assert_eq!(
                 ours, theirs,
                 "{}: clap command and getopt tables differ",
@@ -1027,7 +605,11 @@ mod tests {
             );
             // No clap option pairs a short letter with a long name that getopt gives to
             // another letter.
-            let letters: Vec<u8> = parse_short_spec(p.short).iter().map(|(c, _)| *c).collect();
+            let letters: Vec<u8> = parse_short_spec(&p.short())
+                .iter()
+                .map(|(c, _)| *c)
+                .collect();
+            let long = p.long();
             for a in cmd.get_arguments() {
                 let shorts: Vec<char> = a.get_short().into_iter().collect();
                 let longs = a
@@ -1035,7 +617,7 @@ mod tests {
                     .into_iter()
                     .chain(a.get_all_aliases().unwrap_or_default());
                 for l in longs {
-                    let Some(o) = p.long.iter().find(|o| o.name == l) else {
+                    let Some(o) = long.iter().find(|o| o.name == l) else {
                         continue;
                     };
                     let Ok(letter) = u8::try_from(o.id) else {

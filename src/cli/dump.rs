@@ -32,138 +32,19 @@ use jffs2::dump::{self, ContentOptions, ConvertOptions, ConvertReport};
 use jffs2::extract::ImageMap;
 use jffs2::format::Endian;
 
-use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
+use super::flags;
+pub use super::flags::dump::help;
+use super::flags::dump::{
+    DROP_IN, FLAGS, OPT_BLOCKS, OPT_CAT, OPT_DEVTABLE, OPT_ERASE, OPT_EXTRACT, OPT_FORCE, OPT_INFO,
+    OPT_JSON, OPT_LIST, OPT_MAP, OPT_NO_OWNERS, OPT_NO_XATTRS, OPT_SUMMARY, OURS,
+};
+use super::getopt::{text, Parsed};
 use super::output::Output;
 use super::Tool;
 
 mod views;
 
 pub use views::reader_main;
-pub(crate) use views::{READER_LONG, READER_SHORT};
-
-// Ids of the long-only options of `jffs2-dump`.
-const OPT_JSON: u32 = 1000;
-const OPT_SUMMARY: u32 = 1001;
-const OPT_BLOCKS: u32 = 1002;
-const OPT_MAP: u32 = 1003;
-const OPT_INFO: u32 = 1004;
-const OPT_LIST: u32 = 1005;
-const OPT_CAT: u32 = 1006;
-const OPT_EXTRACT: u32 = 1007;
-const OPT_FORCE: u32 = 1008;
-const OPT_ERASE: u32 = 1009;
-const OPT_NO_XATTRS: u32 = 1010;
-const OPT_NO_OWNERS: u32 = 1011;
-const OPT_DEVTABLE: u32 = 1012;
-
-pub(crate) const SHORT: &str = "blce:rd:o:vVh";
-
-/// jffs2dump's long options, `--recalccrc` with its `required_argument` quirk.
-pub(crate) const LONG_DROP_IN: &[LongOpt] = &[
-    lo("help", HasArg::No, b'h' as u32),
-    lo("version", HasArg::No, b'V' as u32),
-    lo("bigendian", HasArg::No, b'b' as u32),
-    lo("littleendian", HasArg::No, b'l' as u32),
-    lo("content", HasArg::No, b'c' as u32),
-    lo("endianconvert", HasArg::Required, b'e' as u32),
-    lo("datsize", HasArg::Required, b'd' as u32),
-    lo("oobsize", HasArg::Required, b'o' as u32),
-    lo("recalccrc", HasArg::Required, b'r' as u32),
-    lo("verbose", HasArg::No, b'v' as u32),
-];
-
-/// `jffs2-dump`'s: `--recalccrc` takes an optional (ignored) argument, and mkfs.jffs2's
-/// spelling of the endian options works too.
-pub(crate) const LONG_OURS: &[LongOpt] = &[
-    lo("help", HasArg::No, b'h' as u32),
-    lo("version", HasArg::No, b'V' as u32),
-    lo("bigendian", HasArg::No, b'b' as u32),
-    lo("littleendian", HasArg::No, b'l' as u32),
-    lo("big-endian", HasArg::No, b'b' as u32),
-    lo("little-endian", HasArg::No, b'l' as u32),
-    lo("content", HasArg::No, b'c' as u32),
-    lo("endianconvert", HasArg::Required, b'e' as u32),
-    lo("datsize", HasArg::Required, b'd' as u32),
-    lo("oobsize", HasArg::Required, b'o' as u32),
-    lo("recalccrc", HasArg::Optional, b'r' as u32),
-    lo("verbose", HasArg::No, b'v' as u32),
-    lo("json", HasArg::No, OPT_JSON),
-    lo("summary", HasArg::No, OPT_SUMMARY),
-    lo("blocks", HasArg::No, OPT_BLOCKS),
-    lo("map", HasArg::Required, OPT_MAP),
-    lo("info", HasArg::No, OPT_INFO),
-    lo("list", HasArg::No, OPT_LIST),
-    lo("cat", HasArg::Required, OPT_CAT),
-    lo("extract", HasArg::Required, OPT_EXTRACT),
-    lo("force", HasArg::No, OPT_FORCE),
-    lo("eraseblock", HasArg::Required, OPT_ERASE),
-    lo("erase-size", HasArg::Required, OPT_ERASE),
-    lo("no-xattrs", HasArg::No, OPT_NO_XATTRS),
-    lo("no-owners", HasArg::No, OPT_NO_OWNERS),
-    lo("devtable", HasArg::Required, OPT_DEVTABLE),
-];
-
-const OPTIONS_HELP: &str = "Dump the contents of a binary JFFS2 image.
-
- -h, --help                   display this help and exit
- -V, --version                display version information and exit
- -b, --bigendian              image is big endian
- -l, --littleendian           image is little endian
- -c, --content                dump image contents
- -e, --endianconvert=FNAME    convert image endianness, output to file fname
- -r, --recalccrc              recalc name and data crc on endian conversion
- -d, --datsize=LEN            size of data chunks, when oob data in binary image (NAND only)
- -o, --oobsize=LEN            size of oob data chunk in binary image (NAND only)
- -v, --verbose                verbose output
-";
-
-const OURS_HELP: &str = "
-Views and files (jffs2-dump only; the byte order and erase size are detected unless
--b/-l and --erase-size are given; several views may be combined, except --json and --cat):
-     --info                   byte order, erase size, page size, cleanmarkers, compressors,
-                              node and inode counts, and the mkfs.jffs2 command line that
-                              rebuilds the image from its extracted tree
-     --json                   every node: offset, type, fields, CRC verdicts, the kernel's
-                              verdict; and the gaps between nodes
-     --blocks                 per erase block: state, used/dirty/free bytes, summary,
-                              cleanmarker
-     --summary                each erase block's summary records
-     --map=FILE.svg           a picture of the erase blocks coloured by state
-     --list                   the files as Linux shows them, ls -lR style (-v: xattrs too)
-     --cat=PATH               a file's content to standard output
-     --extract=DIR            recreate the files in DIR (created if missing; must be empty
-                              unless --force, which merges and never replaces anything);
-                              hard links, holes, symlinks (never followed), devices (as
-                              root; else listed in DIR.devtable), owners (as root), modes,
-                              times, xattrs where permitted
-     --force                  extract into a non-empty DIR; existing directories (and DIR)
-                              keep their owner, mode, times and xattrs
-     --no-xattrs, --no-owners do not set extended attributes / owners
-     --devtable=FILE          where to list devices that cannot be created
-     --erase-size=SIZE        erase block size (same grammar as mkfs.jffs2 -e)
-Exit status of the views: 0; 1 on errors; 2 when --extract refused something or --cat
-met unreadable data (reported on standard error).
-
-jffs2-tools differences (the -c text is jffs2dump's, byte for byte):
-  -e converts every node in place -- xrefs, obsolete and unknown nodes, summaries,
-     device numbers and POSIX ACLs included (jffs2dump drops or corrupts them) --
-     keeps wrong CRCs wrong, and replaces FNAME only when it is complete
-  a node with totlen 0 is shown once (jffs2dump loops forever); -d/-o refuse an
-  image that is not a whole number of data+oob pages
-  --big-endian, --little-endian  same as -b, -l
-Exit status: 0 on success, corrupt images included; 1 on errors and usage errors.
-Invoked as jffs2dump, a wrong number of operands exits 0, as jffs2dump does.
-";
-
-/// The help text under `name`: jffs2dump's exactly under its own name, with our additions
-/// otherwise.
-pub fn help(name: &str) -> String {
-    let mut s = format!("Usage: {name} [OPTION]... INPUTFILE\n{OPTIONS_HELP}");
-    if name != "jffs2dump" {
-        s.push_str(OURS_HELP);
-    }
-    s
-}
 
 /// C `atoi`: leading white space, a sign, decimal digits; 0 without digits; the `long`
 /// result truncated to `int`.
@@ -254,7 +135,7 @@ impl Write for Log<'_> {
 
 fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     let drop_in = tool.name == "jffs2dump";
-    let long = if drop_in { LONG_DROP_IN } else { LONG_OURS };
+    let names = if drop_in { DROP_IN } else { OURS };
     let mut endian = Endian::host();
     let mut content = false;
     let mut verbose = false;
@@ -265,7 +146,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     let mut error = false;
     let mut operands = Vec::new();
     let mut va = views::ViewArgs::default();
-    for p in getopt_long(args, SHORT, long) {
+    for p in flags::getopt(args, FLAGS, names) {
         let (id, arg) = match p {
             Parsed::Opt { id, arg } => (id, arg),
             Parsed::Operand(w) => {

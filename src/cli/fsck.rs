@@ -20,7 +20,13 @@ use jffs2::scan::{BlockClass, BlockList, Level};
 use jffs2::source::XattrSelect;
 use serde_json::{json, Value};
 
-use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
+use super::flags;
+use super::flags::fsck::{
+    AS_FSCK, FLAGS, OPT_COMPARE, OPT_FAKETIME, OPT_IGNORE_MTIME, OPT_JSON, OPT_KERNEL_LOG,
+    OPT_NO_PROGRESS, OPT_REPAIR, OPT_SQUASH, OPT_SQUASH_PERMS, OPT_SQUASH_UIDS, OPT_VERSION,
+    OPT_WITH_POSIX_ACL, OPT_WITH_SELINUX, OPT_WITH_XATTR, PLAIN,
+};
+use super::getopt::{text, Parsed};
 use super::input::Input;
 use super::num::{erase_size, EraseSizeError};
 use super::output::{is_input_message, Output};
@@ -38,91 +44,7 @@ pub const EXIT_USAGE: i32 = 16;
 /// The largest erase size accepted (what autodetection considers, too).
 const MAX_ERASE: u32 = 16 << 20;
 
-const OPT_JSON: u32 = 1000;
-const OPT_COMPARE: u32 = 1001;
-const OPT_KERNEL_LOG: u32 = 1002;
-const OPT_SQUASH: u32 = 1003;
-const OPT_SQUASH_UIDS: u32 = 1004;
-const OPT_SQUASH_PERMS: u32 = 1005;
-const OPT_FAKETIME: u32 = 1006;
-const OPT_WITH_XATTR: u32 = 1007;
-const OPT_WITH_SELINUX: u32 = 1008;
-const OPT_WITH_POSIX_ACL: u32 = 1009;
-const OPT_IGNORE_MTIME: u32 = 1010;
-const OPT_VERSION: u32 = 1011;
-const OPT_NO_PROGRESS: u32 = 1012;
-const OPT_REPAIR: u32 = 1013;
-
-/// `jffs2-fsck`'s short options.
-pub(crate) const SHORT: &str = "e:lbvh";
-
-/// `fsck.jffs2`'s: fsck(8)'s generic options too.
-pub(crate) const SHORT_AS_FSCK: &str = "e:lbvhapnyfVC::";
-
-pub(crate) const LONG: &[LongOpt] = &[
-    lo("eraseblock", HasArg::Required, b'e' as u32),
-    lo("little-endian", HasArg::No, b'l' as u32),
-    lo("big-endian", HasArg::No, b'b' as u32),
-    lo("verbose", HasArg::No, b'v' as u32),
-    lo("help", HasArg::No, b'h' as u32),
-    lo("json", HasArg::No, OPT_JSON),
-    lo("compare", HasArg::Required, OPT_COMPARE),
-    lo("kernel-log", HasArg::No, OPT_KERNEL_LOG),
-    lo("squash", HasArg::No, OPT_SQUASH),
-    lo("squash-uids", HasArg::No, OPT_SQUASH_UIDS),
-    lo("squash-perms", HasArg::No, OPT_SQUASH_PERMS),
-    lo("faketime", HasArg::No, OPT_FAKETIME),
-    lo("with-xattr", HasArg::No, OPT_WITH_XATTR),
-    lo("with-selinux", HasArg::No, OPT_WITH_SELINUX),
-    lo("with-posix-acl", HasArg::No, OPT_WITH_POSIX_ACL),
-    lo("ignore-mtime", HasArg::No, OPT_IGNORE_MTIME),
-    lo("version", HasArg::No, OPT_VERSION),
-    lo("no-progress", HasArg::No, OPT_NO_PROGRESS),
-    lo("repair", HasArg::Required, OPT_REPAIR),
-];
-
-/// The help text.
-pub const HELP: &str = "Usage: jffs2-fsck [OPTIONS] IMAGE
-Check a JFFS2 image: every node, every CRC, all data, the tree, the summaries
-
-Options:
-  -e, --eraseblock=SIZE   Erase block size (mkfs.jffs2 grammar: 0x20000, 128KiB,
-                          128 = 128 KiB); detected from the image when not given
-  -l, --little-endian     The image is little-endian (detected when not given)
-  -b, --big-endian        The image is big-endian (detected when not given)
-  -v, --verbose           Show the detection evidence and every erase block
-      --json              Print one JSON document (findings and summary)
-      --kernel-log        Print what Linux 6.1 logs mounting the image and reading
-                          every file (dmesg style), instead of the findings
-      --repair=OUT        Also write to OUT the image Linux would have shown: what it
-                          can read, in the same layout, without dead nodes (the
-                          garbage collection of jffs2-convert); what is left out is
-                          named. IMAGE itself is never written (an OUT that
-                          is IMAGE, through links too, is refused: status 16)
-      --compare=DIR       Factory verification: the image's tree must equal DIR
-                          (names, types, modes, owners, sizes, contents, link
-                          targets, device numbers, times, xattrs)
-      --squash            With --compare: the image was made with -q (-U -P)
-      --squash-uids       With --compare: made with -U (owners 0:0)
-      --squash-perms      With --compare: made with -P (no g/o write, setuid, setgid)
-      --faketime          With --compare: made with -f (all times 0)
-      --with-xattr        With --compare: made with --with-xattr
-      --with-selinux      With --compare: made with --with-selinux
-      --with-posix-acl    With --compare: made with --with-posix-acl
-      --ignore-mtime      With --compare: do not compare modification times
-      --no-progress       No progress bar
-  -h, --help              Display this help text
-      --version           Display version information
-
-As fsck.jffs2, fsck(8)'s -a -p -y -n -f -V -C[fd] are accepted (the check never
-writes; -C shows the progress bar).
-
-Exit status: 0 consistent, 4 errors found (or differences from --compare),
-8 operational error (unreadable, empty, not JFFS2, standard output not
-writable), 16 usage error. With
---repair: 1 when OUT was written and IMAGE had errors or something was left out
-(errors corrected), 0 when IMAGE was consistent, 8 when no repair was possible.
-";
+pub use super::flags::fsck::help;
 
 struct Args {
     erase: Option<u32>,
@@ -147,7 +69,7 @@ enum Parse {
 }
 
 fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
-    let short = if as_fsck { SHORT_AS_FSCK } else { SHORT };
+    let names = if as_fsck { AS_FSCK } else { PLAIN };
     let mut a = Args {
         erase: None,
         endian: None,
@@ -171,7 +93,7 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
     };
     let mut xattr = XattrSelect::NONE;
     let mut xattr_given = false;
-    for p in getopt_long(argv, short, LONG) {
+    for p in flags::getopt(argv, FLAGS, names) {
         match p {
             Parsed::Error(m) => return usage_error(&m),
             Parsed::Operand(o) => {
@@ -218,7 +140,7 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
                     x if x == u32::from(b'v') => a.verbose = true,
                     x if x == u32::from(b'h') => {
                         return Parse::Exit(
-                            tool.print(HELP).map_or(EXIT_OPERATIONAL, |()| EXIT_OK),
+                            tool.print(&help()).map_or(EXIT_OPERATIONAL, |()| EXIT_OK),
                         );
                     }
                     // fsck(8) generic options: accepted, no effect (the check never writes).

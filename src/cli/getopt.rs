@@ -221,11 +221,6 @@ pub fn text(a: &OsStr) -> String {
     a.to_string_lossy().into_owned()
 }
 
-/// A long option (for the option tables).
-pub const fn lo(name: &'static str, has_arg: HasArg, id: u32) -> LongOpt {
-    LongOpt { name, has_arg, id }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

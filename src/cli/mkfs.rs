@@ -13,121 +13,17 @@ use jffs2::layout::EndPad;
 use jffs2::mkfs::{self, MkfsConfig, MsgKind, Sink};
 use jffs2::source::{self, ScanOptions, WarningKind, XattrSelect};
 
-use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
+use super::flags::mkfs::{
+    FLAGS, OPT_LIST_COMPRESSORS, OPT_NO_PROGRESS, OPT_SUMMARY, OPT_THREADS, OPT_WITH_POSIX_ACL,
+    OPT_WITH_SELINUX, OPT_WITH_XATTR,
+};
+use super::flags::{self, ALL};
+use super::getopt::{text, Parsed};
 use super::num::{erase_size, strtol, strtol_i32, EraseSizeError};
 use super::output::{is_input_message, Output};
 use super::{Noted, Progress, Tool};
 
-pub(crate) const SHORT: &str = "D:d:r:s:o:qUPfh?vVe:lbp::nc:m:x:X:Lty:i:";
-
-const OPT_WITH_XATTR: u32 = 1000;
-const OPT_WITH_SELINUX: u32 = 1001;
-const OPT_WITH_POSIX_ACL: u32 = 1002;
-const OPT_SUMMARY: u32 = 2000;
-const OPT_THREADS: u32 = 2001;
-const OPT_LIST_COMPRESSORS: u32 = 2002;
-const OPT_NO_PROGRESS: u32 = 2003;
-
-pub(crate) const LONG: &[LongOpt] = &[
-    lo("pad", HasArg::Optional, b'p' as u32),
-    lo("root", HasArg::Required, b'r' as u32),
-    lo("pagesize", HasArg::Required, b's' as u32),
-    lo("eraseblock", HasArg::Required, b'e' as u32),
-    lo("output", HasArg::Required, b'o' as u32),
-    lo("help", HasArg::No, b'h' as u32),
-    lo("verbose", HasArg::No, b'v' as u32),
-    lo("version", HasArg::No, b'V' as u32),
-    lo("big-endian", HasArg::No, b'b' as u32),
-    lo("little-endian", HasArg::No, b'l' as u32),
-    lo("no-cleanmarkers", HasArg::No, b'n' as u32),
-    lo("cleanmarker", HasArg::Required, b'c' as u32),
-    lo("squash", HasArg::No, b'q' as u32),
-    lo("squash-uids", HasArg::No, b'U' as u32),
-    lo("squash-perms", HasArg::No, b'P' as u32),
-    lo("faketime", HasArg::No, b'f' as u32),
-    lo("devtable", HasArg::Required, b'D' as u32),
-    lo("compression-mode", HasArg::Required, b'm' as u32),
-    lo("disable-compressor", HasArg::Required, b'x' as u32),
-    lo("enable-compressor", HasArg::Required, b'X' as u32),
-    lo("test-compression", HasArg::No, b't' as u32),
-    lo("compressor-priority", HasArg::Required, b'y' as u32),
-    lo("incremental", HasArg::Required, b'i' as u32),
-    lo("with-xattr", HasArg::No, OPT_WITH_XATTR),
-    lo("with-selinux", HasArg::No, OPT_WITH_SELINUX),
-    lo("with-posix-acl", HasArg::No, OPT_WITH_POSIX_ACL),
-    // Not in mkfs.jffs2:
-    lo("summary", HasArg::No, OPT_SUMMARY),
-    lo("threads", HasArg::Required, OPT_THREADS),
-    lo("list-compressors", HasArg::No, OPT_LIST_COMPRESSORS),
-    lo("no-progress", HasArg::No, OPT_NO_PROGRESS),
-];
-
-/// The help text: mkfs.jffs2's, with the options it lacks added at the end.
-pub const HELP: &str = "Usage: mkfs.jffs2 [OPTIONS]
-Make a JFFS2 file system image from an existing directory tree
-
-Options:
-  -p, --pad[=SIZE]        Pad output to SIZE bytes with 0xFF. If SIZE is
-                          not specified, the output is padded to the end of
-                          the final erase block
-  -r, -d, --root=DIR      Build file system from directory DIR (default: cwd)
-  -s, --pagesize=SIZE     Use page size (max data node size) SIZE.
-                          Set according to target system's memory management
-                          page size (default: 4KiB)
-  -e, --eraseblock=SIZE   Use erase block size SIZE (default: 64KiB)
-  -c, --cleanmarker=SIZE  Size of cleanmarker (default 12)
-  -m, --compression-mode=MODE
-                          Select compression mode (default: priority)
-  -x, --disable-compressor=COMPRESSOR_NAME
-                          Disable a compressor
-  -X, --enable-compressor=COMPRESSOR_NAME
-                          Enable a compressor
-  -y, --compressor-priority=PRIORITY:COMPRESSOR_NAME
-                          Set the priority of a compressor
-  -L, --list-compressors  Show the list of the available compressors
-  -t, --test-compression  Call decompress and compare with the original (for test)
-  -n, --no-cleanmarkers   Don't add a cleanmarker to every eraseblock
-  -o, --output=FILE       Output to FILE (default: stdout)
-  -l, --little-endian     Create a little-endian filesystem
-  -b, --big-endian        Create a big-endian filesystem
-  -D, --devtable=FILE     Use the named FILE as a device table file
-  -f, --faketime          Change all file times to '0' for regression testing
-  -q, --squash            Squash permissions and owners making all files be owned by root
-  -U, --squash-uids       Squash owners making all files be owned by root
-  -P, --squash-perms      Squash permissions on all files
-      --with-xattr        stuff all xattr entries into image
-      --with-selinux      stuff only SELinux Labels into jffs2 image
-      --with-posix-acl    stuff only POSIX ACL entries into jffs2 image
-  -h, --help              Display this help text
-  -v, --verbose           Verbose operation
-  -V, --version           Display version information
-  -i, --incremental=FILE  Parse FILE and generate appendage output for it
-
-jffs2-tools additions (mkfs.jffs2 has none of these; without them the bytes are
-identical to mkfs.jffs2's):
-      --summary           Write an erase-block summary into every erase block
-                          (the bytes of jffs2-mkfs followed by jffs2-sumtool; the
-                          image then ends on an erase-block boundary)
-      --threads=N         Compress on N threads, 1 to 1024 (default: one per
-                          core; the output does not depend on it)
-      --no-progress       Never show a progress bar (shown only when stderr is
-                          a terminal)
-  -X lzma, -x lzma, -y PRIO:lzma
-                          OpenWrt's LZMA compressor (id 8; readable by OpenWrt
-                          kernels only). Naming it selects OpenWrt's priorities
-                          (lzo 90, zlib 80, lzma 70, rtime 50); -x lzma alone
-                          gives the image of plain mkfs.jffs2
-  SOURCE_DATE_EPOCH       When set in the environment, every timestamp later
-                          than it is clamped to it (reproducible builds)
-
-SIZE arguments follow mkfs.jffs2: decimal, 0x hex or 0 octal; -e also takes
-KiB/MiB suffixes and reads a bare number below 4096 as KiB. Note that `-p SIZE`
-(with a space) pads to the end of the last erase block only: write --pad=SIZE.
-Names that are not UTF-8 or hold control or bidirectional characters are shown
-escaped (\\x1b, \\r, \\xe2\\x80\\xae) in messages and the -v listing; mkfs.jffs2
-prints them raw. Other names are shown exactly as mkfs.jffs2 shows them.
-Exit status: 0 on success, 1 for an unknown option, 255 for any other error.
-";
+pub use super::flags::mkfs::HELP;
 
 /// Runs mkfs with `args` (without the program name); returns the exit status.
 pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
@@ -197,7 +93,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     let mut operands = Vec::new();
     // -y keeps the priority of an earlier -y when its number does not parse (§3.1).
     let mut compr_prior: i64 = -1;
-    for p in getopt_long(args, SHORT, LONG) {
+    for p in flags::getopt(args, FLAGS, ALL) {
         let (id, arg) = match p {
             Parsed::Opt { id, arg } => (id, arg),
             Parsed::Operand(w) => {

@@ -5,6 +5,7 @@
 pub mod convert;
 pub mod describe;
 pub mod dump;
+pub mod flags;
 pub mod fsck;
 pub mod getopt;
 pub mod input;

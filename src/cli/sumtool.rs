@@ -11,74 +11,15 @@ use std::path::PathBuf;
 use jffs2::format::Endian;
 use jffs2::sumtool::{self, Cleanmarkers, SumtoolConfig, SumtoolError};
 
-use super::getopt::{getopt_long, lo, text, HasArg, LongOpt, Parsed};
+use super::flags::sumtool::{FLAGS, OPT_FORCE_ERASEBLOCK};
+use super::flags::{self, ALL};
+use super::getopt::{text, Parsed};
 use super::input::Input;
 use super::num::{erase_size, strtol_i32, EraseSizeError};
 use super::output::Output;
 use super::{Noted, Tool};
 
-pub(crate) const SHORT: &str = "o:i:e:hvVblnc:p";
-
-const OPT_FORCE_ERASEBLOCK: u32 = 2000;
-
-pub(crate) const LONG: &[LongOpt] = &[
-    lo("output", HasArg::Required, b'o' as u32),
-    lo("input", HasArg::Required, b'i' as u32),
-    lo("eraseblock", HasArg::Required, b'e' as u32),
-    lo("help", HasArg::No, b'h' as u32),
-    lo("verbose", HasArg::No, b'v' as u32),
-    lo("version", HasArg::No, b'V' as u32),
-    lo("bigendian", HasArg::No, b'b' as u32),
-    lo("littleendian", HasArg::No, b'l' as u32),
-    lo("no-cleanmarkers", HasArg::No, b'n' as u32),
-    lo("cleanmarker", HasArg::Required, b'c' as u32),
-    lo("pad", HasArg::No, b'p' as u32),
-    // Not in sumtool:
-    lo("force-eraseblock", HasArg::No, OPT_FORCE_ERASEBLOCK),
-];
-
-/// The help text: sumtool's, with what differs added at the end.
-pub const HELP: &str = "Usage: sumtool [OPTIONS] -i inputfile -o outputfile
-
-Convert the input JFFS2 image to a summarized JFFS2 image
-Summary makes mounting faster - if summary support enabled in your kernel
-
-Options:
-  -e, --eraseblock=SIZE     Use erase block size SIZE (default: 64KiB)
-                            (usually 16KiB on NAND)
-  -c, --cleanmarker=SIZE    Size of cleanmarker (default 12).
-                            (usually 16 bytes on NAND, and will be set to
-                            this value if left at the default 12). Will be
-                            stored in OOB after each physical page composing
-                            a physical eraseblock.
-  -n, --no-cleanmarkers     Don't add a cleanmarker to every eraseblock
-  -o, --output=FILE         Output to FILE 
-  -i, --input=FILE          Input from FILE 
-  -b, --bigendian           Image is big endian
-  -l  --littleendian        Image is little endian
-  -h, --help                Display this help text
-  -v, --verbose             Verbose operation
-  -V, --version             Display version information
-  -p, --pad                 Pad the OUTPUT with 0xFF to the end of the final
-                            eraseblock
-
-jffs2-tools (what differs from mtd-utils' sumtool):
-      --force-eraseblock    Proceed when -e differs from the erase size the
-                            input was built with: the input is read with its
-                            own erase size and re-blocked into -e blocks
-  The erase size and byte order of the input are detected. When -e or -b/-l
-  is not given and the input was built otherwise, the detected value is used,
-  with a warning (mtd-utils' sumtool would lose nodes); when a given -e or
-  -b/-l disagrees, sumtool stops with an error instead of writing a broken
-  image. Every erase block that holds nodes gets a summary, the last
-  one included; the output is padded to at least the input's size (padded
-  empty blocks are kept); obsolete nodes are dropped, never resurrected.
-  The cleanmarker is 12 bytes unless -c or the input's cleanmarkers say
-  otherwise (nothing is stored in OOB). The output is written to a temporary
-  file and renamed into place, so a failed run leaves FILE untouched and
-  -i and -o may name the same file.
-Exit status: 0 on success, 1 for an unknown option, 255 for any other error.
-";
+pub use super::flags::sumtool::HELP;
 
 /// An exit with this status; the message has already been printed.
 struct Fatal(i32);
@@ -115,7 +56,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     let mut cleanmarker: Option<u32> = None;
     let mut no_cleanmarkers = false;
     let mut operands = Vec::new();
-    for p in getopt_long(args, SHORT, LONG) {
+    for p in flags::getopt(args, FLAGS, ALL) {
         let (id, arg) = match p {
             Parsed::Opt { id, arg } => (id, arg),
             Parsed::Operand(w) => {

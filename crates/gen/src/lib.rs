@@ -243,7 +243,7 @@ mod tests {
             ] {
                 assert!(s.contains(section), "{}: no {section}", p.name);
             }
-            for o in p.long {
+            for o in p.long() {
                 // roff escapes '-' as "\-".
                 let escaped = format!("\\-\\-{}", o.name.replace('-', "\\-"));
                 assert!(s.contains(&escaped), "{}: --{} missing", p.name, o.name);

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 use super::super::output::{is_input_message, same_file};
 use super::{io_text, stdout_failed, Exit};
-use crate::cli::getopt::{lo, HasArg, LongOpt};
+use crate::cli::flags::dump::reader_help;
 use crate::cli::Tool;
 
 /// The image's resident pages are dropped when they grow by this much…
@@ -752,24 +752,16 @@ fn extract_to(tool: &Tool, fs: &Fs<'_>, dir: &Path, a: &ViewArgs) -> Result<i32,
     Ok(if r.refused.is_empty() { 0 } else { 2 })
 }
 
-/// jffs2reader's short options.
-pub(crate) const READER_SHORT: &str = "rd:f:tVh";
-
-/// jffs2reader's long options (it has none; ours).
-pub(crate) const READER_LONG: &[LongOpt] = &[
-    lo("help", HasArg::No, b'h' as u32),
-    lo("version", HasArg::No, b'V' as u32),
-];
-
 /// `jffs2reader IMAGE [-d DIR | -f FILE] [-r] [-t]` (`docs/spec/mtd-utils-spec.md` §7), with correct
 /// data: see `reader_help`.
 pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
-    use super::super::getopt::{getopt_long, Parsed};
+    use super::super::flags::{self, dump::READER, ALL};
+    use super::super::getopt::Parsed;
     let mut dir: Option<OsString> = None;
     let mut file: Option<OsString> = None;
     let (mut recursive, mut time) = (false, false);
     let mut operands = Vec::new();
-    for p in getopt_long(args, READER_SHORT, READER_LONG) {
+    for p in flags::getopt(args, READER, ALL) {
         match p {
             Parsed::Opt { id, arg } => match u8::try_from(id).unwrap_or(0) {
                 b'd' => dir = arg,
@@ -858,22 +850,6 @@ pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
     match run() {
         Ok(c) | Err(Exit(c)) => c,
     }
-}
-
-/// `jffs2reader`'s usage line, and what differs.
-pub fn reader_help(name: &str) -> String {
-    format!(
-        "Usage: {name} <image> [-d|-f] < path >
-  -d PATH   list directory PATH (-r: recursively, -t: with change times)
-  -f PATH   write file PATH to standard output
-  (no option: list / recursively)
-jffs2-tools differences: the byte order and erase size are detected; every node is
-checked and every compressor read, so files show their real size and content (jffs2reader
-shows the first node of each file and hides the first entry mkfs.jffs2 writes); link counts,
-sizes, device numbers and times are Linux's (times in UTC); entries are listed by name;
-names are escaped; symbolic links inside the image are followed for PATH.
-"
-    )
 }
 
 #[cfg(test)]
