@@ -131,6 +131,7 @@ pub mod fsck;
 // targets' bodies, not an API (no stability promise, hidden from the documentation).
 #[doc(hidden)]
 pub mod fuzz;
+pub mod image;
 pub mod input;
 pub mod layout;
 pub mod mapguard;
@@ -141,6 +142,8 @@ pub mod scan;
 pub mod source;
 pub mod sumtool;
 pub mod text;
+
+pub use image::{FileError, FileReader, Image, ImageError, ImageOptions, MountError};
 
 /// What docs/LIBRARY.md promises of the error types and the read-side models, checked at
 /// compile time: errors are `std::error::Error + Send + Sync + 'static` (usable with `?` into
@@ -162,6 +165,10 @@ fn _api_traits() {
     error::<sumtool::SumtoolError>();
     error::<convert::ConvertError>();
     error::<dump::DumpError>();
+    error::<image::ImageError>();
+    error::<image::MountError>();
+    error::<image::FileError>();
+    sync::<Image<'static>>();
     sync::<scan::Scan>();
     sync::<fs::Fs<'static>>();
     sync::<fsck::Report>();

@@ -606,7 +606,7 @@ struct InoBuild {
 /// inode reading. Built by [`build`].
 pub struct Fs<'a> {
     image: &'a [u8],
-    scan: &'a Scan,
+    scan: ScanRef<'a>,
     opts: FsOptions,
     inos: BTreeMap<u32, InoBuild>,
     xattr: xattr::XattrIndex,
@@ -614,10 +614,36 @@ pub struct Fs<'a> {
     log: Vec<KernelMsg>,
 }
 
+/// The scan a model reads: borrowed from the caller ([`build`]), or owned by the model
+/// ([`build_owned`], what [`crate::Image::mount`] returns, so that a mounted image is one
+/// value that cannot be separated from its scan).
+enum ScanRef<'a> {
+    Borrowed(&'a Scan),
+    Owned(Box<Scan>),
+}
+
+impl std::ops::Deref for ScanRef<'_> {
+    type Target = Scan;
+
+    fn deref(&self) -> &Scan {
+        match self {
+            ScanRef::Borrowed(s) => s,
+            ScanRef::Owned(s) => s,
+        }
+    }
+}
+
 /// Builds the filesystem model from a scan, like `jffs2_build_filesystem` (§5, §9.4), with
 /// the reference kernel's options. See [`build_with`].
 pub fn build<'a>(image: &'a [u8], scan: &'a mut Scan) -> Fs<'a> {
     build_with(image, scan, FsOptions::default())
+}
+
+/// [`build_with`] on a scan the model then owns ([`Fs::scan`] returns it, with the build's
+/// obsoletions applied). [`crate::Image::mount`] is the usual way to get here.
+pub fn build_owned(image: &[u8], mut scan: Scan, opts: FsOptions) -> Fs<'_> {
+    let parts = build::build_parts(image, &mut scan, opts);
+    parts.into_fs(image, ScanRef::Owned(Box::new(scan)))
 }
 
 impl<'a> Fs<'a> {
@@ -627,8 +653,8 @@ impl<'a> Fs<'a> {
     }
 
     /// The scan, with the build's obsoletions applied.
-    pub fn scan(&self) -> &'a Scan {
-        self.scan
+    pub fn scan(&self) -> &Scan {
+        &self.scan
     }
 
     /// The options.

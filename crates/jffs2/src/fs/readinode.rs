@@ -779,7 +779,7 @@ impl Fs<'_> {
 
         let finished = (|| -> Result<(), FsError> {
             // Re-read the latest node's header and check its CRC again (§6.4).
-            let loff = ref_offset(self.scan, latest_idx);
+            let loff = ref_offset(&self.scan, latest_idx);
             let lb = self
                 .image
                 .get(loff as usize..)
