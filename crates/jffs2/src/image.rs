@@ -92,13 +92,14 @@ impl Default for ImageOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImageError {
-    /// The input could not be opened or read.
-    #[error("cannot read {}: {source}", path.display())]
+    /// The input could not be opened or read. The message is the path and the error (not
+    /// also given as [`std::error::Error::source`], so that a chain prints it once).
+    #[error("{}: {error}", path.display())]
     Io {
-        /// The input.
+        /// The input (empty for an image in memory).
         path: PathBuf,
         /// Why.
-        source: io::Error,
+        error: io::Error,
     },
     /// The input is a directory.
     #[error("{}: Is a directory", .0.display())]
@@ -111,9 +112,12 @@ pub enum ImageError {
     TooLarge(u64),
     /// No node header (magic 0x1985 with a valid header CRC) in either byte order, and not
     /// erased flash; the detection says why ([`ImageError::why`]).
-    #[error("not a JFFS2 image: {}", why(.0))]
+    #[error("not a JFFS2 image: {}", why(.0).trim_end_matches(NOT_JFFS2))]
     NotJffs2(Box<Detection>),
 }
+
+/// How the detection's evidence ends when it concludes (the message says it first).
+const NOT_JFFS2: &str = ": not a JFFS2 image";
 
 fn why(d: &Detection) -> String {
     d.evidence
@@ -123,8 +127,8 @@ fn why(d: &Detection) -> String {
 }
 
 impl ImageError {
-    /// For [`ImageError::NotJffs2`], the detection's last piece of evidence (what it looked
-    /// for and did not find).
+    /// For [`ImageError::NotJffs2`], the detection's last piece of evidence as it words it
+    /// (what it looked for and did not find, ending "not a JFFS2 image").
     pub fn why(&self) -> Option<String> {
         match self {
             ImageError::NotJffs2(d) => Some(why(d)),
@@ -171,15 +175,20 @@ const DETECT_PREFIX: usize = 16 << 20;
 /// …and all of it only when that is not conclusive.
 const DETECT_SURE: f32 = 0.9;
 
-/// Step 1 and 2 of the module documentation on the input `bytes` (unpadded).
-pub(crate) fn recognise(bytes: &[u8], opts: &ImageOptions) -> Result<Recognised, ImageError> {
+/// Step 1 and 2 of the module documentation on the input `bytes` (unpadded), with the
+/// detection's node offsets when `hints` (a scan's prefetch hints; 4 bytes a node).
+pub(crate) fn recognise(
+    bytes: &[u8],
+    opts: &ImageOptions,
+    hints: bool,
+) -> Result<Recognised, ImageError> {
     if bytes.is_empty() && !opts.insist {
         return Err(ImageError::Empty);
     }
     if bytes.len() as u64 > crate::input::MAX_IMAGE_LEN {
         return Err(ImageError::TooLarge(bytes.len() as u64));
     }
-    let (detection, hints) = detect(bytes, opts.quick_detect);
+    let (detection, hints) = detect(bytes, opts.quick_detect, hints);
     // Erased flash has a (low) confidence: only an input with neither nodes nor 0xFF is 0.
     if detection.confidence <= 0.0 && !opts.insist {
         return Err(ImageError::NotJffs2(Box::new(detection)));
@@ -199,8 +208,9 @@ pub(crate) fn recognise(bytes: &[u8], opts: &ImageOptions) -> Result<Recognised,
 }
 
 /// The detection, on a prefix of a large image when `quick` (see
-/// [`ImageOptions::quick_detect`]), with the node offsets of a whole-image detection.
-fn detect(image: &[u8], quick: bool) -> (Detection, Vec<u32>) {
+/// [`ImageOptions::quick_detect`]), with the node offsets of a whole-image detection when
+/// `hints`.
+fn detect(image: &[u8], quick: bool, hints: bool) -> (Detection, Vec<u32>) {
     if quick && image.len() > 2 * DETECT_PREFIX {
         let mut d = scan::detect(&image[..DETECT_PREFIX]);
         if d.confidence >= DETECT_SURE {
@@ -211,7 +221,11 @@ fn detect(image: &[u8], quick: bool) -> (Detection, Vec<u32>) {
             return (d, Vec::new());
         }
     }
-    scan::detect::detect_with_nodes(image)
+    if hints {
+        scan::detect::detect_with_nodes(image)
+    } else {
+        (scan::detect(image), Vec::new())
+    }
 }
 
 impl Image<'static> {
@@ -230,9 +244,9 @@ impl Image<'static> {
         opts: &ImageOptions,
     ) -> Result<Image<'static>, ImageError> {
         let path = path.as_ref();
-        let io_err = |source| ImageError::Io {
+        let io_err = |error| ImageError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let meta = std::fs::metadata(path).map_err(io_err)?;
         if meta.is_dir() {
@@ -248,7 +262,7 @@ impl Image<'static> {
         };
         let r = {
             let _t = opts.trim.map(|(limit, period)| map.trimmer(limit, period));
-            recognise(map.file_bytes(), opts)?
+            recognise(map.file_bytes(), opts, true)?
         };
         let file_len = map.file_len();
         let want = scan::flashed_len(file_len, r.geometry.erase_size);
@@ -272,7 +286,7 @@ impl Image<'static> {
         mut bytes: Vec<u8>,
         opts: &ImageOptions,
     ) -> Result<Image<'static>, ImageError> {
-        let r = recognise(&bytes, opts)?;
+        let r = recognise(&bytes, opts, true)?;
         let file_len = bytes.len();
         let want = scan::flashed_len(file_len, r.geometry.erase_size);
         if want > file_len {
@@ -280,7 +294,7 @@ impl Image<'static> {
                 .try_reserve_exact(want - file_len)
                 .map_err(|_| ImageError::Io {
                     path: PathBuf::new(),
-                    source: crate::input::out_of_memory(),
+                    error: crate::input::out_of_memory(),
                 })?;
             bytes.resize(want, 0xFF);
         }
@@ -292,7 +306,7 @@ impl Image<'static> {
     pub fn from_map(map: ImageMap, opts: &ImageOptions) -> Result<Image<'static>, ImageError> {
         let r = {
             let _t = opts.trim.map(|(limit, period)| map.trimmer(limit, period));
-            recognise(map.file_bytes(), opts)?
+            recognise(map.file_bytes(), opts, true)?
         };
         let file_len = map.file_len();
         let want = scan::flashed_len(file_len, r.geometry.erase_size);
@@ -314,7 +328,7 @@ impl<'a> Image<'a> {
     /// An image borrowed from the caller: not copied when it already ends on a whole erase
     /// block (at least five), else copied and padded.
     pub fn from_bytes_with(bytes: &'a [u8], opts: &ImageOptions) -> Result<Image<'a>, ImageError> {
-        let r = recognise(bytes, opts)?;
+        let r = recognise(bytes, opts, true)?;
         let want = scan::flashed_len(bytes.len(), r.geometry.erase_size);
         let data = if want > bytes.len() {
             let mut v = Vec::with_capacity(want);
@@ -336,7 +350,7 @@ impl<'a> Image<'a> {
         opts: &ImageOptions,
     ) -> Result<Image<'a>, ImageError> {
         let len = len.min(buf.len());
-        let r = recognise(&buf[..len], opts)?;
+        let r = recognise(&buf[..len], opts, true)?;
         let want = scan::flashed_len(len, r.geometry.erase_size).max(len);
         let data = if want <= buf.len() {
             let (padded, _) = buf.split_at_mut(want);
@@ -586,7 +600,11 @@ mod tests {
         ));
         let e = Image::from_bytes(b"certainly not JFFS2").err().unwrap();
         assert!(matches!(e, ImageError::NotJffs2(_)));
-        assert!(e.why().unwrap().contains("not a JFFS2 image"));
+        assert!(e.why().unwrap().ends_with(": not a JFFS2 image"));
+        assert_eq!(
+            e.to_string(),
+            "not a JFFS2 image: no JFFS2 node header (magic 0x1985 with a valid header CRC) in either byte order"
+        );
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
             Image::open(dir.path()),

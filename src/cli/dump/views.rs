@@ -138,7 +138,7 @@ pub fn load(
     };
     let image = match opened {
         Ok(image) => image,
-        Err(ImageError::Io { source, .. }) => return Err(open_error(&source)),
+        Err(ImageError::Io { error, .. }) => return Err(open_error(&error)),
         Err(ImageError::Directory(_)) => {
             return Err(open_error(&io::Error::from_raw_os_error(libc::EISDIR)))
         }

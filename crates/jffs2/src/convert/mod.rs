@@ -263,22 +263,24 @@ fn geometry_of(
             "the input is {len} bytes; JFFS2 addresses at most 4 GiB"
         )));
     }
-    let (detection, hints) = crate::scan::detect::detect_with_nodes(image);
-    if detection.confidence <= 0.0 {
-        let why = detection
-            .evidence
-            .last()
-            .cloned()
-            .unwrap_or_else(|| "no JFFS2 node found".to_string());
-        return Err(ConvertError::Input(format!("not a JFFS2 image: {why}")));
-    }
-    let mut geometry = detection.geometry;
-    if let Some(e) = endian {
-        geometry.endian = e;
-    }
-    if let Some(es) = erase_size {
-        geometry.erase_size = es;
-    }
+    // The geometry as every reader opens an image (crate::image): detected, then what is
+    // given; an input with no node that is not erased flash is not JFFS2.
+    let opts = crate::ImageOptions {
+        erase_size,
+        endian,
+        ..Default::default()
+    };
+    let crate::image::Recognised {
+        detection,
+        geometry,
+        hints,
+    } = crate::image::recognise(image, &opts, true).map_err(|e| match e {
+        crate::ImageError::Empty => ConvertError::Input("the input is empty".into()),
+        e => ConvertError::Input(match e.why() {
+            Some(why) => format!("not a JFFS2 image: {why}"),
+            None => e.to_string(),
+        }),
+    })?;
     Ok((geometry, detection, hints))
 }
 
