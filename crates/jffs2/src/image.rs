@@ -50,7 +50,7 @@ use crate::scan::{self, Detection, Geometry, MountFailure, Scan, ScanOptions};
 
 /// How an image is opened and mounted. The default detects everything and mounts as the
 /// reference kernel does (read-only, summaries and xattrs on).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ImageOptions {
     /// The erase size, instead of the detected one.
     pub erase_size: Option<u32>,
@@ -72,20 +72,6 @@ pub struct ImageOptions {
     pub scan: ScanOptions,
     /// The options of the filesystem model.
     pub fs: FsOptions,
-}
-
-impl Default for ImageOptions {
-    fn default() -> Self {
-        ImageOptions {
-            erase_size: None,
-            endian: None,
-            insist: false,
-            quick_detect: false,
-            trim: None,
-            scan: ScanOptions::default(),
-            fs: FsOptions::default(),
-        }
-    }
 }
 
 /// Why an input is not a JFFS2 image at all (or cannot be read).
