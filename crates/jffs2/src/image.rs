@@ -6,7 +6,7 @@
 //! 1. refuse what is not JFFS2 at all: an empty input, a directory, something with no node
 //!    header in either byte order ([`ImageError`]) — an all-0xFF image is erased flash, which
 //!    Linux mounts as an empty filesystem, and opens;
-//! 2. detect the byte order and the erase size ([`crate::scan::detect`]), unless given
+//! 2. detect the byte order and the erase size ([`crate::scan::detect()`]), unless given
 //!    ([`ImageOptions`]);
 //! 3. pad the image with 0xFF to whole erase blocks, at least five, as it would be flashed
 //!    into the smallest partition Linux mounts (`docs/spec/kernel-jffs2-spec.md` §2,

@@ -18,7 +18,7 @@
 //! [`Image`] refuses what is not JFFS2 at all ([`ImageError`]: an empty input, a directory,
 //! no node in either byte order; an all-0xFF image is erased flash, an empty filesystem),
 //! [`Image::mount`] what Linux would not mount ([`MountError`]); [`Image::salvage`] reads
-//! what it can of the latter. The steps below it — [`scan::detect`], [`scan::as_flashed`],
+//! what it can of the latter. The steps below it — [`scan::detect()`], [`scan::as_flashed`],
 //! [`scan::scan`], [`fs::build`] — stay public for the tools' finer needs ([`mod@image`]).
 //!
 //! # Data flow
