@@ -350,6 +350,22 @@ impl<'a> Image<'a> {
         Ok(Self::assemble(data, len, r, opts))
     }
 
+    /// The padded bytes (not for a mapping: `None`), the input's length and the recognition,
+    /// for a reader that keeps them in its own type ([`crate::convert::Source`]).
+    pub(crate) fn into_parts(self) -> Option<(std::borrow::Cow<'a, [u8]>, usize, Recognised)> {
+        let bytes = match self.bytes {
+            Bytes::Borrowed(b) => std::borrow::Cow::Borrowed(b),
+            Bytes::Owned(v) => std::borrow::Cow::Owned(v),
+            Bytes::Mapped(_) => return None,
+        };
+        let r = Recognised {
+            detection: self.detection,
+            geometry: self.geometry,
+            hints: self.hints,
+        };
+        Some((bytes, self.file_len, r))
+    }
+
     fn assemble(bytes: Bytes<'a>, file_len: usize, r: Recognised, opts: &ImageOptions) -> Self {
         Image {
             bytes,

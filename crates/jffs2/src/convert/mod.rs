@@ -248,64 +248,69 @@ pub struct Source<'a> {
     hints: Vec<u32>,
 }
 
-/// Detects the geometry of `image` unless given; an error if it is not JFFS2.
-fn geometry_of(
-    image: &[u8],
-    erase_size: Option<u32>,
-    endian: Option<Endian>,
-) -> Result<(Geometry, Detection, Vec<u32>), ConvertError> {
-    if image.is_empty() {
-        return Err(ConvertError::Input("the input is empty".into()));
-    }
-    let len = image.len() as u64;
-    if len > u64::from(u32::MAX) {
-        return Err(ConvertError::Input(format!(
-            "the input is {len} bytes; JFFS2 addresses at most 4 GiB"
-        )));
-    }
-    // The geometry as every reader opens an image (crate::image): detected, then what is
-    // given; an input with no node that is not erased flash is not JFFS2.
-    let opts = crate::ImageOptions {
-        erase_size,
-        endian,
-        ..Default::default()
-    };
-    let crate::image::Recognised {
-        detection,
-        geometry,
-        hints,
-    } = crate::image::recognise(image, &opts, true).map_err(|e| match e {
+/// The input opened as every reader opens an image ([`crate::Image`]): its geometry detected
+/// unless given (an input with no node that is not erased flash is not JFFS2), padded as
+/// flashed. Both constructors open images in memory, which [`crate::Image::into_parts`]
+/// always takes apart.
+fn open<'a>(
+    opened: Result<crate::Image<'a>, crate::ImageError>,
+) -> Result<Source<'a>, ConvertError> {
+    let image = opened.map_err(|e| match e {
         crate::ImageError::Empty => ConvertError::Input("the input is empty".into()),
+        crate::ImageError::TooLarge(len) => ConvertError::Input(format!(
+            "the input is {len} bytes; JFFS2 addresses at most 4 GiB"
+        )),
         e => ConvertError::Input(match e.why() {
             Some(why) => format!("not a JFFS2 image: {why}"),
             None => e.to_string(),
         }),
     })?;
-    Ok((geometry, detection, hints))
+    let (image, input_len, r) = image
+        .into_parts()
+        .ok_or_else(|| ConvertError::Internal("a mapped input".into()))?;
+    Ok(Source {
+        image,
+        input_len: input_len as u64,
+        geometry: r.geometry,
+        detection: r.detection,
+        hints: r.hints,
+    })
+}
+
+/// What [`crate::Image`] is opened with for `erase_size` and `endian`.
+fn image_options(erase_size: Option<u32>, endian: Option<Endian>) -> crate::ImageOptions {
+    crate::ImageOptions {
+        erase_size,
+        endian,
+        ..Default::default()
+    }
 }
 
 impl Source<'static> {
     /// Detects the geometry of `image` (unless `erase_size` / `endian` are given) and pads
     /// it to whole erase blocks as a partition would be.
     pub fn new(
-        mut image: Vec<u8>,
+        image: Vec<u8>,
         erase_size: Option<u32>,
         endian: Option<Endian>,
     ) -> Result<Source<'static>, ConvertError> {
-        let (geometry, detection, hints) = geometry_of(&image, erase_size, endian)?;
-        let input_len = image.len() as u64;
-        let want = crate::scan::flashed_len(image.len(), geometry.erase_size);
-        if want > image.len() {
-            image.resize(want, 0xFF);
-        }
-        Ok(Source {
-            image: Cow::Owned(image),
-            input_len,
-            geometry,
-            detection,
-            hints,
-        })
+        too_large(image.len())?;
+        open(crate::Image::from_vec_with(
+            image,
+            &image_options(erase_size, endian),
+        ))
     }
+}
+
+/// JFFS2's offsets are 32-bit: an input beyond them is refused before it is read.
+fn too_large(len: usize) -> Result<(), ConvertError> {
+    let len = len as u64;
+    if len > u64::from(u32::MAX) {
+        return Err(ConvertError::Input(format!(
+            "the input is {len} bytes; JFFS2 addresses at most 4 GiB"
+        )));
+    }
+    Ok(())
 }
 
 impl<'a> Source<'a> {
@@ -317,25 +322,26 @@ impl<'a> Source<'a> {
         erase_size: Option<u32>,
         endian: Option<Endian>,
     ) -> Result<Source<'a>, ConvertError> {
-        let image = buf
-            .get(..len)
-            .ok_or_else(|| ConvertError::Internal("input length beyond its buffer".into()))?;
-        let (geometry, detection, hints) = geometry_of(image, erase_size, endian)?;
-        let want = crate::scan::flashed_len(len, geometry.erase_size);
-        let padded = buf.get_mut(..want.max(len)).ok_or_else(|| {
-            ConvertError::Input(format!(
+        if len > buf.len() {
+            return Err(ConvertError::Internal(
+                "input length beyond its buffer".into(),
+            ));
+        }
+        too_large(len)?;
+        let source = open(crate::Image::in_place(
+            buf,
+            len,
+            &image_options(erase_size, endian),
+        ))?;
+        // The image copies what it has no room to pad; a conversion never copies its input.
+        if matches!(source.image, Cow::Owned(_)) {
+            let want = source.image.len();
+            return Err(ConvertError::Input(format!(
                 "no room to pad the input to {want} bytes (erase size 0x{:x})",
-                geometry.erase_size
-            ))
-        })?;
-        padded[len..].fill(0xFF);
-        Ok(Source {
-            image: Cow::Borrowed(padded),
-            input_len: len as u64,
-            geometry,
-            detection,
-            hints,
-        })
+                source.geometry.erase_size
+            )));
+        }
+        Ok(source)
     }
 
     /// Scans the image as Linux mounts it; an error if the mount would fail.
