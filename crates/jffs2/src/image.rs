@@ -193,6 +193,23 @@ pub(crate) fn recognise(
     })
 }
 
+/// `buf[..len]` padded with 0xFF to `want` bytes as flashed: in `buf`'s room after `len` when
+/// it has enough (no copy of the image), else a padded copy. Bytes before `len` are never
+/// written.
+pub(crate) fn pad_in_place(buf: &mut [u8], len: usize, want: usize) -> std::borrow::Cow<'_, [u8]> {
+    let len = len.min(buf.len());
+    let want = want.max(len);
+    if want <= buf.len() {
+        let (padded, _) = buf.split_at_mut(want);
+        padded[len..].fill(0xFF);
+        std::borrow::Cow::Borrowed(padded)
+    } else {
+        let mut v = buf[..len].to_vec();
+        v.resize(want, 0xFF);
+        std::borrow::Cow::Owned(v)
+    }
+}
+
 /// The detection, on a prefix of a large image when `quick` (see
 /// [`ImageOptions::quick_detect`]), with the node offsets of a whole-image detection when
 /// `hints`.
@@ -337,15 +354,10 @@ impl<'a> Image<'a> {
     ) -> Result<Image<'a>, ImageError> {
         let len = len.min(buf.len());
         let r = recognise(&buf[..len], opts, true)?;
-        let want = scan::flashed_len(len, r.geometry.erase_size).max(len);
-        let data = if want <= buf.len() {
-            let (padded, _) = buf.split_at_mut(want);
-            padded[len..].fill(0xFF);
-            Bytes::Borrowed(padded)
-        } else {
-            let mut v = buf[..len].to_vec();
-            v.resize(want, 0xFF);
-            Bytes::Owned(v)
+        let want = scan::flashed_len(len, r.geometry.erase_size);
+        let data = match pad_in_place(buf, len, want) {
+            std::borrow::Cow::Borrowed(b) => Bytes::Borrowed(b),
+            std::borrow::Cow::Owned(v) => Bytes::Owned(v),
         };
         Ok(Self::assemble(data, len, r, opts))
     }

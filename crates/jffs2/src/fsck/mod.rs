@@ -509,17 +509,8 @@ pub fn check_in_place(
 ) -> Result<Report, FsckError> {
     let len = len.min(buf.len());
     let (info, all_ff, want) = prepare(&buf[..len], opts)?;
-    match buf.get_mut(..want.max(len)) {
-        Some(padded) => {
-            padded[len..].fill(0xFF);
-            check::run(padded, len as u64, info, all_ff, opts, progress)
-        }
-        None => {
-            let mut image = buf[..len].to_vec();
-            image.resize(want, 0xFF);
-            check::run(&image, len as u64, info, all_ff, opts, progress)
-        }
-    }
+    let padded = crate::image::pad_in_place(buf, len, want);
+    check::run(&padded, len as u64, info, all_ff, opts, progress)
 }
 
 /// The checks before the run: an image, of a size JFFS2 can address, that is JFFS2 or
