@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{kmsg, xattr, Fs, FsOptions, InoBuild, Problem, ScanRef};
 use crate::format::dt;
-use crate::scan::{KernelMsg, Level, RefState, Scan};
+use crate::scan::{Level, RefState, Scan};
 
 /// `INOCACHE_HASHSIZE_MIN` / `_MAX` (§1.10).
 const HASH_MIN: u32 = 128;
@@ -47,36 +47,22 @@ pub(crate) fn hash_order(inos: impl Iterator<Item = u32>, hashsize: u32) -> Vec<
 /// The visiting order is the kernel's hash order for the flash size (the image length rounded
 /// down to whole erase blocks); within a directory, the order of the scan's `scan_dents`.
 pub fn build_with<'a>(image: &'a [u8], scan: &'a mut Scan, opts: FsOptions) -> Fs<'a> {
-    let parts = build_parts(image, scan, opts);
-    parts.into_fs(image, ScanRef::Borrowed(scan))
+    build_into(image, ScanMut::Borrowed(scan), opts)
 }
 
-/// What the build computes besides the obsoletions it applies to the scan: the model without
-/// its image and scan, which [`build_with`] and [`super::build_owned`] attach.
-pub(super) struct Parts {
-    opts: FsOptions,
-    inos: BTreeMap<u32, InoBuild>,
-    xattr: xattr::XattrIndex,
-    problems: Vec<Problem>,
-    log: Vec<KernelMsg>,
-}
-
-impl Parts {
-    pub(super) fn into_fs<'a>(self, image: &'a [u8], scan: ScanRef<'a>) -> Fs<'a> {
-        Fs {
-            image,
-            scan,
-            opts: self.opts,
-            inos: self.inos,
-            xattr: self.xattr,
-            problems: self.problems,
-            log: self.log,
-        }
-    }
+/// The scan during the build: the caller's ([`build_with`]) or the model's own
+/// ([`super::build_owned`]); either way mutated by the build, then kept by the model.
+pub(super) enum ScanMut<'a> {
+    Borrowed(&'a mut Scan),
+    Owned(Box<Scan>),
 }
 
 /// The build proper (see [`build_with`]).
-pub(super) fn build_parts(image: &[u8], scan: &mut Scan, opts: FsOptions) -> Parts {
+pub(super) fn build_into<'a>(image: &'a [u8], mut held: ScanMut<'a>, opts: FsOptions) -> Fs<'a> {
+    let scan: &mut Scan = match &mut held {
+        ScanMut::Borrowed(s) => s,
+        ScanMut::Owned(s) => s,
+    };
     let mut problems = Vec::new();
     let mut log = Vec::new();
     let mut obsolete: Vec<usize> = Vec::new();
@@ -219,7 +205,13 @@ pub(super) fn build_parts(image: &[u8], scan: &mut Scan, opts: FsOptions) -> Par
     problems.extend(xproblems);
     log.extend(xlog);
 
-    Parts {
+    let scan = match held {
+        ScanMut::Borrowed(s) => ScanRef::Borrowed(s),
+        ScanMut::Owned(s) => ScanRef::Owned(s),
+    };
+    Fs {
+        image,
+        scan,
         opts,
         inos,
         xattr,

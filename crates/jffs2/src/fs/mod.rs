@@ -641,9 +641,8 @@ pub fn build<'a>(image: &'a [u8], scan: &'a mut Scan) -> Fs<'a> {
 
 /// [`build_with`] on a scan the model then owns ([`Fs::scan`] returns it, with the build's
 /// obsoletions applied). [`crate::Image::mount`] is the usual way to get here.
-pub fn build_owned(image: &[u8], mut scan: Scan, opts: FsOptions) -> Fs<'_> {
-    let parts = build::build_parts(image, &mut scan, opts);
-    parts.into_fs(image, ScanRef::Owned(Box::new(scan)))
+pub fn build_owned(image: &[u8], scan: Scan, opts: FsOptions) -> Fs<'_> {
+    build::build_into(image, build::ScanMut::Owned(Box::new(scan)), opts)
 }
 
 impl<'a> Fs<'a> {
