@@ -301,8 +301,8 @@ pub fn convert(data: &[u8]) {
     let Ok(src) = crate::convert::Source::new(data.to_vec(), None, None) else {
         return;
     };
-    let Ok(mut s) = src.scan() else { return };
-    let had = crate::convert::input_layout(&s);
+    let Ok(fs) = src.mount() else { return };
+    let had = crate::convert::input_layout(fs.scan());
     let g = src.geometry;
     let cfg = crate::convert::ConvertConfig {
         layout: crate::layout::LayoutConfig {
@@ -317,7 +317,6 @@ pub fn convert(data: &[u8]) {
         pad: crate::layout::EndPad::None,
         threads: 1,
     };
-    let fs = crate::fs::build(&src.image, &mut s);
     let Ok((out, report)) = crate::convert::convert(&fs, &cfg, Vec::new()) else {
         return;
     };

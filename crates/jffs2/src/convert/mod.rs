@@ -357,6 +357,17 @@ impl<'a> Source<'a> {
         }
         Ok(s)
     }
+
+    /// [`Source::scan`], then the filesystem model, which owns the scan (as
+    /// [`crate::Image::mount`] builds it): what [`convert()`] converts.
+    pub fn mount(&self) -> Result<Fs<'_>, ConvertError> {
+        let scan = self.scan()?;
+        Ok(crate::fs::build_owned(
+            &self.image,
+            scan,
+            crate::fs::FsOptions::default(),
+        ))
+    }
 }
 
 /// What the input's own layout was, for output defaults ("keep what it had").
@@ -413,8 +424,7 @@ pub type ProgressFn<'a> = &'a dyn Fn(u64, u64);
 ///
 /// let source = Source::new(image, None, None)?; // geometry detected, padded as flashed
 /// assert_eq!(source.geometry.erase_size, 64 * 1024);
-/// let mut scanned = source.scan()?;
-/// let fs = jffs2::fs::build(&source.image, &mut scanned);
+/// let fs = source.mount()?; // scanned as Linux mounts it, the model built
 ///
 /// let cfg = ConvertConfig {
 ///     layout: LayoutConfig {
@@ -435,8 +445,7 @@ pub type ProgressFn<'a> = &'a dyn Fn(u64, u64);
 ///
 /// let again = Source::new(out, None, None)?;
 /// assert_eq!(again.geometry.erase_size, 128 * 1024);
-/// let mut scanned = again.scan()?;
-/// let fs = jffs2::fs::build(&again.image, &mut scanned);
+/// let fs = again.mount()?;
 /// assert_eq!(fs.read_data(2, 0, 100)?, b"Welcome\n");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
