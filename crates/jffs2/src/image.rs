@@ -80,7 +80,7 @@ pub struct ImageOptions {
 pub enum ImageError {
     /// The input could not be opened or read. The message is the path and the error (not
     /// also given as [`std::error::Error::source`], so that a chain prints it once).
-    #[error("{}: {error}", path.display())]
+    #[error("{}{error}", named(path))]
     Io {
         /// The input (empty for an image in memory).
         path: PathBuf,
@@ -104,6 +104,15 @@ pub enum ImageError {
 
 /// How the detection's evidence ends when it concludes (the message says it first).
 const NOT_JFFS2: &str = ": not a JFFS2 image";
+
+/// `PATH: ` before a message, or nothing for an image in memory (an empty path).
+fn named(path: &Path) -> String {
+    if path.as_os_str().is_empty() {
+        String::new()
+    } else {
+        format!("{}: ", path.display())
+    }
+}
 
 fn why(d: &Detection) -> String {
     d.evidence
@@ -624,10 +633,12 @@ mod tests {
             Image::open(dir.path()),
             Err(ImageError::Directory(_))
         ));
-        assert!(matches!(
-            Image::open(dir.path().join("missing")),
-            Err(ImageError::Io { .. })
-        ));
+        let missing = dir.path().join("missing");
+        let e = Image::open(&missing).err().unwrap();
+        assert!(matches!(e, ImageError::Io { .. }));
+        assert!(e
+            .to_string()
+            .starts_with(&format!("{}: ", missing.display())));
         let empty = dir.path().join("empty");
         std::fs::write(&empty, b"").unwrap();
         assert!(matches!(Image::open(&empty), Err(ImageError::Empty)));
