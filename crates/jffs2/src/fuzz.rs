@@ -273,16 +273,19 @@ pub fn extract(data: &[u8]) {
 /// mounts the output.
 pub fn sumtool(data: &[u8]) {
     let data = cut(data);
-    let d = crate::scan::detect(data);
+    // Insisting: sumtool is given every input, JFFS2 or not.
+    let opts = crate::ImageOptions {
+        insist: true,
+        ..Default::default()
+    };
+    let Ok(image) = crate::Image::from_bytes_with(data, &opts) else {
+        return;
+    };
+    let d = image.detection();
     let mut cfg = crate::sumtool::SumtoolConfig::new();
     cfg.endian = d.geometry.endian;
     cfg.erase_size = d.geometry.erase_size;
-    let input_mounts = {
-        let img = crate::scan::as_flashed(data, d.geometry.erase_size);
-        crate::scan::scan(&img, &d.geometry, &ScanOptions::default())
-            .failure
-            .is_none()
-    };
+    let input_mounts = image.scan().failure.is_none();
     if let Ok((out, _, _)) = crate::sumtool::summarize(data, &cfg, Vec::new()) {
         let img = crate::scan::as_flashed(&out, cfg.erase_size);
         let s = crate::scan::scan(&img, &d.geometry, &ScanOptions::default());
