@@ -91,7 +91,7 @@ pub enum ImageError {
     #[error("{}: Is a directory", .0.display())]
     Directory(PathBuf),
     /// The input is empty (an erased partition reads as 0xFF, never as nothing).
-    #[error("the image is empty (0 bytes): not a JFFS2 image")]
+    #[error("not a JFFS2 image: the image is empty (0 bytes)")]
     Empty,
     /// The input is longer than the 4 GiB JFFS2's 32-bit offsets address.
     #[error("the image is {0} bytes; JFFS2 addresses at most 4 GiB")]
