@@ -621,6 +621,10 @@ mod tests {
             Image::from_vec(Vec::new()),
             Err(ImageError::Empty)
         ));
+        assert_eq!(
+            ImageError::Empty.to_string(),
+            "not a JFFS2 image: the image is empty (0 bytes)"
+        );
         let e = Image::from_bytes(b"certainly not JFFS2").err().unwrap();
         assert!(matches!(e, ImageError::NotJffs2(_)));
         assert!(e.why().unwrap().ends_with(": not a JFFS2 image"));
