@@ -309,11 +309,11 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         Ok(s) => s,
         Err(e) => return named(&e),
     };
-    let mut scan = match src.scan() {
-        Ok(s) => s,
+    let fs = match src.mount() {
+        Ok(fs) => fs,
         Err(e) => return named(&e),
     };
-    let had = convert::input_layout(&scan);
+    let had = convert::input_layout(fs.scan());
     let g = src.geometry;
     let erase = a.erase.unwrap_or(g.erase_size);
     if erase < 8192 || erase % 4 != 0 {
@@ -342,7 +342,6 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         pad: a.pad,
         threads: a.threads,
     };
-    let fs = jffs2::fs::build(&src.image, &mut scan);
     let bar = if a.progress && !a.json {
         Progress::new("jffs2-convert")
     } else {

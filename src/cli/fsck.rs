@@ -349,8 +349,8 @@ fn repair(
     let g = report.geometry.geometry;
     let src = Source::in_place(image.buf_mut(), len, Some(g.erase_size), Some(g.endian))
         .map_err(|e| e.to_string())?;
-    let mut scan = src.scan().map_err(|e| e.to_string())?;
-    let had = convert::input_layout(&scan);
+    let fs = src.mount().map_err(|e| e.to_string())?;
+    let had = convert::input_layout(fs.scan());
     let es = u64::from(g.erase_size);
     let cfg = ConvertConfig {
         layout: LayoutConfig {
@@ -370,7 +370,6 @@ fn repair(
         },
         threads: 0,
     };
-    let fs = jffs2::fs::build(&src.image, &mut scan);
     let result = output
         .direct_writer()
         .map_err(convert::ConvertError::Write)

@@ -159,8 +159,7 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jffs2::fs::{self, InodeKind, TreeOptions};
-    use jffs2::scan::{self, ScanOptions};
+    use jffs2::fs::{InodeKind, TreeOptions};
     use std::process::Command;
 
     fn rootfs() -> PathBuf {
@@ -196,14 +195,11 @@ mod tests {
         let built = run(&args).unwrap();
         assert_eq!(built.messages, Vec::<String>::new());
 
-        let image = std::fs::read(&out).unwrap();
-        assert_eq!(image.len() as u64, built.size);
-        let g = scan::detect(&image).geometry;
+        let image = jffs2::Image::open(&out).unwrap();
+        assert_eq!(image.file_len() as u64, built.size);
+        let g = image.geometry();
         assert_eq!((g.erase_size, g.endian), (16384, Endian::Little));
-        let flash = scan::as_flashed(&image, g.erase_size);
-        let mut scanned = scan::scan(&flash, &g, &ScanOptions::default());
-        assert!(scanned.failure.is_none());
-        let fs = fs::build(&flash, &mut scanned);
+        let fs = image.mount().unwrap();
         let tree = fs.tree(&TreeOptions::metadata());
         assert!(tree.problems.is_empty(), "{:?}", tree.problems);
 

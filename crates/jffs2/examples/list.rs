@@ -5,10 +5,10 @@
 //! cargo run -p jffs2 --example list -- IMAGE
 //! ```
 //!
-//! The library at work: [`jffs2::scan::detect`] finds the byte order and the erase size,
-//! [`jffs2::scan::scan`] reads the image as the kernel's mount does, [`jffs2::fs::build`]
-//! builds the filesystem model, whose [`jffs2::fs::Fs::tree`] is what `find` and `stat` would
-//! show. Exit status: 0, 1 when the image cannot be read or is not JFFS2 (the message names
+//! The library at work: [`jffs2::Image::open`] reads the image, finds its byte order and
+//! erase size and pads it as flashed, [`jffs2::Image::mount`] reads it as the kernel's mount
+//! does and builds the filesystem model, whose [`jffs2::fs::Fs::tree`] is what `find` and
+//! `stat` would show. Exit status: 0, 1 when the image cannot be read or is not JFFS2 (the message names
 //! the image), 2 when some entries cannot be read (each is named on stderr), 64 for a usage
 //! error.
 
@@ -17,8 +17,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use jffs2::extract::{escape, format_mode};
-use jffs2::fs::{self, InodeKind, TreeOptions};
-use jffs2::scan::{self, ScanOptions};
+use jffs2::fs::{InodeKind, TreeOptions};
+use jffs2::{Image, ImageError};
 
 /// How a listing went.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -32,24 +32,14 @@ struct Listed {
 /// Lists `image` to `out`. Errors name the image.
 fn run(image: &Path, out: &mut dyn Write) -> Result<Listed, String> {
     let name = image.display();
-    let bytes = std::fs::read(image).map_err(|e| format!("{name}: {e}"))?;
-    let detection = scan::detect(&bytes);
-    if detection.confidence <= 0.0 {
-        let why = detection
-            .evidence
-            .last()
-            .map_or("no JFFS2 node", String::as_str);
-        let why = why.trim_end_matches(": not a JFFS2 image");
-        return Err(format!("{name}: not a JFFS2 image: {why}"));
-    }
-    let geometry = detection.geometry;
-    // As flashed: whole erase blocks, at least five (what the kernel would see).
-    let flash = scan::as_flashed(&bytes, geometry.erase_size);
-    let mut scanned = scan::scan(&flash, &geometry, &ScanOptions::default());
-    if let Some(why) = &scanned.failure {
-        return Err(format!("{name}: Linux would not mount this image: {why}"));
-    }
-    let fs = fs::build(&flash, &mut scanned);
+    let opened = Image::open(image).map_err(|e| match e {
+        // These name the image themselves.
+        ImageError::Io { .. } | ImageError::Directory(_) => e.to_string(),
+        e => format!("{name}: {e}"),
+    })?;
+    let fs = opened
+        .mount()
+        .map_err(|e| format!("{name}: Linux would not mount this image: {}", e.0))?;
     let tree = fs.tree(&TreeOptions::metadata());
 
     let write_err = |e: io::Error| format!("writing the listing of {name}: {e}");

@@ -118,19 +118,25 @@ pub fn decompress(data: &[u8]) {
 /// Detection and the mount scan, with and without summaries; the accounting adds up.
 pub fn scan(data: &[u8]) {
     let data = cut(data);
-    let d = crate::scan::detect(data);
-    let img = crate::scan::as_flashed(data, d.geometry.erase_size);
     for summary in [true, false] {
-        let opts = ScanOptions {
-            summary,
-            ..ScanOptions::default()
+        // Insisting: the scanner sees every input, JFFS2 or not.
+        let opts = crate::ImageOptions {
+            insist: true,
+            scan: ScanOptions {
+                summary,
+                ..ScanOptions::default()
+            },
+            ..Default::default()
         };
-        let s = crate::scan::scan(&img, &d.geometry, &opts);
+        let Ok(image) = crate::Image::from_bytes_with(data, &opts) else {
+            continue;
+        };
+        let s = image.scan();
         if s.failure.is_none() {
             let t = s.totals();
             let sum = t.used + t.dirty + t.wasted + t.unchecked + t.free;
-            let flash = (img.len() as u64 / u64::from(d.geometry.erase_size))
-                * u64::from(d.geometry.erase_size);
+            let es = u64::from(image.geometry().erase_size);
+            let flash = (image.flash().len() as u64 / es) * es;
             assert_eq!(
                 sum, flash,
                 "block accounting does not add up to the flash size"
@@ -145,22 +151,15 @@ pub fn scan(data: &[u8]) {
     }
 }
 
-/// The input as Linux would mount it (detected geometry, padded as flashed, scanned), when
-/// it mounts.
-fn mounted(data: &[u8]) -> Option<(std::borrow::Cow<'_, [u8]>, crate::scan::Scan)> {
-    let data = cut(data);
-    let d = crate::scan::detect(data);
-    let img = crate::scan::as_flashed(data, d.geometry.erase_size);
-    let s = crate::scan::scan(&img, &d.geometry, &ScanOptions::default());
-    s.failure.is_none().then_some((img, s))
+/// The input as an image ([`crate::Image`]), when it is one; mounted by the targets.
+fn image(data: &[u8]) -> Option<crate::Image<'_>> {
+    crate::Image::from_bytes(cut(data)).ok()
 }
 
 /// The filesystem model: build, read every live inode, list the tree.
 pub fn fs(data: &[u8]) {
-    let Some((img, mut s)) = mounted(data) else {
-        return;
-    };
-    let fs = crate::fs::build(&img, &mut s);
+    let Some(image) = image(data) else { return };
+    let Ok(fs) = image.mount() else { return };
     let inos: Vec<u32> = fs.live_inodes().collect();
     for ino in inos {
         if let Ok(inode) = fs.read_inode(ino) {
@@ -231,10 +230,8 @@ fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
 /// Extraction into a fresh directory `root/dest`: afterwards `root` holds `dest` and its
 /// device table, nothing else, and nothing under `dest` is a path that leaves it.
 pub fn extract(data: &[u8]) {
-    let Some((img, mut s)) = mounted(data) else {
-        return;
-    };
-    let fs = crate::fs::build(&img, &mut s);
+    let Some(image) = image(data) else { return };
+    let Ok(fs) = image.mount() else { return };
     let Ok(plan) = crate::extract::Plan::build(&fs, true) else {
         return;
     };
@@ -276,16 +273,19 @@ pub fn extract(data: &[u8]) {
 /// mounts the output.
 pub fn sumtool(data: &[u8]) {
     let data = cut(data);
-    let d = crate::scan::detect(data);
+    // Insisting: sumtool is given every input, JFFS2 or not.
+    let opts = crate::ImageOptions {
+        insist: true,
+        ..Default::default()
+    };
+    let Ok(image) = crate::Image::from_bytes_with(data, &opts) else {
+        return;
+    };
+    let d = image.detection();
     let mut cfg = crate::sumtool::SumtoolConfig::new();
     cfg.endian = d.geometry.endian;
     cfg.erase_size = d.geometry.erase_size;
-    let input_mounts = {
-        let img = crate::scan::as_flashed(data, d.geometry.erase_size);
-        crate::scan::scan(&img, &d.geometry, &ScanOptions::default())
-            .failure
-            .is_none()
-    };
+    let input_mounts = image.scan().failure.is_none();
     if let Ok((out, _, _)) = crate::sumtool::summarize(data, &cfg, Vec::new()) {
         let img = crate::scan::as_flashed(&out, cfg.erase_size);
         let s = crate::scan::scan(&img, &d.geometry, &ScanOptions::default());
@@ -304,8 +304,8 @@ pub fn convert(data: &[u8]) {
     let Ok(src) = crate::convert::Source::new(data.to_vec(), None, None) else {
         return;
     };
-    let Ok(mut s) = src.scan() else { return };
-    let had = crate::convert::input_layout(&s);
+    let Ok(fs) = src.mount() else { return };
+    let had = crate::convert::input_layout(fs.scan());
     let g = src.geometry;
     let cfg = crate::convert::ConvertConfig {
         layout: crate::layout::LayoutConfig {
@@ -320,7 +320,6 @@ pub fn convert(data: &[u8]) {
         pad: crate::layout::EndPad::None,
         threads: 1,
     };
-    let fs = crate::fs::build(&src.image, &mut s);
     let Ok((out, report)) = crate::convert::convert(&fs, &cfg, Vec::new()) else {
         return;
     };

@@ -6,13 +6,29 @@
 //! byte-identical to mtd-utils' `mkfs.jffs2`, reads images exactly as Linux 6.1 mounts them,
 //! checks, summarises, converts and extracts them.
 //!
+//! # Reading an image: three lines
+//!
+//! ```no_run
+//! let image = jffs2::Image::open("fw.img")?; // recognised, geometry detected, padded as flashed
+//! let fs = image.mount()?; // scanned and built as Linux mounts it, or why Linux would refuse
+//! let motd = fs.read_file(b"/etc/motd")?; // or fs.open_file(..) (Read + Seek), fs.tree(..)
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [`Image`] refuses what is not JFFS2 at all ([`ImageError`]: an empty input, a directory,
+//! no node in either byte order; an all-0xFF image is erased flash, an empty filesystem),
+//! [`Image::mount`] what Linux would not mount ([`MountError`]); [`Image::salvage`] reads
+//! what it can of the latter. The steps below it — [`scan::detect()`], [`scan::as_flashed`],
+//! [`scan::scan`], [`fs::build`] — stay public for the tools' finer needs ([`mod@image`]).
+//!
 //! # Data flow
 //!
 //! ```text
 //! writing:  host directory --source::scan_host--> source::Tree --mkfs::build--> image bytes
 //!           (source::apply_device_table, xattrs)  (compress, layout::BlockWriter, sumtool)
 //!
-//! reading:  image bytes --scan::detect--> Geometry --scan::scan--> Scan --fs::build--> Fs
+//! reading:  path or bytes --Image::open---------------------> Image --Image::mount--> Fs
+//!           (inside: scan::detect --> Geometry, scan::as_flashed;   scan::scan, fs::build)
 //!                                                                                     |
 //!   Fs::read_inode / list_dir / read_data, fs::Tree ----------------------------------+
 //!   extract::{list, lookup, cat, extract}   files as a read-only mount shows them
@@ -22,13 +38,13 @@
 //!   dump::{dump_content, convert_endian}    jffs2dump's listing; the other byte order
 //! ```
 //!
-//! Images are plain byte slices (`&[u8]`, typically a file read or memory-mapped); outputs go
-//! to any [`std::io::Write`].
+//! Below [`Image`], images are plain byte slices (`&[u8]`, typically a file read or
+//! memory-mapped); outputs go to any [`std::io::Write`].
 //!
 //! # Example: a directory to an image and back
 //!
 //! ```
-//! use jffs2::{fs, mkfs, scan, source};
+//! use jffs2::{fs, mkfs, source};
 //!
 //! // A small host tree.
 //! let dir = tempfile::tempdir()?;
@@ -48,14 +64,10 @@
 //! let report = mkfs::build(&tree, &cfg, &mut image, &mut mkfs::NullSink)?;
 //! assert_eq!(report.image_size, image.len() as u64);
 //!
-//! // image -> geometry -> mount scan -> filesystem model
-//! let geometry = scan::detect(&image).geometry;
-//! assert_eq!(geometry.erase_size, 64 * 1024);
-//! // As flashed: whole erase blocks (an unpadded mkfs image ends after its last node).
-//! let flash = scan::as_flashed(&image, geometry.erase_size);
-//! let mut scanned = scan::scan(&flash, &geometry, &scan::ScanOptions::default());
-//! assert!(scanned.failure.is_none(), "Linux would mount it");
-//! let fs = fs::build(&flash, &mut scanned);
+//! // image -> geometry, padded as flashed -> mount scan -> filesystem model
+//! let image = jffs2::Image::from_vec(image)?;
+//! assert_eq!(image.geometry().erase_size, 64 * 1024);
+//! let fs = image.mount()?; // Linux would mount it
 //!
 //! // List the tree and read a file back.
 //! let paths: Vec<String> = fs
@@ -66,10 +78,10 @@
 //!     .collect();
 //! assert_eq!(paths, [".", "README", "etc", "etc/hostname"]);
 //!
-//! let readme = fs.list_dir(1)?.into_iter().find(|d| d.name == b"README").unwrap();
-//! let inode = fs.read_inode(readme.ino)?;
-//! assert_eq!(inode.size, text.len() as u64);
-//! assert_eq!(fs.read_range(&inode, 0, text.len())?, text);
+//! assert_eq!(fs.read_file(b"/README")?, text);
+//! let mut hostname = String::new();
+//! std::io::Read::read_to_string(&mut fs.open_file(b"etc/hostname")?, &mut hostname)?;
+//! assert_eq!(hostname, "demo\n");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -106,6 +118,7 @@
 //! | [`mod@format`], [`crc`] | nodes: encode, decode, CRCs, constants |
 //! | [`compress`] | mkfs.jffs2's compressor framework, every decompressor |
 //! | [`source`], [`mkfs`], [`layout`] | building images from a host tree |
+//! | [`Image`], [`mod@image`] | opening and mounting an image: the way in |
 //! | [`scan`], [`fs`] | reading images as Linux mounts them |
 //! | [`extract`], [`fsck`], [`sumtool`], [`convert`], [`dump`] | what the tools do |
 //!
@@ -131,6 +144,7 @@ pub mod fsck;
 // targets' bodies, not an API (no stability promise, hidden from the documentation).
 #[doc(hidden)]
 pub mod fuzz;
+pub mod image;
 pub mod input;
 pub mod layout;
 pub mod mapguard;
@@ -141,6 +155,8 @@ pub mod scan;
 pub mod source;
 pub mod sumtool;
 pub mod text;
+
+pub use image::{FileError, FileReader, Image, ImageError, ImageOptions, MountError};
 
 /// What docs/LIBRARY.md promises of the error types and the read-side models, checked at
 /// compile time: errors are `std::error::Error + Send + Sync + 'static` (usable with `?` into
@@ -162,6 +178,10 @@ fn _api_traits() {
     error::<sumtool::SumtoolError>();
     error::<convert::ConvertError>();
     error::<dump::DumpError>();
+    error::<image::ImageError>();
+    error::<image::MountError>();
+    error::<image::FileError>();
+    sync::<Image<'static>>();
     sync::<scan::Scan>();
     sync::<fs::Fs<'static>>();
     sync::<fsck::Report>();

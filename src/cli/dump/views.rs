@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use jffs2::dump::views::{self, Body, InfoOptions, Item, KernelView, NodeInfo, Verdict};
-use jffs2::extract::{self, ExtractOptions, ImageMap, Plan};
+use jffs2::extract::{self, ExtractOptions, Plan};
 use jffs2::format::{Endian, SumRecord};
-use jffs2::fs::{self, Fs, InodeKind};
-use jffs2::scan::{self, Detection, ScanOptions};
+use jffs2::fs::{Fs, InodeKind};
+use jffs2::scan::{self, Detection};
+use jffs2::{Image, ImageError, ImageOptions};
 use serde_json::{json, Map, Value};
 
 use super::super::output::{is_input_message, same_file};
@@ -75,32 +76,11 @@ impl ViewArgs {
     }
 }
 
-/// The image's bytes: a memory map (dropping resident pages as it goes) or a buffer.
-enum Source {
-    Map(ImageMap),
-    Owned(Vec<u8>),
-}
-
-impl Source {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Source::Map(m) => m.bytes(),
-            Source::Owned(v) => v,
-        }
-    }
-
-    fn trimmer(&self) -> Option<extract::Trimmer<'_>> {
-        match self {
-            Source::Map(m) => Some(m.trimmer(TRIM_LIMIT, TRIM_PERIOD)),
-            Source::Owned(_) => None,
-        }
-    }
-}
-
-/// A loaded image: the flash the kernel would mount (the file padded with 0xFF to whole
-/// erase blocks, at least five) and the geometry.
+/// A loaded image ([`jffs2::Image`]): the flash the kernel would mount (the file padded with
+/// 0xFF to whole erase blocks, at least five) and the geometry.
 pub struct Loaded {
-    data: Source,
+    image: Image<'static>,
+    /// The detection, with the geometry the user gave applied.
     pub detection: Detection,
     pub file_len: usize,
 }
@@ -108,16 +88,16 @@ pub struct Loaded {
 impl Loaded {
     /// The file's bytes.
     pub fn file_bytes(&self) -> &[u8] {
-        &self.data.bytes()[..self.file_len]
+        self.image.file_bytes()
     }
 
     /// The flash the kernel mounts.
     pub fn flash(&self) -> &[u8] {
-        self.data.bytes()
+        self.image.flash()
     }
 
     fn trimmer(&self) -> Option<extract::Trimmer<'_>> {
-        self.data.trimmer()
+        self.image.trimmer()
     }
 }
 
@@ -136,26 +116,49 @@ pub fn load(
         tool.error(&format!("open input file {shown}: {}", io_text(e)));
         Exit(1)
     };
-    let file = match owned {
-        Some(v) => Source::Owned(v),
-        None => match ImageMap::open(path, None) {
-            Ok(m) => Source::Map(m),
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                Source::Owned(jffs2::input::read_image_path(path).map_err(|e| open_error(&e))?)
+    let print_evidence = |d: &Detection| {
+        if verbose {
+            for ev in &d.evidence {
+                eprintln!("{}: detection: {ev}", tool.name);
             }
-            Err(e) => return Err(open_error(&e)),
-        },
-    };
-    let file_len = file.bytes().len();
-    let mut detection = {
-        let _t = file.trimmer();
-        detect(file.bytes())
-    };
-    if verbose {
-        for ev in &detection.evidence {
-            eprintln!("{}: detection: {ev}", tool.name);
         }
-    }
+    };
+    let opts = ImageOptions {
+        erase_size,
+        endian,
+        // A geometry given by hand opens what the detection finds no node in.
+        insist: endian.is_some() || erase_size.is_some(),
+        quick_detect: true,
+        trim: Some((TRIM_LIMIT, TRIM_PERIOD)),
+        ..ImageOptions::default()
+    };
+    let opened = match owned {
+        Some(v) => Image::from_vec_with(v, &opts),
+        None => Image::open_with(path, &opts),
+    };
+    let image = match opened {
+        Ok(image) => image,
+        Err(ImageError::Io { error, .. }) => return Err(open_error(&error)),
+        Err(ImageError::Directory(_)) => {
+            return Err(open_error(&io::Error::from_raw_os_error(libc::EISDIR)))
+        }
+        Err(e @ (ImageError::Empty | ImageError::NotJffs2(_))) => {
+            let detection = match e {
+                ImageError::NotJffs2(d) => *d,
+                _ => scan::detect(&[]),
+            };
+            print_evidence(&detection);
+            let why = detection.evidence.last().cloned().unwrap_or_default();
+            tool.error(&format!("{shown}: not a JFFS2 image: {why}"));
+            return Err(Exit(1));
+        }
+        Err(e) => {
+            tool.error(&format!("{shown}: {e}"));
+            return Err(Exit(1));
+        }
+    };
+    let mut detection = image.detection().clone();
+    print_evidence(&detection);
     if let Some(e) = endian {
         if e != detection.geometry.endian && detection.confidence > 0.0 && erase_size.is_none() {
             tool.warning(&format!(
@@ -163,64 +166,19 @@ pub fn load(
                 detection.geometry.endian.name()
             ));
         }
-        detection.geometry.endian = e;
     }
-    if let Some(es) = erase_size {
-        detection.geometry.erase_size = es;
-    }
-    if detection.confidence == 0.0 && endian.is_none() && erase_size.is_none() {
-        let why = detection.evidence.last().cloned().unwrap_or_default();
-        tool.error(&format!("{shown}: not a JFFS2 image: {why}"));
-        return Err(Exit(1));
-    }
+    detection.geometry = image.geometry();
     if detection.confidence < 0.5 && erase_size.is_none() {
         tool.warning(&format!(
             "{shown}: erase size {} guessed with low confidence ({:.2}); give --erase-size if you know it",
             detection.geometry.erase_size, detection.confidence
         ));
     }
-    // What the kernel mounts: whole erase blocks, at least five (scan::as_flashed).
-    let want = jffs2::scan::flashed_len(file_len, detection.geometry.erase_size);
-    let data = match file {
-        Source::Map(m) if want != file_len => {
-            // One mapping at a time: the detection's goes before the padded one comes.
-            drop(m);
-            Source::Map(ImageMap::open(path, Some(want)).map_err(|e| open_error(&e))?)
-        }
-        Source::Owned(mut v) => {
-            v.resize(want.max(file_len), 0xFF);
-            Source::Owned(v)
-        }
-        other => other,
-    };
     Ok(Loaded {
-        data,
+        file_len: image.file_len(),
+        image,
         detection,
-        file_len,
     })
-}
-
-/// Detection reads this much of a large image first…
-const DETECT_PREFIX: usize = 16 << 20;
-/// …and all of it only when that is not conclusive.
-const DETECT_SURE: f32 = 0.9;
-
-/// `scan::detect` on the first [`DETECT_PREFIX`] bytes of a large image, on all of it when
-/// that is not conclusive. The detection's evaluation of candidate erase sizes touches a page
-/// at every candidate block boundary, which maps the whole image in a few milliseconds; a
-/// prefix holds all the evidence a consistent image has, and keeps peak memory low.
-fn detect(image: &[u8]) -> Detection {
-    if image.len() > 2 * DETECT_PREFIX {
-        let mut d = scan::detect(&image[..DETECT_PREFIX]);
-        if d.confidence >= DETECT_SURE {
-            d.evidence.push(format!(
-                "(detected on the first {} MiB of the image)",
-                DETECT_PREFIX >> 20
-            ));
-            return d;
-        }
-    }
-    scan::detect(image)
 }
 
 fn hex(v: &[u8]) -> String {
@@ -514,9 +472,9 @@ pub fn run(
     let shown = image.display().to_string();
     let flash = loaded.flash();
     let _trim = loaded.trimmer();
-    let mut scan = scan::scan(flash, &loaded.detection.geometry, &ScanOptions::default());
-    let fs = fs::build(flash, &mut scan);
-    if let Some(f) = &fs.scan().failure {
+    // --extract and the views salvage what Linux would refuse to mount, with a warning.
+    let (fs, refused) = loaded.image.salvage();
+    if let Some(f) = &refused {
         tool.warning(&format!(
             "{shown}: Linux would refuse to mount this image: {f:?}"
         ));
@@ -799,10 +757,9 @@ pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
     };
     let run = || -> Result<i32, Exit> {
         let loaded = load(tool, Path::new(image), None, None, None, false)?;
-        let flash = loaded.flash();
         let _trim = loaded.trimmer();
-        let mut scan = scan::scan(flash, &loaded.detection.geometry, &ScanOptions::default());
-        let fs = fs::build(flash, &mut scan);
+        // jffs2reader reads what it can of an image Linux would refuse, silently.
+        let (fs, _) = loaded.image.salvage();
         let stdout = io::stdout();
         let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
         let now = std::time::SystemTime::now()

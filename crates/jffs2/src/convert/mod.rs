@@ -248,62 +248,69 @@ pub struct Source<'a> {
     hints: Vec<u32>,
 }
 
-/// Detects the geometry of `image` unless given; an error if it is not JFFS2.
-fn geometry_of(
-    image: &[u8],
-    erase_size: Option<u32>,
-    endian: Option<Endian>,
-) -> Result<(Geometry, Detection, Vec<u32>), ConvertError> {
-    if image.is_empty() {
-        return Err(ConvertError::Input("the input is empty".into()));
-    }
-    let len = image.len() as u64;
-    if len > u64::from(u32::MAX) {
-        return Err(ConvertError::Input(format!(
+/// The input opened as every reader opens an image ([`crate::Image`]): its geometry detected
+/// unless given (an input with no node that is not erased flash is not JFFS2), padded as
+/// flashed. Both constructors open images in memory, which [`crate::Image::into_parts`]
+/// always takes apart.
+fn open<'a>(
+    opened: Result<crate::Image<'a>, crate::ImageError>,
+) -> Result<Source<'a>, ConvertError> {
+    let image = opened.map_err(|e| match e {
+        crate::ImageError::Empty => ConvertError::Input("the input is empty".into()),
+        crate::ImageError::TooLarge(len) => ConvertError::Input(format!(
             "the input is {len} bytes; JFFS2 addresses at most 4 GiB"
-        )));
+        )),
+        e => ConvertError::Input(match e.why() {
+            Some(why) => format!("not a JFFS2 image: {why}"),
+            None => e.to_string(),
+        }),
+    })?;
+    let (image, input_len, r) = image
+        .into_parts()
+        .ok_or_else(|| ConvertError::Internal("a mapped input".into()))?;
+    Ok(Source {
+        image,
+        input_len: input_len as u64,
+        geometry: r.geometry,
+        detection: r.detection,
+        hints: r.hints,
+    })
+}
+
+/// What [`crate::Image`] is opened with for `erase_size` and `endian`.
+fn image_options(erase_size: Option<u32>, endian: Option<Endian>) -> crate::ImageOptions {
+    crate::ImageOptions {
+        erase_size,
+        endian,
+        ..Default::default()
     }
-    let (detection, hints) = crate::scan::detect::detect_with_nodes(image);
-    if detection.confidence <= 0.0 {
-        let why = detection
-            .evidence
-            .last()
-            .cloned()
-            .unwrap_or_else(|| "no JFFS2 node found".to_string());
-        return Err(ConvertError::Input(format!("not a JFFS2 image: {why}")));
-    }
-    let mut geometry = detection.geometry;
-    if let Some(e) = endian {
-        geometry.endian = e;
-    }
-    if let Some(es) = erase_size {
-        geometry.erase_size = es;
-    }
-    Ok((geometry, detection, hints))
 }
 
 impl Source<'static> {
     /// Detects the geometry of `image` (unless `erase_size` / `endian` are given) and pads
     /// it to whole erase blocks as a partition would be.
     pub fn new(
-        mut image: Vec<u8>,
+        image: Vec<u8>,
         erase_size: Option<u32>,
         endian: Option<Endian>,
     ) -> Result<Source<'static>, ConvertError> {
-        let (geometry, detection, hints) = geometry_of(&image, erase_size, endian)?;
-        let input_len = image.len() as u64;
-        let want = crate::scan::flashed_len(image.len(), geometry.erase_size);
-        if want > image.len() {
-            image.resize(want, 0xFF);
-        }
-        Ok(Source {
-            image: Cow::Owned(image),
-            input_len,
-            geometry,
-            detection,
-            hints,
-        })
+        too_large(image.len())?;
+        open(crate::Image::from_vec_with(
+            image,
+            &image_options(erase_size, endian),
+        ))
     }
+}
+
+/// JFFS2's offsets are 32-bit: an input beyond them is refused before it is read.
+fn too_large(len: usize) -> Result<(), ConvertError> {
+    let len = len as u64;
+    if len > u64::from(u32::MAX) {
+        return Err(ConvertError::Input(format!(
+            "the input is {len} bytes; JFFS2 addresses at most 4 GiB"
+        )));
+    }
+    Ok(())
 }
 
 impl<'a> Source<'a> {
@@ -315,25 +322,26 @@ impl<'a> Source<'a> {
         erase_size: Option<u32>,
         endian: Option<Endian>,
     ) -> Result<Source<'a>, ConvertError> {
-        let image = buf
-            .get(..len)
-            .ok_or_else(|| ConvertError::Internal("input length beyond its buffer".into()))?;
-        let (geometry, detection, hints) = geometry_of(image, erase_size, endian)?;
-        let want = crate::scan::flashed_len(len, geometry.erase_size);
-        let padded = buf.get_mut(..want.max(len)).ok_or_else(|| {
-            ConvertError::Input(format!(
+        if len > buf.len() {
+            return Err(ConvertError::Internal(
+                "input length beyond its buffer".into(),
+            ));
+        }
+        too_large(len)?;
+        let source = open(crate::Image::in_place(
+            buf,
+            len,
+            &image_options(erase_size, endian),
+        ))?;
+        // The image copies what it has no room to pad; a conversion never copies its input.
+        if matches!(source.image, Cow::Owned(_)) {
+            let want = source.image.len();
+            return Err(ConvertError::Input(format!(
                 "no room to pad the input to {want} bytes (erase size 0x{:x})",
-                geometry.erase_size
-            ))
-        })?;
-        padded[len..].fill(0xFF);
-        Ok(Source {
-            image: Cow::Borrowed(padded),
-            input_len: len as u64,
-            geometry,
-            detection,
-            hints,
-        })
+                source.geometry.erase_size
+            )));
+        }
+        Ok(source)
     }
 
     /// Scans the image as Linux mounts it; an error if the mount would fail.
@@ -348,6 +356,17 @@ impl<'a> Source<'a> {
             return Err(ConvertError::Unmountable(f.to_string()));
         }
         Ok(s)
+    }
+
+    /// [`Source::scan`], then the filesystem model, which owns the scan (as
+    /// [`crate::Image::mount`] builds it): what [`convert()`] converts.
+    pub fn mount(&self) -> Result<Fs<'_>, ConvertError> {
+        let scan = self.scan()?;
+        Ok(crate::fs::build_owned(
+            &self.image,
+            scan,
+            crate::fs::FsOptions::default(),
+        ))
     }
 }
 
@@ -405,8 +424,7 @@ pub type ProgressFn<'a> = &'a dyn Fn(u64, u64);
 ///
 /// let source = Source::new(image, None, None)?; // geometry detected, padded as flashed
 /// assert_eq!(source.geometry.erase_size, 64 * 1024);
-/// let mut scanned = source.scan()?;
-/// let fs = jffs2::fs::build(&source.image, &mut scanned);
+/// let fs = source.mount()?; // scanned as Linux mounts it, the model built
 ///
 /// let cfg = ConvertConfig {
 ///     layout: LayoutConfig {
@@ -427,8 +445,7 @@ pub type ProgressFn<'a> = &'a dyn Fn(u64, u64);
 ///
 /// let again = Source::new(out, None, None)?;
 /// assert_eq!(again.geometry.erase_size, 128 * 1024);
-/// let mut scanned = again.scan()?;
-/// let fs = jffs2::fs::build(&again.image, &mut scanned);
+/// let fs = again.mount()?;
 /// assert_eq!(fs.read_data(2, 0, 100)?, b"Welcome\n");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

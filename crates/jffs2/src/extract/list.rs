@@ -274,10 +274,8 @@ fn hex(v: &[u8]) -> String {
 /// # let (tree, _) = jffs2::source::scan_host(dir.path(), &opts)?;
 /// # let mut image = Vec::new();
 /// # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
-/// # let g = jffs2::scan::detect(&image).geometry;
-/// # let flash = jffs2::scan::as_flashed(&image, g.erase_size);
-/// # let mut scanned = jffs2::scan::scan(&flash, &g, &Default::default());
-/// # let fs = jffs2::fs::build(&flash, &mut scanned);
+/// # let image = jffs2::Image::from_vec(image)?;
+/// # let fs = image.mount()?;
 /// // `fs`: the model of `mkfs.jffs2 -f -U` of a tree with `etc/motd` and a symlink to it.
 /// let mut out = Vec::new();
 /// let unreadable = list(&fs, &mut out, &ListOptions::default())?;

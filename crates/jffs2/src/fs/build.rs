@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{kmsg, xattr, Fs, FsOptions, InoBuild, Problem};
+use super::{kmsg, xattr, Fs, FsOptions, InoBuild, Problem, ScanRef};
 use crate::format::dt;
 use crate::scan::{Level, RefState, Scan};
 
@@ -47,6 +47,22 @@ pub(crate) fn hash_order(inos: impl Iterator<Item = u32>, hashsize: u32) -> Vec<
 /// The visiting order is the kernel's hash order for the flash size (the image length rounded
 /// down to whole erase blocks); within a directory, the order of the scan's `scan_dents`.
 pub fn build_with<'a>(image: &'a [u8], scan: &'a mut Scan, opts: FsOptions) -> Fs<'a> {
+    build_into(image, ScanMut::Borrowed(scan), opts)
+}
+
+/// The scan during the build: the caller's ([`build_with`]) or the model's own
+/// ([`super::build_owned`]); either way mutated by the build, then kept by the model.
+pub(super) enum ScanMut<'a> {
+    Borrowed(&'a mut Scan),
+    Owned(Box<Scan>),
+}
+
+/// The build proper (see [`build_with`]).
+pub(super) fn build_into<'a>(image: &'a [u8], mut held: ScanMut<'a>, opts: FsOptions) -> Fs<'a> {
+    let scan: &mut Scan = match &mut held {
+        ScanMut::Borrowed(s) => s,
+        ScanMut::Owned(s) => s,
+    };
     let mut problems = Vec::new();
     let mut log = Vec::new();
     let mut obsolete: Vec<usize> = Vec::new();
@@ -189,7 +205,10 @@ pub fn build_with<'a>(image: &'a [u8], scan: &'a mut Scan, opts: FsOptions) -> F
     problems.extend(xproblems);
     log.extend(xlog);
 
-    let scan: &'a Scan = scan;
+    let scan = match held {
+        ScanMut::Borrowed(s) => ScanRef::Borrowed(s),
+        ScanMut::Owned(s) => ScanRef::Owned(s),
+    };
     Fs {
         image,
         scan,

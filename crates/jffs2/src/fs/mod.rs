@@ -5,7 +5,7 @@
 //! # Use
 //!
 //! ```
-//! use jffs2::{fs, scan};
+//! use jffs2::fs;
 //! # let dir = tempfile::tempdir()?;
 //! # std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
 //! # std::fs::create_dir(dir.path().join("tmp"))?;
@@ -14,10 +14,8 @@
 //! # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
 //!
 //! // `image`: mkfs.jffs2's image of a directory holding `motd` and `tmp/`.
-//! let geometry = scan::detect(&image).geometry;
-//! let flash = scan::as_flashed(&image, geometry.erase_size);
-//! let mut scanned = scan::scan(&flash, &geometry, &scan::ScanOptions::default());
-//! let fs = fs::build(&flash, &mut scanned); // jffs2_build_filesystem (§5, §9.4)
+//! let image = jffs2::Image::from_vec(image)?; // detected, padded as flashed
+//! let fs = image.mount()?; // the mount scan, then jffs2_build_filesystem (§5, §9.4)
 //!
 //! let root = fs.read_inode(1)?; // jffs2_iget / jffs2_do_read_inode (§6)
 //! assert_eq!(root.kind, fs::InodeKind::Dir);
@@ -32,7 +30,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! [`build`] mutates the scan the way the kernel mutates its node references during the build:
+//! [`crate::Image::mount`] is the way in (the detection, the padding as flashed, the scan and
+//! the build, in one call; the model owns its scan). [`build`], on a scan of the caller's,
+//! mutates the scan the way the kernel mutates its node references during the build:
 //! refs the build obsoletes get [`RefState::Obsolete`]. Everything after the build is lazy and
 //! read-only, as in the kernel (an inode is read when it is looked up): [`Fs::read_inode`]
 //! returns what `readinode.c` would obsolete in [`Inode::obsoleted`] instead of changing the
@@ -606,7 +606,7 @@ struct InoBuild {
 /// inode reading. Built by [`build`].
 pub struct Fs<'a> {
     image: &'a [u8],
-    scan: &'a Scan,
+    scan: ScanRef<'a>,
     opts: FsOptions,
     inos: BTreeMap<u32, InoBuild>,
     xattr: xattr::XattrIndex,
@@ -614,10 +614,35 @@ pub struct Fs<'a> {
     log: Vec<KernelMsg>,
 }
 
+/// The scan a model reads: borrowed from the caller ([`build`]), or owned by the model
+/// ([`build_owned`], what [`crate::Image::mount`] returns, so that a mounted image is one
+/// value that cannot be separated from its scan).
+enum ScanRef<'a> {
+    Borrowed(&'a Scan),
+    Owned(Box<Scan>),
+}
+
+impl std::ops::Deref for ScanRef<'_> {
+    type Target = Scan;
+
+    fn deref(&self) -> &Scan {
+        match self {
+            ScanRef::Borrowed(s) => s,
+            ScanRef::Owned(s) => s,
+        }
+    }
+}
+
 /// Builds the filesystem model from a scan, like `jffs2_build_filesystem` (§5, §9.4), with
 /// the reference kernel's options. See [`build_with`].
 pub fn build<'a>(image: &'a [u8], scan: &'a mut Scan) -> Fs<'a> {
     build_with(image, scan, FsOptions::default())
+}
+
+/// [`build_with`] on a scan the model then owns ([`Fs::scan`] returns it, with the build's
+/// obsoletions applied). [`crate::Image::mount`] is the usual way to get here.
+pub fn build_owned(image: &[u8], scan: Scan, opts: FsOptions) -> Fs<'_> {
+    build::build_into(image, build::ScanMut::Owned(Box::new(scan)), opts)
 }
 
 impl<'a> Fs<'a> {
@@ -627,8 +652,8 @@ impl<'a> Fs<'a> {
     }
 
     /// The scan, with the build's obsoletions applied.
-    pub fn scan(&self) -> &'a Scan {
-        self.scan
+    pub fn scan(&self) -> &Scan {
+        &self.scan
     }
 
     /// The options.

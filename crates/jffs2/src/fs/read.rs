@@ -248,10 +248,8 @@ impl Fs<'_> {
     /// # let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
     /// # let mut image = Vec::new();
     /// # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
-    /// # let g = jffs2::scan::detect(&image).geometry;
-    /// # let flash = jffs2::scan::as_flashed(&image, g.erase_size);
-    /// # let mut scanned = jffs2::scan::scan(&flash, &g, &Default::default());
-    /// # let fs = jffs2::fs::build(&flash, &mut scanned);
+    /// # let image = jffs2::Image::from_vec(image)?;
+    /// # let fs = image.mount()?;
     /// // `fs`: the model of an image holding `/motd` (inode 2, "Welcome\n").
     /// assert_eq!(fs.read_data(2, 0, 4096)?, b"Welcome\n");
     /// assert_eq!(fs.read_data(2, 3, 100)?, b"come\n");

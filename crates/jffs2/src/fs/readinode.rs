@@ -232,10 +232,8 @@ impl Fs<'_> {
     /// # let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
     /// # let mut image = Vec::new();
     /// # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
-    /// # let g = jffs2::scan::detect(&image).geometry;
-    /// # let flash = jffs2::scan::as_flashed(&image, g.erase_size);
-    /// # let mut scanned = jffs2::scan::scan(&flash, &g, &Default::default());
-    /// # let fs = jffs2::fs::build(&flash, &mut scanned);
+    /// # let image = jffs2::Image::from_vec(image)?;
+    /// # let fs = image.mount()?;
     /// // `fs`: the model of an image holding `/motd` (inode 2, "Welcome\n").
     /// let root = fs.read_inode(1)?;
     /// let motd = fs.read_inode(root.dents[0].ino)?;
@@ -301,10 +299,8 @@ impl Fs<'_> {
     /// # let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
     /// # let mut image = Vec::new();
     /// # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
-    /// # let g = jffs2::scan::detect(&image).geometry;
-    /// # let flash = jffs2::scan::as_flashed(&image, g.erase_size);
-    /// # let mut scanned = jffs2::scan::scan(&flash, &g, &Default::default());
-    /// # let fs = jffs2::fs::build(&flash, &mut scanned);
+    /// # let image = jffs2::Image::from_vec(image)?;
+    /// # let fs = image.mount()?;
     /// // `fs`: the model of an image holding `/motd` (inode 2, "Welcome\n").
     /// let names: Vec<Vec<u8>> = fs.list_dir(1)?.into_iter().map(|d| d.name.to_vec()).collect();
     /// assert_eq!(names, [b"motd".to_vec()]);
@@ -779,7 +775,7 @@ impl Fs<'_> {
 
         let finished = (|| -> Result<(), FsError> {
             // Re-read the latest node's header and check its CRC again (§6.4).
-            let loff = ref_offset(self.scan, latest_idx);
+            let loff = ref_offset(&self.scan, latest_idx);
             let lb = self
                 .image
                 .get(loff as usize..)

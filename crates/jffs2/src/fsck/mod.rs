@@ -509,17 +509,8 @@ pub fn check_in_place(
 ) -> Result<Report, FsckError> {
     let len = len.min(buf.len());
     let (info, all_ff, want) = prepare(&buf[..len], opts)?;
-    match buf.get_mut(..want.max(len)) {
-        Some(padded) => {
-            padded[len..].fill(0xFF);
-            check::run(padded, len as u64, info, all_ff, opts, progress)
-        }
-        None => {
-            let mut image = buf[..len].to_vec();
-            image.resize(want, 0xFF);
-            check::run(&image, len as u64, info, all_ff, opts, progress)
-        }
-    }
+    let padded = crate::image::pad_in_place(buf, len, want);
+    check::run(&padded, len as u64, info, all_ff, opts, progress)
 }
 
 /// The checks before the run: an image, of a size JFFS2 can address, that is JFFS2 or
@@ -532,23 +523,22 @@ fn prepare(image: &[u8], opts: &Options) -> Result<(GeometryInfo, bool, usize), 
     if image_len > u64::from(u32::MAX) {
         return Err(FsckError::TooLarge(image_len));
     }
-    let detection = scan::detect(image);
+    // The geometry as every reader opens an image (crate::image): detected, then what the
+    // options give; an input with no node that is not erased flash is not JFFS2.
+    let image_opts = crate::ImageOptions {
+        erase_size: opts.erase_size,
+        endian: opts.endian,
+        ..Default::default()
+    };
+    let crate::image::Recognised {
+        detection,
+        geometry,
+        ..
+    } = crate::image::recognise(image, &image_opts, false).map_err(|e| match e {
+        crate::ImageError::Empty => FsckError::Empty,
+        e => FsckError::NotJffs2(e.why().unwrap_or_else(|| e.to_string())),
+    })?;
     let all_ff = image.iter().all(|&b| b == 0xFF);
-    if detection.confidence <= 0.0 && !all_ff {
-        let why = detection
-            .evidence
-            .last()
-            .cloned()
-            .unwrap_or_else(|| "no JFFS2 node found".to_string());
-        return Err(FsckError::NotJffs2(why));
-    }
-    let mut geometry = detection.geometry;
-    if let Some(e) = opts.endian {
-        geometry.endian = e;
-    }
-    if let Some(es) = opts.erase_size {
-        geometry.erase_size = es;
-    }
     let info = GeometryInfo {
         geometry,
         detection,

@@ -976,7 +976,7 @@ impl<'a, W: Write> Builder<'a, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{fs, scan, source};
+    use crate::source;
 
     #[derive(Default)]
     struct Messages(Vec<String>);
@@ -1021,10 +1021,8 @@ mod tests {
 
         let report = crate::fsck::check(&image, &Default::default()).unwrap();
         assert_eq!(report.verdict().exit_code(), 0, "{:?}", report.findings);
-        let g = scan::detect(&image).geometry;
-        let flash = scan::as_flashed(&image, g.erase_size);
-        let mut scanned = scan::scan(&flash, &g, &Default::default());
-        let fsm = fs::build(&flash, &mut scanned);
+        let image = crate::Image::from_vec(image).unwrap();
+        let fsm = image.mount().unwrap();
         let root = fsm.read_inode(1).unwrap();
         let ino = |n: &[u8]| root.dents.iter().find(|d| d.name == n).unwrap().ino;
         let size = |n: &[u8]| fsm.read_inode(ino(n)).unwrap().size;

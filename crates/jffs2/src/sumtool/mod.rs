@@ -537,15 +537,14 @@ pub fn analyse_in_place(
     let len = len.min(buf.len());
     let g = input_geometry(&buf[..len], cfg)?;
     let want = crate::scan::flashed_len(len, g.geometry.erase_size);
-    if want <= buf.len() {
-        buf[len..want].fill(0xFF);
-        let a = analyse_flashed(&buf[..want], len as u64, g, cfg)?;
-        Ok((a, want))
-    } else {
-        let flashed = as_flashed(&buf[..len], g.geometry.erase_size);
-        let a = analyse_flashed(&flashed, len as u64, g, cfg)?;
-        Ok((a, len))
-    }
+    let flashed = crate::image::pad_in_place(buf, len, want);
+    // Padded in `buf` unless it had no room (then a copy was scanned, `buf` holds the input).
+    let padded = match &flashed {
+        std::borrow::Cow::Borrowed(_) => flashed.len(),
+        std::borrow::Cow::Owned(_) => len,
+    };
+    let a = analyse_flashed(&flashed, len as u64, g, cfg)?;
+    Ok((a, padded))
 }
 
 /// The geometry decision (see "Geometry safety" in the module documentation).
