@@ -1161,130 +1161,15 @@ pub fn as_we_show(raw: &[u8]) -> String {
 // Crafted images
 // ---------------------------------------------------------------------------------------
 
-/// Nodes of a crafted little-endian image, laid out in order by the one block writer into
-/// 64 KiB erase blocks with cleanmarkers, padded to the five blocks the kernel mounts.
-pub struct Img(pub Vec<Vec<u8>>);
+pub use jffs2::testing::Img;
 
-impl Img {
-    /// The erase size of [`Img::build`].
-    pub const ES: u32 = 65536;
+/// The erase size of the hostile tests' crafted images ([`img`]).
+pub const IMG_ES: u32 = 65536;
 
-    pub fn new() -> Self {
-        Img(Vec::new())
-    }
-
-    pub fn dirent(
-        &mut self,
-        pino: u32,
-        version: u32,
-        ino: u32,
-        dtype: u8,
-        name: &[u8],
-    ) -> &mut Self {
-        let mut b = Vec::new();
-        jffs2::format::DirentNode {
-            pino,
-            version,
-            ino,
-            dtype,
-            ..Default::default()
-        }
-        .encode(jffs2::format::Endian::Little, name, &mut b);
-        self.0.push(b);
-        self
-    }
-
-    pub fn inode(&mut self, n: jffs2::format::InodeNode, data: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        n.encode(jffs2::format::Endian::Little, data, &mut b);
-        self.0.push(b);
-        self
-    }
-
-    /// A directory inode `ino` and its entry `name` in `parent`.
-    pub fn dir(&mut self, parent: u32, ino: u32, name: &[u8], version: u32) -> &mut Self {
-        self.inode(
-            jffs2::format::InodeNode {
-                ino,
-                version: 1,
-                mode: 0o040755,
-                ..Default::default()
-            },
-            &[],
-        );
-        self.dirent(parent, version, ino, jffs2::format::dt::DIR, name)
-    }
-
-    /// A regular file inode `ino` holding `data` uncompressed, and its entry in `parent`.
-    pub fn file(
-        &mut self,
-        parent: u32,
-        ino: u32,
-        name: &[u8],
-        version: u32,
-        data: &[u8],
-    ) -> &mut Self {
-        let n = data.len() as u32;
-        self.inode(
-            jffs2::format::InodeNode {
-                ino,
-                version: 1,
-                mode: 0o100644,
-                isize: n,
-                dsize: n,
-                csize: n,
-                ..Default::default()
-            },
-            data,
-        );
-        self.dirent(parent, version, ino, jffs2::format::dt::REG, name)
-    }
-
-    /// A data node of a regular file: `data` stored as given under compressor `compr`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn file_node(
-        &mut self,
-        ino: u32,
-        version: u32,
-        isize: u32,
-        ofs: u32,
-        dsize: u32,
-        compr: u8,
-        data: &[u8],
-    ) -> &mut Self {
-        self.inode(
-            jffs2::format::InodeNode {
-                ino,
-                version,
-                mode: 0o100644,
-                isize,
-                offset: ofs,
-                dsize,
-                compr,
-                ..Default::default()
-            },
-            data,
-        )
-    }
-
-    /// The image: the nodes in order, then erased flash up to five erase blocks.
-    pub fn build(&self) -> Vec<u8> {
-        use jffs2::layout::{BlockWriter, EndPad, LayoutConfig};
-        let cfg = LayoutConfig {
-            endian: jffs2::format::Endian::Little,
-            erase_size: Self::ES,
-            cleanmarker: Some(12),
-            summary: false,
-        };
-        let mut w = BlockWriter::new(Vec::new(), cfg);
-        for n in &self.0 {
-            w.prepare(jffs2::format::pad4(n.len() as u32), 0).unwrap();
-            w.write_node(n).unwrap();
-        }
-        let (mut out, _) = w.finish(EndPad::Block).unwrap();
-        out.resize((5 * Self::ES as usize).max(out.len()), 0xFF);
-        out
-    }
+/// A crafted little-endian image (`jffs2::testing::Img`) in 64 KiB erase blocks with
+/// cleanmarkers, padded to the five blocks the kernel mounts.
+pub fn img() -> Img {
+    Img::new().erase_size(IMG_ES)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -140,6 +140,10 @@ mod prefetch;
 pub mod scan;
 pub mod source;
 pub mod sumtool;
+// The node-by-node image builder of the tests (the crate's, the repository's integration
+// tests and fuzz seeds): only with `cfg(test)` or the `testing` feature, no stability promise.
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod text;
 
 /// What docs/LIBRARY.md promises of the error types and the read-side models, checked at
