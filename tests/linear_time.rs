@@ -7,6 +7,9 @@
 //! The tools run pinned to one CPU (`taskset -c 0`), so that their thread pools have one
 //! thread and no idle worker spins while being counted.
 
+#[path = "common/skip.rs"]
+mod skip;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -272,25 +275,40 @@ fn check(shape: &str, make: fn(u32) -> Vec<u8>, n: u32) {
 
 #[test]
 fn thousands_of_versions_of_one_range() {
+    if !(skip::program("valgrind", "valgrind") && skip::program("taskset", "util-linux")) {
+        return;
+    }
     check("versions", versions, 150);
 }
 
 #[test]
 fn one_huge_directory() {
+    if !(skip::program("valgrind", "valgrind") && skip::program("taskset", "util-linux")) {
+        return;
+    }
     check("wide", wide, 300);
 }
 
 #[test]
 fn one_name_rewritten_thousands_of_times() {
+    if !(skip::program("valgrind", "valgrind") && skip::program("taskset", "util-linux")) {
+        return;
+    }
     check("renamed", renamed, 700);
 }
 
 #[test]
 fn deep_directory_chains() {
+    if !(skip::program("valgrind", "valgrind") && skip::program("taskset", "util-linux")) {
+        return;
+    }
     check("deep", deep, 350);
 }
 
 #[test]
 fn random_garbage() {
+    if !(skip::program("valgrind", "valgrind") && skip::program("taskset", "util-linux")) {
+        return;
+    }
     check("garbage", garbage, 48);
 }

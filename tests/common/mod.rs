@@ -11,10 +11,12 @@
 //! * a minimal independent JFFS2 node walker for checks jffs2dump cannot make (timestamps,
 //!   device payloads).
 //!
-//! The tests need root (mknod, chown, trusted.* xattrs) and Debian's mtd-utils; they fail
-//! loudly, never skip, when mtd-utils is missing.
+//! The tests need root (mknod, chown, trusted.* xattrs) and Debian's mtd-utils; without them
+//! they are skipped loudly ([`skip`]), and fail under `CI=true`.
 
 #![allow(dead_code)] // each test binary uses a different subset
+
+pub mod skip;
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fmt::Write as _;
@@ -34,21 +36,11 @@ pub const OURS: &str = env!("CARGO_BIN_EXE_jffs2-mkfs");
 
 const NO_MTD_UTILS: &str = "mtd-utils not installed: run apt-get install mtd-utils";
 
-/// The path of an mtd-utils tool (`/usr/sbin`, `/sbin`, then `$PATH`); panics, never
-/// skips, when it is missing.
+/// The path of an mtd-utils tool (`/usr/sbin`, `/sbin`, then `$PATH`); panics when it is
+/// missing: a test using it checks [`require_mtd_utils`] first, which skips.
 pub fn mtd_tool(name: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs = ["/usr/sbin", "/sbin"]
-        .iter()
-        .map(PathBuf::from)
-        .chain(std::env::split_paths(&path));
-    for d in dirs {
-        let p = d.join(name);
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!("{NO_MTD_UTILS} ({name} not found)");
+    skip::find_program(name, "mtd-utils")
+        .unwrap_or_else(|| panic!("{NO_MTD_UTILS} ({name} not found)"))
 }
 
 /// mtd-utils' mkfs.jffs2.
@@ -63,22 +55,18 @@ pub fn jffs2dump_path() -> &'static Path {
     P.get_or_init(|| mtd_tool("jffs2dump"))
 }
 
-/// Panics (never skips) when the mtd-utils tools are missing.
-pub fn require_mtd_utils() {
-    mkfs_jffs2();
-    jffs2dump_path();
+/// True when mtd-utils is installed; otherwise the test is skipped loudly (an error under
+/// `CI=true`, see `skip.rs`) and must return.
+#[must_use]
+pub fn require_mtd_utils() -> bool {
+    skip::mtd_utils()
 }
 
-/// The fixtures need root (mknod, chown, trusted.* xattrs); say so instead of failing
-/// obscurely.
-pub fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "the mkfs tests must run as root (they mknod, chown and set trusted.* xattrs in their \
-         fixture trees), e.g. in the CI container"
-    );
+/// True when running as root, which the fixtures need (mknod, chown, trusted.* xattrs);
+/// otherwise the test is skipped loudly (an error under `CI=true`) and must return.
+#[must_use]
+pub fn require_root() -> bool {
+    skip::root()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -115,7 +103,11 @@ impl Tree {
 
 /// Builds the fixture tree `kind` in a fresh temporary directory.
 pub fn tree(kind: Kind) -> Tree {
-    require_root();
+    assert!(
+        skip::is_root(),
+        "the fixture trees need root (mknod, chown, trusted.* xattrs): the test must check \
+         common::require_root() first"
+    );
     let dir = tempfile::Builder::new()
         .prefix("jffs2-fixture-")
         .tempdir()
@@ -839,7 +831,6 @@ pub fn big_endian(args: &[OsString]) -> bool {
 
 /// `jffs2dump -c -v` of `image` in the given byte order.
 pub fn jffs2dump(image: &Path, big: bool) -> String {
-    require_mtd_utils();
     let o = run({
         let mut c = Command::new(jffs2dump_path());
         c.arg("-c")
