@@ -8,7 +8,7 @@
 //! mounts at 128 KiB and equals the tree.
 //!
 //! Like the other kernel suites, never silently skipped: without qemu or the kernel the test
-//! fails, unless `JFFS2_SKIP_KERNEL=1` (outside CI).
+//! says SKIPPED loudly and returns (tests/common/skip.rs); under `CI=true` it fails.
 
 #[path = "common/kernel.rs"]
 mod kernel;

@@ -220,6 +220,9 @@ fn kernel_variants(dir: &Path) -> Vec<Img> {
 
 #[test]
 fn kernel_images_dump_like_jffs2dump() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let images = kernel_variants(dir.path());
     check_all(&images);
@@ -350,6 +353,9 @@ fn corrupted_images_dump_like_jffs2dump() {
 /// zero bytes follow in that mapping, so node fields past the end read as zeros there too.
 #[test]
 fn truncated_images_dump_like_jffs2dump() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let mut rng = Rng::new(7);
     let mut fails = Vec::new();
@@ -394,6 +400,9 @@ fn truncated_images_dump_like_jffs2dump() {
 /// goes on.
 #[test]
 fn nodes_that_make_jffs2dump_loop() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let mut fails = Vec::new();
     for big in [false, true] {
@@ -604,6 +613,9 @@ fn conversion_equals_mkfs_of_the_other_byte_order() {
 /// ours gives the same bytes, in both directions, with and without -r, summaries included.
 #[test]
 fn conversion_equals_mtd_utils_where_it_is_right() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let plain = plain_tree(false);
     let rootfs = rootfs();
     let dir = scratch();
@@ -717,6 +729,9 @@ fn round_trip_gives_the_original_bytes() {
 /// counters.
 #[test]
 fn converted_images_read_the_same_to_jffs2dump() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let mut fails = Vec::new();
     for i in kernel_variants(dir.path()) {
@@ -760,6 +775,9 @@ fn converted_images_read_the_same_to_jffs2dump() {
 /// wrong in ours (mtd-utils recomputes every node CRC, hiding the corruption).
 #[test]
 fn recalc_crc_like_mtd_utils() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     for big in [false, true] {
         let e = if big { "-b" } else { "-l" };

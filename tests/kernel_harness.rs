@@ -6,9 +6,9 @@
 //! with the kernel's JFFS2 driver, lists it, and compares the listing with the source tree.
 //! See docs/TESTING.md.
 //!
-//! Never silently skipped: when qemu or the kernel cannot be had, the tests fail, unless
-//! `JFFS2_SKIP_KERNEL=1` is set (and never under `CI=true`); then they print
-//! "KERNEL SUITE SKIPPED: <reason>" to the real stderr.
+//! Never silently skipped: when qemu or the kernel cannot be had, the tests print
+//! "SKIPPED <test>: needs qemu and a Linux kernel (<reason>) ..." to the real stderr and return
+//! (tests/common/skip.rs); under `CI=true` they fail.
 
 use std::ffi::CString;
 use std::fs;

@@ -987,6 +987,9 @@ fn warnings_mkfs_jffs2_never_gives() {
 /// by a file (an atomic rename over `/dev/stdout` would replace the system's link).
 #[test]
 fn output_through_links_and_dev_stdout() {
+    if !(common::require_root()) {
+        return;
+    }
     let t = tree(Kind::Single);
     let work = scratch();
     let reference = work.path().join("ref.img");

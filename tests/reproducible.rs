@@ -73,6 +73,9 @@ fn mtimes(img: &[u8]) -> BTreeMap<String, u32> {
 /// same for `--summary` and for `jffs2-convert --threads`.
 #[test]
 fn thread_count_does_not_change_the_bytes() {
+    if !(common::require_root() && common::require_mtd_utils()) {
+        return;
+    }
     let t = tree(Kind::Small);
     // More data: many pages, so many erase-block tails.
     std::fs::write(t.path().join("text_600k"), text(7, 600_000)).unwrap();
@@ -148,6 +151,9 @@ const NAMES: [&str; 7] = ["B", "a", "_x", "Z1", "e", "\u{e9}", "f"];
 /// jffs2-mkfs and for mkfs.jffs2, and they are equal.
 #[test]
 fn locale_does_not_change_the_bytes() {
+    if !(common::require_root() && common::require_mtd_utils()) {
+        return;
+    }
     let locales = String::from_utf8(Command::new("locale").arg("-a").output().unwrap().stdout)
         .unwrap()
         .to_lowercase();
@@ -285,6 +291,9 @@ fn build_in_order(root: &Path, names: &[String]) {
 /// bytes, equal to mkfs.jffs2's.
 #[test]
 fn host_directory_order_does_not_change_the_bytes() {
+    if !(common::require_root() && common::require_mtd_utils()) {
+        return;
+    }
     let work = creation_ordered_dir();
     let names: Vec<String> = (0..40).map(|i| format!("f{:02}", (i * 17) % 40)).collect();
     let reversed: Vec<String> = names.iter().rev().cloned().collect();
@@ -325,6 +334,9 @@ fn host_directory_order_does_not_change_the_bytes() {
 /// `SOURCE_DATE_EPOCH` (times clamped to it: the clock always is later) is given.
 #[test]
 fn the_time_of_the_run_matters_only_without_f_or_source_date_epoch() {
+    if !(common::require_root() && common::require_mtd_utils()) {
+        return;
+    }
     let work = scratch();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let table = fixtures.join("device_table.txt");
@@ -389,6 +401,9 @@ const BIG: Endian = Endian { big: true };
 /// (the image is then mkfs.jffs2's); an empty value is no value; a malformed one is an error.
 #[test]
 fn source_date_epoch_clamps_later_times() {
+    if !(common::require_root() && common::require_mtd_utils()) {
+        return;
+    }
     let work = scratch();
     let root = work.path().join("root");
     std::fs::create_dir_all(root.join("dir")).unwrap();
@@ -468,6 +483,9 @@ fn source_date_epoch_clamps_later_times() {
 /// differs. Both given explicitly, the bytes are the same on any host.
 #[test]
 fn defaults_are_the_hosts_page_size_and_byte_order() {
+    if !(common::require_root() && common::require_mtd_utils()) {
+        return;
+    }
     let t = tree(Kind::Single);
     let work = scratch();
     let out = work.path().join("img");

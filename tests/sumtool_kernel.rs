@@ -11,8 +11,8 @@
 //! Kernel-written images (`fixtures/kernel/`: dirty, power-cut, torn node) summarised by us must
 //! show exactly the listing the kernel recorded for the originals.
 //!
-//! Like the kernel suite, never silently skipped: without qemu or the kernel the tests fail,
-//! unless `JFFS2_SKIP_KERNEL=1` (outside CI).
+//! Like the kernel suite, never silently skipped: without qemu or the kernel the tests say
+//! SKIPPED loudly and return (tests/common/skip.rs); under `CI=true` they fail.
 
 mod common;
 #[path = "common/kernel.rs"]
