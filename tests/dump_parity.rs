@@ -8,7 +8,8 @@
 //! (no xattrs, no device nodes). `issues show 6`, `docs/spec/mtd-utils-spec.md` §6.
 //!
 //! The tests run as root (the xattr trees set trusted.* attributes and make device nodes)
-//! and fail loudly, never skip, when mtd-utils is missing.
+//! with mtd-utils; without them they are skipped loudly (tests/common/skip.rs), and fail
+//! under `CI=true`.
 
 mod common;
 #[path = "common/dump.rs"]

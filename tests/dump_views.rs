@@ -438,6 +438,9 @@ fn list_shows_what_linux_shows() {
 
 #[test]
 fn jffs2reader_lists_like_jffs2reader_where_it_is_right() {
+    if !(common::require_root()) {
+        return;
+    }
     if !common::require_mtd_utils() {
         return;
     }

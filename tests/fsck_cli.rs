@@ -119,6 +119,9 @@ fn diffs(o: &common::Output) -> Vec<String> {
 
 #[test]
 fn compare_passes_then_lists_each_difference() {
+    if !(common::require_root()) {
+        return;
+    }
     if !common::require_mtd_utils() {
         return;
     }

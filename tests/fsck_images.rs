@@ -44,6 +44,9 @@ fn expect_clean(img: &std::path::Path, extra: &[&str], what: &str) {
 
 #[test]
 fn mkfs_and_sumtool_images_are_consistent() {
+    if !(common::require_root()) {
+        return;
+    }
     if !common::require_mtd_utils() {
         return;
     }
@@ -120,6 +123,9 @@ fn jffs2_mkfs_images_are_consistent() {
 
 #[test]
 fn big_endian_needs_the_right_byte_order() {
+    if !(common::require_root()) {
+        return;
+    }
     if !common::require_mtd_utils() {
         return;
     }
@@ -138,6 +144,9 @@ fn big_endian_needs_the_right_byte_order() {
 
 #[test]
 fn wrong_erase_size_names_the_right_one() {
+    if !(common::require_root()) {
+        return;
+    }
     if !common::require_mtd_utils() {
         return;
     }

@@ -26,8 +26,8 @@
 //! tmpfs exit non-zero naming the output and "No space left on device", and leave nothing
 //! there (an older output stays as it was; an extraction keeps only complete files).
 //!
-//! Needs GNU time (`scripts/install-test-deps.sh`) and root for the tmpfs (without it the
-//! full-disk test says SKIPPED LOUDLY on stderr).
+//! Needs GNU time (`scripts/install-test-deps.sh`) and root for the tmpfs; without them the
+//! tests are skipped loudly (tests/common/skip.rs), and fail under `CI=true`.
 
 mod common;
 

@@ -26,7 +26,8 @@
 //! line (`Step::contains`).
 //!
 //! Needs root (the tree has a fifo, foreign owners and a setuid file), mtd-utils, fakeroot and
-//! genimage (`scripts/install-test-deps.sh`); a missing one fails the test, never skips it.
+//! genimage (`scripts/install-test-deps.sh`); without one the test is skipped loudly
+//! (tests/common/skip.rs), and fails under `CI=true`.
 
 mod common;
 #[path = "common/sumtool.rs"]

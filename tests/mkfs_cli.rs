@@ -49,6 +49,9 @@ fn same_failure(args: &[&str], status: i32) -> String {
 
 #[test]
 fn bad_erase_sizes() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -63,6 +66,9 @@ fn bad_erase_sizes() {
 
 #[test]
 fn small_erase_size_is_raised_with_a_message() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -88,6 +94,9 @@ fn small_erase_size_is_raised_with_a_message() {
 
 #[test]
 fn cleanmarker_size_checks() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -114,6 +123,9 @@ fn cleanmarker_size_checks() {
 
 #[test]
 fn options_given_twice() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -144,6 +156,9 @@ fn options_given_twice() {
 
 #[test]
 fn other_bad_arguments() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -239,6 +254,9 @@ fn as_nobody(tool: Tool, args: &[&OsString]) -> Output {
 
 #[test]
 fn unreadable_file_or_directory() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -285,6 +303,9 @@ fn unreadable_file_or_directory() {
 
 #[test]
 fn bad_device_table_lines_name_the_line() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -457,6 +478,9 @@ fn program_name_follows_argv0() {
 
 #[test]
 fn pad_with_a_space_pads_to_the_block_end_only() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -480,6 +504,9 @@ fn pad_with_a_space_pads_to_the_block_end_only() {
 
 #[test]
 fn lzma_names() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -543,6 +570,9 @@ fn lzma_names() {
 
 #[test]
 fn image_to_stdout() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -596,6 +626,9 @@ fn image_to_stdout() {
 
 #[test]
 fn output_is_replaced_atomically() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -665,6 +698,9 @@ fn entries(image: &[u8], big: bool) -> (Vec<DirentInfo>, Vec<InodeInfo>) {
 
 #[test]
 fn source_date_epoch_clamps_timestamps() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -796,6 +832,9 @@ fn content(dump: &str) -> Content {
 
 #[test]
 fn summary_images() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -876,6 +915,9 @@ fn summary_images() {
 
 #[test]
 fn big_device_numbers_use_four_bytes() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -944,6 +986,9 @@ fn big_device_numbers_use_four_bytes() {
 
 #[test]
 fn warnings_mkfs_jffs2_never_gives() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }

@@ -234,6 +234,9 @@ fn cases(list: &[&[&str]]) -> Vec<Case> {
 
 #[test]
 fn full_tree_main_cases() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -260,6 +263,9 @@ fn full_tree_main_cases() {
 
 #[test]
 fn full_tree_verbose_listing() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -278,6 +284,9 @@ fn full_tree_verbose_listing() {
 
 #[test]
 fn full_tree_xattr_modes() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -305,6 +314,9 @@ fn full_tree_xattr_modes() {
 
 #[test]
 fn full_tree_compression_modes() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -329,6 +341,9 @@ fn full_tree_compression_modes() {
 
 #[test]
 fn matrix_endian_and_erase_size() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -362,6 +377,9 @@ fn matrix_endian_and_erase_size() {
 
 #[test]
 fn matrix_page_and_cleanmarker() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -392,6 +410,9 @@ fn matrix_page_and_cleanmarker() {
 
 #[test]
 fn matrix_padding() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -422,6 +443,9 @@ fn matrix_padding() {
 
 #[test]
 fn matrix_squash_and_time() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -444,6 +468,9 @@ fn matrix_squash_and_time() {
 
 #[test]
 fn matrix_compression() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -485,6 +512,9 @@ fn matrix_compression() {
 
 #[test]
 fn matrix_xattr_modes() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -520,6 +550,9 @@ fn matrix_xattr_modes() {
 
 #[test]
 fn device_tables() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -564,6 +597,9 @@ fn device_tables() {
 
 #[test]
 fn incremental_images() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -604,6 +640,9 @@ fn incremental_images() {
 
 #[test]
 fn empty_and_single_file_trees() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -666,6 +705,9 @@ fn write_fixture_trees() {
 /// xattrs or devices would still "pass").
 #[test]
 fn fixture_covers_what_it_claims() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -818,6 +860,9 @@ fn fixture_covers_what_it_claims() {
 
 #[test]
 fn matrix_odd_geometries() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -849,6 +894,9 @@ fn matrix_odd_geometries() {
 /// an unprivileged user, must see the same tree and write the same bytes.
 #[test]
 fn under_fakeroot() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }

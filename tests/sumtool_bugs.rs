@@ -37,6 +37,9 @@ fn args_io<'a>(i: &'a Path, o: &'a Path, rest: &[&'a str]) -> Vec<&'a std::ffi::
 /// own geometry and re-block it without losing a node.
 #[test]
 fn b14_node_straddling_a_read_chunk() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -100,6 +103,9 @@ fn theirs_run(i: &Path, o: &Path, rest: &[&str]) -> common::Output {
 /// that disagrees stays an error that says what to pass.
 #[test]
 fn yocto_default_erase_size_on_a_256k_image() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -159,6 +165,9 @@ fn yocto_default_erase_size_on_a_256k_image() {
 /// Ours keeps the input's size: whole blocks of cleanmarker + 0xFF (or 0xFF with -n).
 #[test]
 fn b14_padded_empty_blocks_are_kept() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -205,6 +214,9 @@ fn nodes_end(img: &[u8], big: bool) -> usize {
 /// all for an image of one block. Ours summarises every block that holds nodes.
 #[test]
 fn b14_last_block_and_single_block_images_are_summarized() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -259,6 +271,9 @@ fn b14_last_block_and_single_block_images_are_summarized() {
 /// that node's record, really does not fit (the kernel's own reservation).
 #[test]
 fn b13_no_double_counted_sizes() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -410,6 +425,9 @@ fn kernel_written_images_keep_their_filesystem() {
 /// after mtd-utils' sumtool it shows it again, after ours it does not.
 #[test]
 fn obsolete_nodes_are_not_resurrected() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }

@@ -52,6 +52,9 @@ fn image(work: &Path, name: &str, args: &[&str], kind: Kind) -> PathBuf {
 
 #[test]
 fn usage_errors_match_sumtool() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -123,6 +126,9 @@ fn missing_files_help_and_version() {
 
 #[test]
 fn erase_size_grammar_and_option_order() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -200,6 +206,9 @@ fn erase_size_grammar_and_option_order() {
 
 #[test]
 fn geometry_and_byte_order_refusals() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -249,6 +258,9 @@ fn geometry_and_byte_order_refusals() {
 
 #[test]
 fn same_file_in_and_out_and_operands() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -279,6 +291,9 @@ fn same_file_in_and_out_and_operands() {
 /// options given.
 #[test]
 fn detected_geometry_replaces_defaults_not_given() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }

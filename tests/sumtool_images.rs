@@ -96,6 +96,9 @@ const CASES: &[Case] = &[
 
 #[test]
 fn mkfs_jffs2_images_summarized_like_sumtool_but_better() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
@@ -219,6 +222,9 @@ fn mkfs_jffs2_images_summarized_like_sumtool_but_better() {
 /// `-v` prints sumtool's listing, line for line, for clean images with the right `-e`.
 #[test]
 fn verbose_listing_is_sumtools() {
+    if !(common::require_root()) {
+        return;
+    }
     if !require_mtd_utils() {
         return;
     }
