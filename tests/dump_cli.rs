@@ -92,6 +92,9 @@ fn our_own_name_exits_1_on_operand_errors() {
 
 #[test]
 fn version() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     for (which, name) in [(Dump::Ours, "jffs2-dump"), (Dump::OursAsRef, "jffs2dump")] {
         let o = dump(which, &args(&["-V", "whatever"]));
         assert_eq!(o.status, Some(0));

@@ -167,6 +167,9 @@ fn mkfs_images(dir: &Path) -> Vec<Img> {
 
 #[test]
 fn mkfs_and_sumtool_images_dump_like_jffs2dump() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     if !common::require_root() {
         return;
@@ -302,6 +305,9 @@ fn corrupt(base: &[u8], nodes: &[(u64, String)], rng: &mut Rng, big: bool) -> (S
 
 #[test]
 fn corrupted_images_dump_like_jffs2dump() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     if !common::require_root() {
         return;
     }
@@ -531,6 +537,9 @@ fn same_bytes(what: &str, want: &[u8], got: &[u8]) -> Option<String> {
 /// byte order — with xattrs, xrefs, POSIX ACLs, device nodes and summaries.
 #[test]
 fn conversion_equals_mkfs_of_the_other_byte_order() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     if !common::require_root() {
         return;
     }
@@ -648,6 +657,9 @@ fn conversion_equals_mtd_utils_where_it_is_right() {
 /// and writes device numbers in the wrong byte order.
 #[test]
 fn mtd_utils_conversion_loses_xrefs_and_device_numbers() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     if !common::require_root() {
         return;
     }
@@ -675,6 +687,9 @@ fn mtd_utils_conversion_loses_xrefs_and_device_numbers() {
 /// cut, torn node, summaries), with obsolete nodes, with xattrs, summarized, corrupted.
 #[test]
 fn round_trip_gives_the_original_bytes() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     if !common::require_root() {
         return;
     }

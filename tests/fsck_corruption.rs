@@ -132,7 +132,7 @@ fn par_for(n: usize, f: impl Fn(usize) + Sync) {
 
 #[test]
 fn every_bit_flip_inside_a_node_is_caught() {
-    if !common::require_mtd_utils() {
+    if !common::require_root() || !common::require_mtd_utils() {
         return;
     }
     let (_dir, corpus) = corpus();
@@ -222,7 +222,7 @@ fn every_bit_flip_inside_a_node_is_caught() {
 
 #[test]
 fn truncated_images_exit_4() {
-    if !common::require_mtd_utils() {
+    if !common::require_root() || !common::require_mtd_utils() {
         return;
     }
     let (_dir, corpus) = corpus();

@@ -1032,6 +1032,9 @@ fn warnings_mkfs_jffs2_never_gives() {
 /// by a file (an atomic rename over `/dev/stdout` would replace the system's link).
 #[test]
 fn output_through_links_and_dev_stdout() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     if !(common::require_root()) {
         return;
     }

@@ -5,7 +5,7 @@
 //! the real stderr (not captured by the test harness), e.g.
 //!
 //! ```text
-//! SKIPPED mkfs_parity::full_tree: needs mtd-utils (install with scripts/install-test-deps.sh; CI=true makes this an error)
+//! SKIPPED full_tree_main_cases: needs mtd-utils (install with scripts/install-test-deps.sh; CI=true makes this an error)
 //! ```
 //!
 //! and returns. Under `CI=true` (or `CI=1`) nothing is skipped: the same check panics with that
@@ -60,7 +60,7 @@ pub fn skip(what: &str) {
         test_name()
     );
     if ci() {
-        panic!("{line}");
+        panic!("{line}\nCI=true: nothing may be skipped, so this test fails");
     }
     // the real stderr: libtest captures eprintln!, and a skip must be seen
     let _ = writeln!(std::io::stderr(), "\n{line}");
