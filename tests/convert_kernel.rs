@@ -10,6 +10,7 @@
 //! Like the other kernel suites, never silently skipped: without qemu or the kernel the test
 //! says SKIPPED loudly and returns (tests/common/skip.rs); under `CI=true` it fails.
 
+mod common;
 #[path = "common/kernel.rs"]
 mod kernel;
 

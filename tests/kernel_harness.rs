@@ -17,6 +17,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
 #[path = "common/kernel.rs"]
 mod kernel;
 use kernel::{harness_path, json_path, json_str, kernel_available, loud};

@@ -1,7 +1,8 @@
 //! Glue between Rust tests and the kernel harness (`tests/kernel/harness.py`): setup with the
-//! shared loud skip (`skip.rs`: skipped on a laptop without qemu, an error under `CI=true`), image specs, runs, mount times and the comparison of guest
-//! listings with the ones recorded in `fixtures/kernel/`. Included with `#[path]` by the
-//! kernel suites that need it.
+//! shared loud skip (`skip.rs`: skipped on a laptop without qemu, an error under `CI=true`),
+//! image specs, runs, mount times and the comparison of guest listings with the ones recorded
+//! in `fixtures/kernel/`. Included with `#[path]` by the kernel suites that need it, next to
+//! `mod common;` (for `common::skip`).
 #![allow(dead_code)]
 
 use std::fs;
@@ -39,8 +40,7 @@ pub fn setup() -> &'static Result<(), String> {
     })
 }
 
-#[path = "skip.rs"]
-pub mod skip;
+use crate::common::skip;
 
 /// True when qemu and the kernel are ready (`harness.py setup` succeeded, once per binary);
 /// otherwise the test is skipped loudly (see `skip.rs`), or fails under `CI=true`.
