@@ -51,6 +51,12 @@ pub struct Img {
     /// The image is padded with 0xFF to at least this many blocks (default 5, the fewest
     /// Linux mounts; 0 for no minimum).
     pub min_blocks: u32,
+    /// How the laid-out image ends (default [`EndPad::Block`]: whole blocks; [`EndPad::None`]
+    /// ends after the last node, as `mkfs.jffs2` without `-p`).
+    pub end: EndPad,
+    /// A node fits in the rest of a block by its unpadded length, as `mkfs.jffs2` decides
+    /// (default `false`: by its length padded to 4 bytes).
+    pub exact_fit: bool,
     /// Dirents get `mctime = base + version` when set, else 0 (default `None`).
     pub dirent_mctime: Option<u32>,
     /// Inodes of [`Img::data`], [`Img::meta`] and [`Img::dir`] get `mtime = base + version`
@@ -78,6 +84,8 @@ impl Img {
             cleanmarker: Some(CLEANMARKER_SIZE),
             summary: false,
             min_blocks: 5,
+            end: EndPad::Block,
+            exact_fit: false,
             dirent_mctime: None,
             inode_mtime: None,
             nodes: Vec::new(),
@@ -112,6 +120,20 @@ impl Img {
     /// Sets the minimum number of blocks of the built image.
     pub fn min_blocks(mut self, n: u32) -> Self {
         self.min_blocks = n;
+        self
+    }
+
+    /// Ends the image as `pad` says, with no minimum number of blocks (e.g. [`EndPad::None`]:
+    /// right after the last node).
+    pub fn end_pad(mut self, pad: EndPad) -> Self {
+        self.end = pad;
+        self.min_blocks = 0;
+        self
+    }
+
+    /// Lets a node fit in the rest of a block by its unpadded length (see `exact_fit`).
+    pub fn exact_fit(mut self) -> Self {
+        self.exact_fit = true;
         self
     }
 
@@ -333,8 +355,9 @@ impl Img {
         }
     }
 
-    /// The image as flashed: the nodes through the erase-block writer, whole blocks, at least
-    /// `min_blocks`, erased bytes 0xFF, then the [`put`](Img::put) bytes.
+    /// The image as flashed: the nodes through the erase-block writer, whole blocks (unless
+    /// `end` says otherwise), at least `min_blocks`, erased bytes 0xFF, then the
+    /// [`put`](Img::put) bytes.
     ///
     /// # Panics
     /// If a node is larger than an erase block (the writer refuses it).
@@ -346,13 +369,16 @@ impl Img {
             } else {
                 0
             };
-            w.prepare(pad4(n.len() as u32), rec)
+            let req = if self.exact_fit {
+                n.len() as u32
+            } else {
+                pad4(n.len() as u32)
+            };
+            w.prepare(req, rec)
                 .and_then(|()| w.write_node(n))
                 .expect("testing::Img: a node larger than an erase block");
         }
-        let (mut out, _) = w
-            .finish(EndPad::Block)
-            .expect("testing::Img: writing to memory");
+        let (mut out, _) = w.finish(self.end).expect("testing::Img: writing to memory");
         let min = self.min_blocks as usize * self.es as usize;
         if out.len() < min {
             out.resize(min, 0xFF);

@@ -13,10 +13,10 @@ const DIR: u32 = 0o040755;
 const REG: u32 = 0o100644;
 const LNK: u32 = 0o120777;
 
-/// The crafted images of these tests: no minimum size (a single block is enough here), entries
-/// as a dirent (version = inode number) followed by the inode.
+/// The crafted images of these tests: no minimum size (a single block is enough here), a node
+/// fitting a block by its unpadded length.
 fn new_img() -> Img {
-    Img::new().min_blocks(0)
+    Img::new().min_blocks(0).exact_fit()
 }
 
 /// Entries written the way these tests write them: the dirent first, its version the inode
