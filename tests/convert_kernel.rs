@@ -8,8 +8,9 @@
 //! mounts at 128 KiB and equals the tree.
 //!
 //! Like the other kernel suites, never silently skipped: without qemu or the kernel the test
-//! fails, unless `JFFS2_SKIP_KERNEL=1` (outside CI).
+//! says SKIPPED loudly and returns (tests/common/skip.rs); under `CI=true` it fails.
 
+mod common;
 #[path = "common/kernel.rs"]
 mod kernel;
 

@@ -33,6 +33,9 @@ fn image(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn usage_and_help_like_jffs2dump_under_its_name() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let img = image(dir.path());
     let img = img.to_str().unwrap();
@@ -89,6 +92,9 @@ fn our_own_name_exits_1_on_operand_errors() {
 
 #[test]
 fn version() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     for (which, name) in [(Dump::Ours, "jffs2-dump"), (Dump::OursAsRef, "jffs2dump")] {
         let o = dump(which, &args(&["-V", "whatever"]));
         assert_eq!(o.status, Some(0));
@@ -101,6 +107,9 @@ fn version() {
 
 #[test]
 fn options_in_any_order_and_abbreviated() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let img = image(dir.path());
     let want = dump(
@@ -157,6 +166,9 @@ fn options_in_any_order_and_abbreviated() {
 
 #[test]
 fn input_errors_name_the_file() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let missing = dir.path().join("missing.img");
     let r = dump(Dump::Ref, &[OsStr::new("-c"), missing.as_os_str()]);
@@ -183,6 +195,9 @@ fn input_errors_name_the_file() {
 
 #[test]
 fn empty_image() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let p = put(dir.path(), "empty", b"");
     for opts in [&["-c"][..], &["-c", "-v"][..]] {
@@ -196,6 +211,9 @@ fn empty_image() {
 
 #[test]
 fn conversion_output_is_atomic_and_complete() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let img = image(dir.path());
     let size = std::fs::metadata(&img).unwrap().len();
@@ -248,6 +266,9 @@ fn conversion_output_is_atomic_and_complete() {
 
 #[test]
 fn content_and_conversion_together() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let img = image(dir.path());
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
@@ -279,6 +300,9 @@ fn content_and_conversion_together() {
 /// once per run, as in the dump) and copies junk; ours prints the same lines.
 #[test]
 fn conversion_messages_like_jffs2dump() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let mut junk = Vec::new();
     for i in 0..64u32 {
@@ -313,6 +337,9 @@ fn with_oob(data: &[u8], page: usize, oob: usize) -> Vec<u8> {
 
 #[test]
 fn oob_peeling() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let clean = mkfs(&rootfs(), &["-e", "16KiB", "-l", "-p"]);
     assert_eq!(clean.len() % 512, 0);

@@ -8,7 +8,8 @@
 //! (no xattrs, no device nodes). `docs/spec/mtd-utils-spec.md` §6.
 //!
 //! The tests run as root (the xattr trees set trusted.* attributes and make device nodes)
-//! and fail loudly, never skip, when mtd-utils is missing.
+//! with mtd-utils; without them they are skipped loudly (tests/common/skip.rs), and fail
+//! under `CI=true`.
 
 mod common;
 #[path = "common/dump.rs"]
@@ -99,7 +100,6 @@ fn check_all(images: &[Img]) {
 
 /// mkfs.jffs2 images of several trees in both byte orders, with sumtool variants.
 fn mkfs_images(dir: &Path) -> Vec<Img> {
-    common::require_root();
     let rootfs = rootfs();
     let plain = plain_tree(false);
     let xattrs = plain_tree(true);
@@ -167,7 +167,13 @@ fn mkfs_images(dir: &Path) -> Vec<Img> {
 
 #[test]
 fn mkfs_and_sumtool_images_dump_like_jffs2dump() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
+    if !common::require_root() {
+        return;
+    }
     let images = mkfs_images(dir.path());
     assert!(images.len() > 30);
     check_all(&images);
@@ -218,6 +224,9 @@ fn kernel_variants(dir: &Path) -> Vec<Img> {
 
 #[test]
 fn kernel_images_dump_like_jffs2dump() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let images = kernel_variants(dir.path());
     check_all(&images);
@@ -296,7 +305,12 @@ fn corrupt(base: &[u8], nodes: &[(u64, String)], rng: &mut Rng, big: bool) -> (S
 
 #[test]
 fn corrupted_images_dump_like_jffs2dump() {
-    common::require_root();
+    if !(common::require_mtd_utils()) {
+        return;
+    }
+    if !common::require_root() {
+        return;
+    }
     let dir = scratch();
     let plain = plain_tree(true);
     let mut bases: Vec<(String, Vec<u8>, bool)> = Vec::new();
@@ -346,6 +360,9 @@ fn corrupted_images_dump_like_jffs2dump() {
 /// zero bytes follow in that mapping, so node fields past the end read as zeros there too.
 #[test]
 fn truncated_images_dump_like_jffs2dump() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let mut rng = Rng::new(7);
     let mut fails = Vec::new();
@@ -390,6 +407,9 @@ fn truncated_images_dump_like_jffs2dump() {
 /// goes on.
 #[test]
 fn nodes_that_make_jffs2dump_loop() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let mut fails = Vec::new();
     for big in [false, true] {
@@ -517,7 +537,12 @@ fn same_bytes(what: &str, want: &[u8], got: &[u8]) -> Option<String> {
 /// byte order — with xattrs, xrefs, POSIX ACLs, device nodes and summaries.
 #[test]
 fn conversion_equals_mkfs_of_the_other_byte_order() {
-    common::require_root();
+    if !(common::require_mtd_utils()) {
+        return;
+    }
+    if !common::require_root() {
+        return;
+    }
     let small = common::tree(Kind::Small);
     let xattrs = plain_tree(true);
     let rootfs = rootfs();
@@ -598,6 +623,9 @@ fn conversion_equals_mkfs_of_the_other_byte_order() {
 /// ours gives the same bytes, in both directions, with and without -r, summaries included.
 #[test]
 fn conversion_equals_mtd_utils_where_it_is_right() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let plain = plain_tree(false);
     let rootfs = rootfs();
     let dir = scratch();
@@ -629,7 +657,12 @@ fn conversion_equals_mtd_utils_where_it_is_right() {
 /// and writes device numbers in the wrong byte order.
 #[test]
 fn mtd_utils_conversion_loses_xrefs_and_device_numbers() {
-    common::require_root();
+    if !(common::require_mtd_utils()) {
+        return;
+    }
+    if !common::require_root() {
+        return;
+    }
     let small = common::tree(Kind::Small);
     let dir = scratch();
     let le = mkfs(small.path(), &["-e", "16KiB", "--with-xattr", "-l"]);
@@ -654,7 +687,12 @@ fn mtd_utils_conversion_loses_xrefs_and_device_numbers() {
 /// cut, torn node, summaries), with obsolete nodes, with xattrs, summarized, corrupted.
 #[test]
 fn round_trip_gives_the_original_bytes() {
-    common::require_root();
+    if !(common::require_mtd_utils()) {
+        return;
+    }
+    if !common::require_root() {
+        return;
+    }
     let dir = scratch();
     let mut images: Vec<(String, PathBuf, bool)> = Vec::new();
     for i in kernel_variants(dir.path()) {
@@ -707,6 +745,9 @@ fn round_trip_gives_the_original_bytes() {
 /// counters.
 #[test]
 fn converted_images_read_the_same_to_jffs2dump() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     let mut fails = Vec::new();
     for i in kernel_variants(dir.path()) {
@@ -750,6 +791,9 @@ fn converted_images_read_the_same_to_jffs2dump() {
 /// wrong in ours (mtd-utils recomputes every node CRC, hiding the corruption).
 #[test]
 fn recalc_crc_like_mtd_utils() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
     let dir = scratch();
     for big in [false, true] {
         let e = if big { "-b" } else { "-l" };

@@ -119,7 +119,12 @@ fn diffs(o: &common::Output) -> Vec<String> {
 
 #[test]
 fn compare_passes_then_lists_each_difference() {
-    common::require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !common::require_mtd_utils() {
+        return;
+    }
     let dir = common::scratch();
     let src = dir.path().join("src");
     std::fs::create_dir(&src).unwrap();

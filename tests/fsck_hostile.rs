@@ -5,7 +5,6 @@
 
 mod common;
 
-use common::Img;
 #[path = "common/fsck_util.rs"]
 mod fsck_util;
 
@@ -49,7 +48,7 @@ fn codes(r: &Report) -> Vec<&'static str> {
 
 #[test]
 fn directory_cycles() {
-    let mut i = Img::new();
+    let mut i = common::img();
     // /a/b, and b names a: a cycle reachable from the root.
     i.dir(1, 2, b"a", 1)
         .dir(2, 3, b"b", 1)
@@ -70,11 +69,20 @@ fn directory_cycles() {
 
 #[test]
 fn sparse_4gib_claims() {
-    let mut i = Img::new();
+    let mut i = common::img();
     // A 4 GiB - 1 file: a hole, then one page at the very end.
-    i.file_node(2, 1, u32::MAX, u32::MAX - 4096, 4096, COMPR_ZERO, &[]);
+    i.inode_parts(
+        2,
+        1,
+        0o100644,
+        u32::MAX,
+        u32::MAX - 4096,
+        4096,
+        COMPR_ZERO,
+        &[],
+    );
     // A ZERO node claiming 4 GiB of zeros.
-    i.file_node(3, 1, u32::MAX, 0, u32::MAX, COMPR_ZERO, &[]);
+    i.inode_parts(3, 1, 0o100644, u32::MAX, 0, u32::MAX, COMPR_ZERO, &[]);
     // The legacy ZERO node with csize and dsize swapped.
     let mut legacy = Vec::new();
     InodeNode {
@@ -87,7 +95,7 @@ fn sparse_4gib_claims() {
         ..Default::default()
     }
     .encode(LE, &[], &mut legacy);
-    i.0.push(legacy);
+    i.raw(legacy);
     i.dirent(1, 1, 2, dt::REG, b"end-page")
         .dirent(1, 2, 3, dt::REG, b"zeros")
         .dirent(1, 3, 4, dt::REG, b"legacy");
@@ -98,14 +106,14 @@ fn sparse_4gib_claims() {
 
 #[test]
 fn lying_csize_and_dsize() {
-    let mut i = Img::new();
+    let mut i = common::img();
     // dsize far beyond what the kernel can allocate, tiny zlib input.
     let (z, _) = zlib_compress(&[7u8; 4096], 4096).unwrap();
-    i.file_node(2, 1, 64 << 20, 0, 64 << 20, COMPR_ZLIB, &z);
+    i.inode_parts(2, 1, 0o100644, 64 << 20, 0, 64 << 20, COMPR_ZLIB, &z);
     // Uncompressed node claiming more than it stores.
-    i.file_node(3, 1, 1 << 20, 0, 1 << 20, 0, b"only a few bytes");
+    i.inode_parts(3, 1, 0o100644, 1 << 20, 0, 1 << 20, 0, b"only a few bytes");
     // zlib data that ends before dsize.
-    i.file_node(4, 1, 8192, 0, 8192, COMPR_ZLIB, &z);
+    i.inode_parts(4, 1, 0o100644, 8192, 0, 8192, COMPR_ZLIB, &z);
     // csize larger than the node (node CRC valid): patch csize after encoding.
     let mut n = Vec::new();
     InodeNode {
@@ -120,7 +128,7 @@ fn lying_csize_and_dsize() {
     n[48..52].copy_from_slice(&0x00ff_ffffu32.to_le_bytes());
     let crc = jffs2::crc::crc32(&n[..60]);
     n[64..68].copy_from_slice(&crc.to_le_bytes());
-    i.0.push(n);
+    i.raw(n);
     for (k, name) in [
         (2, b"huge" as &[u8]),
         (3, b"short"),
@@ -144,11 +152,20 @@ fn decompression_bombs() {
     let (bomb, used) = zlib_compress(&vec![0u8; 4 << 20], 8 << 20).unwrap();
     assert_eq!(used, 4 << 20);
     assert!(bomb.len() < 32768, "{}", bomb.len());
-    let mut i = Img::new();
+    let mut i = common::img();
     for v in 0..48u32 {
-        i.file_node(2, v + 1, 4 << 20, 0, 4 << 20, COMPR_ZLIB, &bomb);
+        i.inode_parts(2, v + 1, 0o100644, 4 << 20, 0, 4 << 20, COMPR_ZLIB, &bomb);
     }
-    i.file_node(3, 1, (4 << 20) + 1, 0, (4 << 20) + 1, COMPR_ZLIB, &bomb);
+    i.inode_parts(
+        3,
+        1,
+        0o100644,
+        (4 << 20) + 1,
+        0,
+        (4 << 20) + 1,
+        COMPR_ZLIB,
+        &bomb,
+    );
     i.dirent(1, 1, 2, dt::REG, b"bomb")
         .dirent(1, 2, 3, dt::REG, b"too-big");
     let img = i.build();
@@ -175,10 +192,10 @@ fn decompression_bombs() {
 
 #[test]
 fn thousands_of_versions_of_one_node() {
-    let mut i = Img::new();
+    let mut i = common::img();
     for v in 0..5000u32 {
         let data = v.to_le_bytes().repeat(16);
-        i.file_node(2, v / 2 + 1, 64, 0, 64, 0, &data);
+        i.inode_parts(2, v / 2 + 1, 0o100644, 64, 0, 64, 0, &data);
     }
     i.dirent(1, 1, 2, dt::REG, b"churn");
     let r = timed("5000 versions", &i.build());
@@ -187,7 +204,7 @@ fn thousands_of_versions_of_one_node() {
 
 #[test]
 fn unknown_compressors() {
-    let mut i = Img::new();
+    let mut i = common::img();
     for (k, compr) in [
         (2u32, COMPR_COPY),
         // A vendor's "LZMA without size" (jefferson's 0x15); OpenWrt's LZMA (8) is read.
@@ -196,7 +213,7 @@ fn unknown_compressors() {
         (5, COMPR_RUBINMIPS),
         (6, 5),
     ] {
-        i.file_node(k, 1, 4096, 0, 4096, compr, &[0x5a; 200]);
+        i.inode_parts(k, 1, 0o100644, 4096, 0, 4096, compr, &[0x5a; 200]);
         i.dirent(1, k, k, dt::REG, format!("c{compr}").as_bytes());
     }
     let r = timed("unknown compressors", &i.build());
@@ -210,7 +227,7 @@ fn unknown_compressors() {
 
 #[test]
 fn deep_nesting_and_the_cli() {
-    let mut i = Img::new();
+    let mut i = common::img();
     for d in 0..1500u32 {
         i.dir(
             if d == 0 { 1 } else { d + 1 },

@@ -44,7 +44,12 @@ fn expect_clean(img: &std::path::Path, extra: &[&str], what: &str) {
 
 #[test]
 fn mkfs_and_sumtool_images_are_consistent() {
-    common::require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !common::require_mtd_utils() {
+        return;
+    }
     let tree = common::tree(common::Kind::Small);
     let dir = common::scratch();
     let mut n = 0;
@@ -98,6 +103,9 @@ fn mkfs_and_sumtool_images_are_consistent() {
 
 #[test]
 fn jffs2_mkfs_images_are_consistent() {
+    if !(common::require_root()) {
+        return;
+    }
     let tree = common::tree(common::Kind::Small);
     let dir = common::scratch();
     for args in [
@@ -115,7 +123,12 @@ fn jffs2_mkfs_images_are_consistent() {
 
 #[test]
 fn big_endian_needs_the_right_byte_order() {
-    common::require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !common::require_mtd_utils() {
+        return;
+    }
     let src = common::scratch();
     small_tree(src.path());
     let dir = common::scratch();
@@ -131,7 +144,12 @@ fn big_endian_needs_the_right_byte_order() {
 
 #[test]
 fn wrong_erase_size_names_the_right_one() {
-    common::require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !common::require_mtd_utils() {
+        return;
+    }
     let tree = common::tree(common::Kind::Small);
     let dir = common::scratch();
     let img = dir.path().join("64k.img");
@@ -245,6 +263,9 @@ fn kernel_log_equals_the_recorded_messages() {
 /// itself; the fs tests compare the md5s).
 #[test]
 fn fixture_trees_compare_equal_to_the_kernel_listing() {
+    if !(common::require_root()) {
+        return;
+    }
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     for (img, doc) in fixture_images() {

@@ -28,51 +28,6 @@ use common::scratch;
 use extract_common::{dump, ours_as_reader, run_prog, xattrs, Craft};
 use jffs2::format::{dt, Endian, InodeNode};
 
-/// True when running as root; otherwise says SKIPPED loudly and returns false (or fails
-/// under `CI=true`, where every test must run).
-fn root_or_skip(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{test} needs root (chown) and CI=true: it must not be skipped"
-    );
-    eprintln!(
-        "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
-         SKIPPED {test}: needs root (chown); NOT tested\n\
-         !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
-    );
-    false
-}
-
-/// True when Debian's mtd-utils are installed; otherwise says SKIPPED loudly and returns false
-/// (or fails under `CI=true`).
-fn mtd_utils_or_skip(test: &str) -> bool {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = |name: &str| {
-        ["/usr/sbin", "/sbin"]
-            .iter()
-            .map(std::path::PathBuf::from)
-            .chain(std::env::split_paths(&path))
-            .any(|d| d.join(name).is_file())
-    };
-    if found("mkfs.jffs2") && found("jffs2dump") {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{test} needs mtd-utils and CI=true: it must not be skipped"
-    );
-    eprintln!(
-        "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
-         SKIPPED {test}: mtd-utils not installed (apt-get install mtd-utils); NOT tested\n\
-         !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
-    );
-    false
-}
-
 /// An inode node with owner and times.
 fn inode(ino: u32, mode: u32, uid: u16, gid: u16, mtime: u32, data: &[u8]) -> Vec<u8> {
     let mut v = Vec::new();
@@ -138,7 +93,7 @@ fn hostile_root_image() -> Vec<u8> {
 
 #[test]
 fn force_merge_leaves_existing_directories_and_links_alone() {
-    if !root_or_skip("force_merge_leaves_existing_directories_and_links_alone") {
+    if !common::skip::root() {
         return;
     }
     let work = scratch();
@@ -236,7 +191,7 @@ fn force_merge_leaves_existing_directories_and_links_alone() {
 /// user's); the default `DIR.devtable`, a name the user did not give, never replaces anything.
 #[test]
 fn device_table_is_not_written_through_a_hard_link() {
-    if !root_or_skip("device_table_is_not_written_through_a_hard_link") {
+    if !common::skip::root() {
         return;
     }
     let work = scratch();
@@ -385,7 +340,7 @@ fn mkfs_verbose(program: &Path, root: &Path, out: &Path, extra: &[&str]) -> (Vec
 
 #[test]
 fn mkfs_listing_and_messages_escape_hostile_names() {
-    if !mtd_utils_or_skip("mkfs_listing_and_messages_escape_hostile_names") {
+    if !common::skip::mtd_utils() {
         return;
     }
     let tree = hostile_tree();
@@ -444,7 +399,7 @@ fn mkfs_listing_and_messages_escape_hostile_names() {
 
 #[test]
 fn image_names_are_escaped_in_every_listing_and_kept_by_c_and_json() {
-    if !mtd_utils_or_skip("image_names_are_escaped_in_every_listing_and_kept_by_c_and_json") {
+    if !common::skip::mtd_utils() {
         return;
     }
     let tree = hostile_tree();

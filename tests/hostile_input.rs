@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::scratch;
+use common::{scratch, skip};
 
 const DUMP: &str = env!("CARGO_BIN_EXE_jffs2-dump");
 const FSCK: &str = env!("CARGO_BIN_EXE_jffs2-fsck");
@@ -166,22 +166,6 @@ fn fsck_repair_input_truncated_while_mapped() {
     truncated_while_mapped(FSCK, &["--repair", "OUT", "IMG"], 8);
 }
 
-/// Without `tool` (or root), CI fails; elsewhere the test says SKIPPED loudly and returns.
-fn skip_or_fail(why: &str) {
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{why} (required when CI=true)");
-    }
-    eprintln!(
-        "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
-         SKIPPED LOUDLY: {why}\n\
-         !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
-    );
-}
-
-fn has_tool(path: &str) -> bool {
-    Path::new(path).exists()
-}
-
 struct Ran {
     code: Option<i32>,
     stderr: String,
@@ -283,8 +267,7 @@ fn inputs_larger_than_4_gib_are_refused() {
 /// tests of `jffs2::input` check that bound with a small one.)
 #[test]
 fn endless_inputs_under_a_memory_limit_say_enomem() {
-    if !has_tool("/usr/bin/prlimit") {
-        skip_or_fail("prlimit (util-linux) is missing");
+    if !skip::program("prlimit", "util-linux") {
         return;
     }
     let work = scratch();
@@ -421,12 +404,10 @@ fn numbers_that_do_not_fit_are_refused() {
 /// "internal error" or an abort. Needs root (to run as nobody under RLIMIT_NPROC).
 #[test]
 fn refused_threads_are_an_error() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0
-        || !has_tool("/usr/bin/prlimit")
-        || !has_tool("/usr/bin/setpriv")
+    if !skip::root()
+        || !skip::program("prlimit", "util-linux")
+        || !skip::program("setpriv", "util-linux")
     {
-        skip_or_fail("refused_threads_are_an_error needs root, prlimit and setpriv");
         return;
     }
     let work = scratch();

@@ -4,7 +4,6 @@
 
 mod common;
 
-use common::Img;
 #[path = "common/fsck_util.rs"]
 mod fsck_util;
 
@@ -20,7 +19,7 @@ const S_IFREG: u32 = 0o100000;
 
 /// /a/b with a file each, and b naming a again: a cycle reachable from the root.
 fn cycle() -> Vec<u8> {
-    let mut i = Img::new();
+    let mut i = common::img();
     i.dir(1, 2, b"a", 1)
         .dir(2, 3, b"b", 1)
         .file(2, 10, b"in-a", 2, b"file in a\n")
@@ -31,7 +30,7 @@ fn cycle() -> Vec<u8> {
 
 /// One directory named from two parents.
 fn dir_hard_link() -> Vec<u8> {
-    let mut i = Img::new();
+    let mut i = common::img();
     i.dir(1, 2, b"p1", 1)
         .dir(1, 3, b"p2", 2)
         .dir(2, 4, b"d", 1)
@@ -42,7 +41,7 @@ fn dir_hard_link() -> Vec<u8> {
 
 /// A directory naming itself.
 fn self_dir() -> Vec<u8> {
-    let mut i = Img::new();
+    let mut i = common::img();
     i.dir(1, 6, b"self", 2)
         .file(6, 10, b"f", 1, b"in self\n")
         .dirent(6, 2, 6, dt::DIR, b"me");
@@ -51,7 +50,7 @@ fn self_dir() -> Vec<u8> {
 
 /// An entry of the root naming the root.
 fn root_self_link() -> Vec<u8> {
-    let mut i = Img::new();
+    let mut i = common::img();
     i.dir(1, 2, b"d", 1)
         .file(1, 10, b"f", 2, b"in root\n")
         .dirent(1, 3, 1, dt::DIR, b"up");
@@ -190,7 +189,7 @@ fn repair_drops_the_root_naming_itself() {
 
 /// 1500 nested directories (paths of 27 000 bytes) with a file at the bottom.
 fn deep() -> Vec<u8> {
-    let mut i = Img::new();
+    let mut i = common::img();
     for d in 0..1500u32 {
         i.dir(
             if d == 0 { 1 } else { d + 1 },
@@ -260,7 +259,7 @@ fn bomb(compr: u8, blocks: usize) -> Vec<u8> {
     }
     .unwrap();
     assert_eq!(packed.1, 4 << 20);
-    let mut i = Img::new();
+    let mut i = common::img();
     i.dirent(1, 1, 2, dt::REG, b"bomb");
     let per = pad4(68 + packed.0.len() as u32) as usize;
     let count = blocks * ((ES as usize - 12) / per) - 1;

@@ -7,115 +7,66 @@
 //! The tools run pinned to one CPU (`taskset -c 0`), so that their thread pools have one
 //! thread and no idle worker spins while being counted.
 
+#[path = "common/skip.rs"]
+mod skip;
+
 use std::path::Path;
 use std::process::Command;
 
-use jffs2::format::{DirentNode, Endian, InodeNode};
+use jffs2::testing::Img;
 
-const E: Endian = Endian::Little;
 const ES: usize = 8192;
-const S_IFREG: u32 = 0o100000;
 const S_IFDIR: u32 = 0o040000;
 
-/// An image written node after node; a node that would cross an erase block starts the next.
-struct Img {
-    data: Vec<u8>,
-}
-
-impl Img {
-    fn new() -> Img {
-        Img { data: Vec::new() }
-    }
-
-    fn put(&mut self, node: &[u8]) {
-        let room = ES - self.data.len() % ES;
-        if node.len() > room {
-            self.data.resize(self.data.len() + room, 0xFF);
-        }
-        self.data.extend_from_slice(node);
-        while self.data.len() % 4 != 0 {
-            self.data.push(0xFF);
-        }
-    }
-
-    fn dirent(&mut self, pino: u32, version: u32, ino: u32, name: &[u8], dtype: u8) {
-        let mut b = Vec::new();
-        DirentNode {
-            pino,
-            version,
-            ino,
-            dtype,
-            ..Default::default()
-        }
-        .encode(E, name, &mut b);
-        self.put(&b);
-    }
-
-    fn inode(&mut self, ino: u32, version: u32, mode: u32, offset: u32, data: &[u8], isize: u32) {
-        let mut b = Vec::new();
-        InodeNode {
-            ino,
-            version,
-            mode,
-            isize,
-            offset,
-            dsize: data.len() as u32,
-            ..Default::default()
-        }
-        .encode(E, data, &mut b);
-        self.put(&b);
-    }
-
-    fn finish(mut self) -> Vec<u8> {
-        let want = self.data.len().div_ceil(ES).max(5) * ES;
-        self.data.resize(want, 0xFF);
-        self.data
-    }
+/// An image written node after node (jffs2::testing::Img): 8 KiB blocks without cleanmarkers;
+/// a node that would cross an erase block starts the next.
+fn new_img() -> Img {
+    Img::new().erase_size(ES as u32).cleanmarkers(None)
 }
 
 /// One file whose first 256 bytes are overwritten `n` times (every version overlaps every
 /// other): the kernel's version resolution.
 fn versions(n: u32) -> Vec<u8> {
-    let mut m = Img::new();
-    m.dirent(1, 1, 2, b"f", 8);
+    let mut m = new_img();
+    m.dirent(1, 1, 2, 8, b"f");
     for v in 1..=n {
-        m.inode(2, v, S_IFREG | 0o644, 0, &[(v % 251) as u8; 256], 256);
+        m.data(2, v, 256, 0, &[(v % 251) as u8; 256]);
     }
-    m.finish()
+    m.build()
 }
 
 /// One directory with `n` files.
 fn wide(n: u32) -> Vec<u8> {
-    let mut m = Img::new();
+    let mut m = new_img();
     for i in 0..n {
         let ino = i + 2;
-        m.dirent(1, i + 1, ino, format!("file{i:06}").as_bytes(), 8);
-        m.inode(ino, 1, S_IFREG | 0o644, 0, b"x", 1);
+        m.dirent(1, i + 1, ino, 8, format!("file{i:06}").as_bytes());
+        m.data(ino, 1, 1, 0, b"x");
     }
-    m.finish()
+    m.build()
 }
 
 /// One name in the root rewritten `n` times, alternating between two inodes.
 fn renamed(n: u32) -> Vec<u8> {
-    let mut m = Img::new();
-    m.inode(2, 1, S_IFREG | 0o644, 0, b"a", 1);
-    m.inode(3, 1, S_IFREG | 0o644, 0, b"b", 1);
+    let mut m = new_img();
+    m.data(2, 1, 1, 0, b"a");
+    m.data(3, 1, 1, 0, b"b");
     for v in 1..=n {
-        m.dirent(1, v, 2 + v % 2, b"name", 8);
+        m.dirent(1, v, 2 + v % 2, 8, b"name");
     }
-    m.finish()
+    m.build()
 }
 
 /// A chain of `n` nested directories.
 fn deep(n: u32) -> Vec<u8> {
-    let mut m = Img::new();
+    let mut m = new_img();
     for i in 0..n {
         let ino = i + 2;
         let parent = if i == 0 { 1 } else { ino - 1 };
-        m.inode(ino, 1, S_IFDIR | 0o755, 0, &[], 0);
-        m.dirent(parent, 1, ino, b"d", 4);
+        m.meta(ino, 1, S_IFDIR | 0o755, 0);
+        m.dirent(parent, 1, ino, 4, b"d");
     }
-    m.finish()
+    m.build()
 }
 
 /// `n` KiB of pseudo-random bytes with a node magic sprinkled in.
@@ -272,25 +223,40 @@ fn check(shape: &str, make: fn(u32) -> Vec<u8>, n: u32) {
 
 #[test]
 fn thousands_of_versions_of_one_range() {
+    if !(skip::program("valgrind", "valgrind") && skip::program("taskset", "util-linux")) {
+        return;
+    }
     check("versions", versions, 150);
 }
 
 #[test]
 fn one_huge_directory() {
+    if !(skip::program("valgrind", "valgrind") && skip::program("taskset", "util-linux")) {
+        return;
+    }
     check("wide", wide, 300);
 }
 
 #[test]
 fn one_name_rewritten_thousands_of_times() {
+    if !(skip::program("valgrind", "valgrind") && skip::program("taskset", "util-linux")) {
+        return;
+    }
     check("renamed", renamed, 700);
 }
 
 #[test]
 fn deep_directory_chains() {
+    if !(skip::program("valgrind", "valgrind") && skip::program("taskset", "util-linux")) {
+        return;
+    }
     check("deep", deep, 350);
 }
 
 #[test]
 fn random_garbage() {
+    if !(skip::program("valgrind", "valgrind") && skip::program("taskset", "util-linux")) {
+        return;
+    }
     check("garbage", garbage, 48);
 }

@@ -49,7 +49,12 @@ fn same_failure(args: &[&str], status: i32) -> String {
 
 #[test]
 fn bad_erase_sizes() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let e = same_failure(&["-e", "128K"], 255);
     assert_eq!(e, "mkfs.jffs2: error!: Unknown units in erasesize\n\n");
     same_failure(&["-e", "128KB"], 255);
@@ -61,7 +66,12 @@ fn bad_erase_sizes() {
 
 #[test]
 fn small_erase_size_is_raised_with_a_message() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Single);
     let work = scratch();
     for arg in ["4096", "0x1000", "4KiB", "1"] {
@@ -84,7 +94,12 @@ fn small_erase_size_is_raised_with_a_message() {
 
 #[test]
 fn cleanmarker_size_checks() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let e = same_failure(&["-c", "8"], 255);
     assert_eq!(e, "mkfs.jffs2: error!: cleanmarker size must be >= 12\n");
     same_failure(&["-c", "11"], 255);
@@ -108,7 +123,12 @@ fn cleanmarker_size_checks() {
 
 #[test]
 fn options_given_twice() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let e = same_failure(&["-r", "/", "-d", "/"], 255);
     assert_eq!(
         e,
@@ -136,7 +156,12 @@ fn options_given_twice() {
 
 #[test]
 fn other_bad_arguments() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     same_failure(&["-m", "bogus"], 255);
     same_failure(&["-x", "bogus"], 255);
     same_failure(&["-X", "LZO"], 255);
@@ -155,7 +180,9 @@ fn other_bad_arguments() {
 
 #[test]
 fn missing_root_directory() {
-    require_mtd_utils();
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let missing = work.path().join("no-such-root");
     for tool in [Tool::Ref, Tool::Ours] {
@@ -227,7 +254,12 @@ fn as_nobody(tool: Tool, args: &[&OsString]) -> Output {
 
 #[test]
 fn unreadable_file_or_directory() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     for what in ["file", "dir"] {
         let (_work, root, out, culprit) = unreadable_setup(what);
         let img = out.join("img");
@@ -271,7 +303,12 @@ fn unreadable_file_or_directory() {
 
 #[test]
 fn bad_device_table_lines_name_the_line() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Single);
     let work = scratch();
     for (table, line, msg) in [
@@ -338,7 +375,9 @@ fn bad_device_table_lines_name_the_line() {
 
 #[test]
 fn list_compressors() {
-    require_mtd_utils();
+    if !require_mtd_utils() {
+        return;
+    }
     let r = run_tool(Tool::Ref, &["-L"]);
     let o = run_tool(Tool::OursAsMkfs, &["-L"]);
     assert_eq!((r.status, o.status), (255, 255));
@@ -363,7 +402,9 @@ fn list_compressors() {
 
 #[test]
 fn help_version_and_unknown_options() {
-    require_mtd_utils();
+    if !require_mtd_utils() {
+        return;
+    }
     let r = run_tool(Tool::Ref, &["-h"]);
     let o = run_tool(Tool::OursAsMkfs, &["-h"]);
     assert_eq!((r.status, o.status), (0, 0));
@@ -437,7 +478,12 @@ fn program_name_follows_argv0() {
 
 #[test]
 fn pad_with_a_space_pads_to_the_block_end_only() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     let work = scratch();
     let (a, b) = (work.path().join("a"), work.path().join("b"));
@@ -458,7 +504,12 @@ fn pad_with_a_space_pads_to_the_block_end_only() {
 
 #[test]
 fn lzma_names() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     let work = scratch();
     let (a, b) = (work.path().join("a"), work.path().join("b"));
@@ -519,7 +570,12 @@ fn lzma_names() {
 
 #[test]
 fn image_to_stdout() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     let work = scratch();
     let file = work.path().join("file.img");
@@ -570,7 +626,12 @@ fn image_to_stdout() {
 
 #[test]
 fn output_is_replaced_atomically() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     let work = scratch();
     let out = work.path().join("out.img");
@@ -637,7 +698,12 @@ fn entries(image: &[u8], big: bool) -> (Vec<DirentInfo>, Vec<InodeInfo>) {
 
 #[test]
 fn source_date_epoch_clamps_timestamps() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     let work = scratch();
     let plain = work.path().join("plain.img");
@@ -766,7 +832,12 @@ fn content(dump: &str) -> Content {
 
 #[test]
 fn summary_images() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     let work = scratch();
     for (args, ebs) in [
@@ -844,7 +915,12 @@ fn summary_images() {
 
 #[test]
 fn big_device_numbers_use_four_bytes() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::BigDevices);
     let work = scratch();
     for big in [false, true] {
@@ -910,7 +986,12 @@ fn big_device_numbers_use_four_bytes() {
 
 #[test]
 fn warnings_mkfs_jffs2_never_gives() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Full);
     let work = scratch();
     let out = work.path().join("o.img");
@@ -951,6 +1032,12 @@ fn warnings_mkfs_jffs2_never_gives() {
 /// by a file (an atomic rename over `/dev/stdout` would replace the system's link).
 #[test]
 fn output_through_links_and_dev_stdout() {
+    if !(common::require_mtd_utils()) {
+        return;
+    }
+    if !(common::require_root()) {
+        return;
+    }
     let t = tree(Kind::Single);
     let work = scratch();
     let reference = work.path().join("ref.img");

@@ -234,7 +234,12 @@ fn cases(list: &[&[&str]]) -> Vec<Case> {
 
 #[test]
 fn full_tree_main_cases() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Full);
     check_all(
         "full",
@@ -258,7 +263,12 @@ fn full_tree_main_cases() {
 
 #[test]
 fn full_tree_verbose_listing() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Full);
     check_all(
         "full -v",
@@ -274,7 +284,12 @@ fn full_tree_verbose_listing() {
 
 #[test]
 fn full_tree_xattr_modes() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Full);
     check_all(
         "full xattr",
@@ -299,7 +314,12 @@ fn full_tree_xattr_modes() {
 
 #[test]
 fn full_tree_compression_modes() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Full);
     check_all(
         "full compr",
@@ -321,7 +341,12 @@ fn full_tree_compression_modes() {
 
 #[test]
 fn matrix_endian_and_erase_size() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     let erase: &[&[&str]] = &[
         &["-e", "8KiB"],
@@ -352,7 +377,12 @@ fn matrix_endian_and_erase_size() {
 
 #[test]
 fn matrix_page_and_cleanmarker() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     check_all(
         "small page/cleanmarker",
@@ -380,7 +410,12 @@ fn matrix_page_and_cleanmarker() {
 
 #[test]
 fn matrix_padding() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     check_all(
         "small pad",
@@ -408,7 +443,12 @@ fn matrix_padding() {
 
 #[test]
 fn matrix_squash_and_time() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     check_all(
         "small squash/time",
@@ -428,7 +468,12 @@ fn matrix_squash_and_time() {
 
 #[test]
 fn matrix_compression() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     check_all(
         "small compr",
@@ -467,7 +512,12 @@ fn matrix_compression() {
 
 #[test]
 fn matrix_xattr_modes() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     let mut list = Vec::new();
     for endian in ["-l", "-b"] {
@@ -500,7 +550,12 @@ fn matrix_xattr_modes() {
 
 #[test]
 fn device_tables() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     let std_table = fixture("devtable_standard.txt");
     let upd = fixture("devtable_update.txt");
@@ -542,7 +597,12 @@ fn device_tables() {
 
 #[test]
 fn incremental_images() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let old_tree = tree(Kind::Small);
     let t = tree(Kind::Full);
     let work = scratch();
@@ -580,7 +640,12 @@ fn incremental_images() {
 
 #[test]
 fn empty_and_single_file_trees() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let empty = tree(Kind::Empty);
     check_all(
         "empty",
@@ -640,7 +705,12 @@ fn write_fixture_trees() {
 /// xattrs or devices would still "pass").
 #[test]
 fn fixture_covers_what_it_claims() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Full);
     let work = scratch();
     let image = |args: &[&str]| -> Vec<u8> {
@@ -790,7 +860,12 @@ fn fixture_covers_what_it_claims() {
 
 #[test]
 fn matrix_odd_geometries() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let t = tree(Kind::Small);
     check_all(
         "small odd",
@@ -819,7 +894,12 @@ fn matrix_odd_geometries() {
 /// an unprivileged user, must see the same tree and write the same bytes.
 #[test]
 fn under_fakeroot() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let dir = work.path();
     use std::os::unix::fs::PermissionsExt;

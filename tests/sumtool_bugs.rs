@@ -37,7 +37,12 @@ fn args_io<'a>(i: &'a Path, o: &'a Path, rest: &[&'a str]) -> Vec<&'a std::ffi::
 /// own geometry and re-block it without losing a node.
 #[test]
 fn b14_node_straddling_a_read_chunk() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let t = tree(Kind::Full);
     let input = work.path().join("in.img");
@@ -98,7 +103,12 @@ fn theirs_run(i: &Path, o: &Path, rest: &[&str]) -> common::Output {
 /// that disagrees stays an error that says what to pass.
 #[test]
 fn yocto_default_erase_size_on_a_256k_image() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let t = tree(Kind::Full);
     let input = work.path().join("in.img");
@@ -155,7 +165,12 @@ fn yocto_default_erase_size_on_a_256k_image() {
 /// Ours keeps the input's size: whole blocks of cleanmarker + 0xFF (or 0xFF with -n).
 #[test]
 fn b14_padded_empty_blocks_are_kept() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let t = tree(Kind::Small);
     for (args, es) in [
@@ -199,7 +214,12 @@ fn nodes_end(img: &[u8], big: bool) -> usize {
 /// all for an image of one block. Ours summarises every block that holds nodes.
 #[test]
 fn b14_last_block_and_single_block_images_are_summarized() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     for (kind, args, es) in [
         (Kind::Small, &["-l", "-e", "16KiB"][..], 16384usize),
@@ -251,7 +271,12 @@ fn b14_last_block_and_single_block_images_are_summarized() {
 /// that node's record, really does not fit (the kernel's own reservation).
 #[test]
 fn b13_no_double_counted_sizes() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let t = tree(Kind::Full);
     let input = work.path().join("in.img");
@@ -311,7 +336,9 @@ fn b13_no_double_counted_sizes() {
 /// block without a summary (the kernel scans that block fully) and keeps every node.
 #[test]
 fn b13_node_nearly_filling_a_block() {
-    require_mtd_utils();
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let root = work.path().join("root");
     std::fs::create_dir(&root).unwrap();
@@ -398,7 +425,12 @@ fn kernel_written_images_keep_their_filesystem() {
 /// after mtd-utils' sumtool it shows it again, after ours it does not.
 #[test]
 fn obsolete_nodes_are_not_resurrected() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let t = tree(Kind::Small);
     let input = work.path().join("in.img");

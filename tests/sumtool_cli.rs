@@ -52,7 +52,12 @@ fn image(work: &Path, name: &str, args: &[&str], kind: Kind) -> PathBuf {
 
 #[test]
 fn usage_errors_match_sumtool() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let img8 = image(work.path(), "e8.img", &["-l", "-e", "8KiB"], Kind::Small);
     let i = img8.to_str().unwrap();
@@ -80,7 +85,9 @@ fn usage_errors_match_sumtool() {
 
 #[test]
 fn missing_files_help_and_version() {
-    require_mtd_utils();
+    if !require_mtd_utils() {
+        return;
+    }
     // No -i/-o: help on stderr, then the error; 255.
     let (x, y) = both::<&str>(&[]);
     assert_eq!((x.status, y.status), (255, 255));
@@ -119,7 +126,12 @@ fn missing_files_help_and_version() {
 
 #[test]
 fn erase_size_grammar_and_option_order() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let img8 = image(work.path(), "e8.img", &["-l", "-e", "8KiB"], Kind::Small);
     let img128 = image(work.path(), "e128.img", &["-l", "-e", "128KiB"], Kind::Full);
@@ -194,7 +206,12 @@ fn erase_size_grammar_and_option_order() {
 
 #[test]
 fn geometry_and_byte_order_refusals() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let img = image(work.path(), "e16.img", &["-b", "-e", "16KiB"], Kind::Full);
     let out = work.path().join("out.img");
@@ -241,7 +258,12 @@ fn geometry_and_byte_order_refusals() {
 
 #[test]
 fn same_file_in_and_out_and_operands() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let img = image(work.path(), "img", &["-l", "-e", "8KiB"], Kind::Small);
     let sep = work.path().join("sep.img");
@@ -269,7 +291,12 @@ fn same_file_in_and_out_and_operands() {
 /// options given.
 #[test]
 fn detected_geometry_replaces_defaults_not_given() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let img = image(work.path(), "e16.img", &["-b", "-e", "16KiB"], Kind::Full);
     let run_o = |out: &Path, rest: &[&str]| {

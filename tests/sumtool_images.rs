@@ -96,7 +96,12 @@ const CASES: &[Case] = &[
 
 #[test]
 fn mkfs_jffs2_images_summarized_like_sumtool_but_better() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let small = tree(Kind::Small);
     let full = tree(Kind::Full);
@@ -217,7 +222,12 @@ fn mkfs_jffs2_images_summarized_like_sumtool_but_better() {
 /// `-v` prints sumtool's listing, line for line, for clean images with the right `-e`.
 #[test]
 fn verbose_listing_is_sumtools() {
-    require_mtd_utils();
+    if !(common::require_root()) {
+        return;
+    }
+    if !require_mtd_utils() {
+        return;
+    }
     let work = scratch();
     let t = tree(Kind::Small);
     for (mkfs, es) in [

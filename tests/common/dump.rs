@@ -22,7 +22,8 @@ use tempfile::TempDir;
 /// Our binary.
 pub const OURS: &str = env!("CARGO_BIN_EXE_jffs2-dump");
 
-/// Debian's jffs2dump (panics, never skips, when mtd-utils is missing).
+/// Debian's jffs2dump (panics when mtd-utils is missing: the test checks
+/// `common::require_mtd_utils()` first, which skips).
 pub fn reference() -> &'static Path {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| crate::common::mtd_tool("jffs2dump"))

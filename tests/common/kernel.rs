@@ -1,7 +1,8 @@
-//! Glue between Rust tests and the kernel harness (`tests/kernel/harness.py`): setup with a
-//! loud, never-silent skip, image specs, runs, mount times and the comparison of guest
-//! listings with the ones recorded in `fixtures/kernel/`. Included with `#[path]` by the
-//! kernel suites that need it.
+//! Glue between Rust tests and the kernel harness (`tests/kernel/harness.py`): setup with the
+//! shared loud skip (`skip.rs`: skipped on a laptop without qemu, an error under `CI=true`),
+//! image specs, runs, mount times and the comparison of guest listings with the ones recorded
+//! in `fixtures/kernel/`. Included with `#[path]` by the kernel suites that need it, next to
+//! `mod common;` (for `common::skip`).
 #![allow(dead_code)]
 
 use std::fs;
@@ -39,34 +40,22 @@ pub fn setup() -> &'static Result<(), String> {
     })
 }
 
+use crate::common::skip;
+
+/// True when qemu and the kernel are ready (`harness.py setup` succeeded, once per binary);
+/// otherwise the test is skipped loudly (see `skip.rs`), or fails under `CI=true`.
 pub fn kernel_available() -> bool {
-    let reason = match setup() {
-        Ok(()) => return true,
-        Err(r) => r,
-    };
-    let ci = std::env::var("CI")
-        .map(|v| v == "true" || v == "1")
-        .unwrap_or(false);
-    let skip = std::env::var("JFFS2_SKIP_KERNEL")
-        .map(|v| v == "1")
-        .unwrap_or(false);
-    let msg = format!(
-        "************************************************************\n\
-         KERNEL SUITE SKIPPED: {reason}\n\
-         ************************************************************"
-    );
-    loud(&msg);
-    if skip && !ci {
+    if skip::pretend_missing("qemu") {
+        skip::skip("qemu and a Linux kernel (pretended missing)");
         return false;
     }
-    panic!(
-        "the kernel suite could not run ({reason}); {}",
-        if ci {
-            "CI=true: it must run in CI"
-        } else {
-            "set JFFS2_SKIP_KERNEL=1 to skip it explicitly"
+    match setup() {
+        Ok(()) => true,
+        Err(reason) => {
+            skip::skip(&format!("qemu and a Linux kernel ({reason})"));
+            false
         }
-    );
+    }
 }
 
 pub fn json_str(s: &str) -> String {

@@ -11,10 +11,12 @@
 //! * a minimal independent JFFS2 node walker for checks jffs2dump cannot make (timestamps,
 //!   device payloads).
 //!
-//! The tests need root (mknod, chown, trusted.* xattrs) and Debian's mtd-utils; they fail
-//! loudly, never skip, when mtd-utils is missing.
+//! The tests need root (mknod, chown, trusted.* xattrs) and Debian's mtd-utils; without them
+//! they are skipped loudly ([`skip`]), and fail under `CI=true`.
 
 #![allow(dead_code)] // each test binary uses a different subset
+
+pub mod skip;
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fmt::Write as _;
@@ -34,21 +36,11 @@ pub const OURS: &str = env!("CARGO_BIN_EXE_jffs2-mkfs");
 
 const NO_MTD_UTILS: &str = "mtd-utils not installed: run apt-get install mtd-utils";
 
-/// The path of an mtd-utils tool (`/usr/sbin`, `/sbin`, then `$PATH`); panics, never
-/// skips, when it is missing.
+/// The path of an mtd-utils tool (`/usr/sbin`, `/sbin`, then `$PATH`); panics when it is
+/// missing: a test using it checks [`require_mtd_utils`] first, which skips.
 pub fn mtd_tool(name: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs = ["/usr/sbin", "/sbin"]
-        .iter()
-        .map(PathBuf::from)
-        .chain(std::env::split_paths(&path));
-    for d in dirs {
-        let p = d.join(name);
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!("{NO_MTD_UTILS} ({name} not found)");
+    skip::find_program(name, "mtd-utils")
+        .unwrap_or_else(|| panic!("{NO_MTD_UTILS} ({name} not found)"))
 }
 
 /// mtd-utils' mkfs.jffs2.
@@ -63,22 +55,18 @@ pub fn jffs2dump_path() -> &'static Path {
     P.get_or_init(|| mtd_tool("jffs2dump"))
 }
 
-/// Panics (never skips) when the mtd-utils tools are missing.
-pub fn require_mtd_utils() {
-    mkfs_jffs2();
-    jffs2dump_path();
+/// True when mtd-utils is installed; otherwise the test is skipped loudly (an error under
+/// `CI=true`, see `skip.rs`) and must return.
+#[must_use]
+pub fn require_mtd_utils() -> bool {
+    skip::mtd_utils()
 }
 
-/// The fixtures need root (mknod, chown, trusted.* xattrs); say so instead of failing
-/// obscurely.
-pub fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "the mkfs tests must run as root (they mknod, chown and set trusted.* xattrs in their \
-         fixture trees), e.g. in the CI container"
-    );
+/// True when running as root, which the fixtures need (mknod, chown, trusted.* xattrs);
+/// otherwise the test is skipped loudly (an error under `CI=true`) and must return.
+#[must_use]
+pub fn require_root() -> bool {
+    skip::root()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -115,7 +103,11 @@ impl Tree {
 
 /// Builds the fixture tree `kind` in a fresh temporary directory.
 pub fn tree(kind: Kind) -> Tree {
-    require_root();
+    assert!(
+        skip::is_root(),
+        "the fixture trees need root (mknod, chown, trusted.* xattrs): the test must check \
+         common::require_root() first"
+    );
     let dir = tempfile::Builder::new()
         .prefix("jffs2-fixture-")
         .tempdir()
@@ -839,7 +831,6 @@ pub fn big_endian(args: &[OsString]) -> bool {
 
 /// `jffs2dump -c -v` of `image` in the given byte order.
 pub fn jffs2dump(image: &Path, big: bool) -> String {
-    require_mtd_utils();
     let o = run({
         let mut c = Command::new(jffs2dump_path());
         c.arg("-c")
@@ -1161,130 +1152,15 @@ pub fn as_we_show(raw: &[u8]) -> String {
 // Crafted images
 // ---------------------------------------------------------------------------------------
 
-/// Nodes of a crafted little-endian image, laid out in order by the one block writer into
-/// 64 KiB erase blocks with cleanmarkers, padded to the five blocks the kernel mounts.
-pub struct Img(pub Vec<Vec<u8>>);
+pub use jffs2::testing::Img;
 
-impl Img {
-    /// The erase size of [`Img::build`].
-    pub const ES: u32 = 65536;
+/// The erase size of the hostile tests' crafted images ([`img`]).
+pub const IMG_ES: u32 = 65536;
 
-    pub fn new() -> Self {
-        Img(Vec::new())
-    }
-
-    pub fn dirent(
-        &mut self,
-        pino: u32,
-        version: u32,
-        ino: u32,
-        dtype: u8,
-        name: &[u8],
-    ) -> &mut Self {
-        let mut b = Vec::new();
-        jffs2::format::DirentNode {
-            pino,
-            version,
-            ino,
-            dtype,
-            ..Default::default()
-        }
-        .encode(jffs2::format::Endian::Little, name, &mut b);
-        self.0.push(b);
-        self
-    }
-
-    pub fn inode(&mut self, n: jffs2::format::InodeNode, data: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        n.encode(jffs2::format::Endian::Little, data, &mut b);
-        self.0.push(b);
-        self
-    }
-
-    /// A directory inode `ino` and its entry `name` in `parent`.
-    pub fn dir(&mut self, parent: u32, ino: u32, name: &[u8], version: u32) -> &mut Self {
-        self.inode(
-            jffs2::format::InodeNode {
-                ino,
-                version: 1,
-                mode: 0o040755,
-                ..Default::default()
-            },
-            &[],
-        );
-        self.dirent(parent, version, ino, jffs2::format::dt::DIR, name)
-    }
-
-    /// A regular file inode `ino` holding `data` uncompressed, and its entry in `parent`.
-    pub fn file(
-        &mut self,
-        parent: u32,
-        ino: u32,
-        name: &[u8],
-        version: u32,
-        data: &[u8],
-    ) -> &mut Self {
-        let n = data.len() as u32;
-        self.inode(
-            jffs2::format::InodeNode {
-                ino,
-                version: 1,
-                mode: 0o100644,
-                isize: n,
-                dsize: n,
-                csize: n,
-                ..Default::default()
-            },
-            data,
-        );
-        self.dirent(parent, version, ino, jffs2::format::dt::REG, name)
-    }
-
-    /// A data node of a regular file: `data` stored as given under compressor `compr`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn file_node(
-        &mut self,
-        ino: u32,
-        version: u32,
-        isize: u32,
-        ofs: u32,
-        dsize: u32,
-        compr: u8,
-        data: &[u8],
-    ) -> &mut Self {
-        self.inode(
-            jffs2::format::InodeNode {
-                ino,
-                version,
-                mode: 0o100644,
-                isize,
-                offset: ofs,
-                dsize,
-                compr,
-                ..Default::default()
-            },
-            data,
-        )
-    }
-
-    /// The image: the nodes in order, then erased flash up to five erase blocks.
-    pub fn build(&self) -> Vec<u8> {
-        use jffs2::layout::{BlockWriter, EndPad, LayoutConfig};
-        let cfg = LayoutConfig {
-            endian: jffs2::format::Endian::Little,
-            erase_size: Self::ES,
-            cleanmarker: Some(12),
-            summary: false,
-        };
-        let mut w = BlockWriter::new(Vec::new(), cfg);
-        for n in &self.0 {
-            w.prepare(jffs2::format::pad4(n.len() as u32), 0).unwrap();
-            w.write_node(n).unwrap();
-        }
-        let (mut out, _) = w.finish(EndPad::Block).unwrap();
-        out.resize((5 * Self::ES as usize).max(out.len()), 0xFF);
-        out
-    }
+/// A crafted little-endian image (`jffs2::testing::Img`) in 64 KiB erase blocks with
+/// cleanmarkers, padded to the five blocks the kernel mounts.
+pub fn img() -> Img {
+    Img::new().erase_size(IMG_ES)
 }
 
 // ---------------------------------------------------------------------------------------

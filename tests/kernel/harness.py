@@ -884,7 +884,9 @@ def list_host(root):
         e = {"path": rel, "type": TYPE_BY_FMT.get(stat.S_IFMT(st.st_mode), "unknown"),
              "mode": f"{stat.S_IMODE(st.st_mode):04o}", "uid": st.st_uid, "gid": st.st_gid,
              "size": st.st_size, "nlink": st.st_nlink, "ino": (st.st_dev, st.st_ino),
-             "mtime": int(st.st_mtime)}
+             # whole seconds as JFFS2 stores them: truncated, from the integer nanoseconds
+             # (the float st_mtime rounds x.9999999 up to the next second)
+             "mtime": st.st_mtime_ns // 1_000_000_000}
         if e["type"] == "file":
             e["md5"] = md5_file(path)
         elif e["type"] == "symlink":

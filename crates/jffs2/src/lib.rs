@@ -154,6 +154,10 @@ mod prefetch;
 pub mod scan;
 pub mod source;
 pub mod sumtool;
+// The node-by-node image builder of the tests (the crate's, the repository's integration
+// tests and fuzz seeds): only with `cfg(test)` or the `testing` feature, no stability promise.
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod text;
 
 pub use image::{FileError, FileReader, Image, ImageError, ImageOptions, MountError};

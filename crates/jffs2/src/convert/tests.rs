@@ -3,9 +3,10 @@
 
 use super::*;
 use crate::compress::COMPR_ZLIB;
-use crate::format::{dt, pad4, XattrNode, XrefNode};
+use crate::format::{dt, XattrNode, XrefNode};
 use crate::fs::{Tree, TreeOptions};
 use crate::scan::{scan, Geometry, ScanOptions};
+use crate::testing::Img;
 
 const LE: Endian = Endian::Little;
 const BE: Endian = Endian::Big;
@@ -15,43 +16,30 @@ const S_IFREG: u32 = 0o100000;
 const S_IFLNK: u32 = 0o120000;
 const S_IFCHR: u32 = 0o020000;
 
-/// An image built node by node (version numbers as a kernel would have left them).
-struct Img {
-    e: Endian,
-    nodes: Vec<Vec<u8>>,
+/// An image built node by node (version numbers as a kernel would have left them): dirents
+/// with `mctime = 1000 + version`, at least 6 blocks.
+fn new_img(e: Endian) -> Img {
+    Img::new().endian(e).min_blocks(6).dirent_mctime(1000)
 }
 
-impl Img {
-    fn new(e: Endian) -> Self {
-        Img {
-            e,
-            nodes: Vec::new(),
-        }
-    }
+/// The inodes of these histories.
+trait History {
+    /// A directory's inode (mode 0755, times 500).
+    fn dir_inode(&mut self, ino: u32, version: u32) -> &mut Self;
+    /// A data node of a 0640 file owned by 7:8; compressed with zlib when `zlib`.
+    fn file_data(
+        &mut self,
+        ino: u32,
+        version: u32,
+        isize: u32,
+        ofs: u32,
+        data: &[u8],
+        zlib: bool,
+    ) -> &mut Self;
+}
 
-    fn dirent(&mut self, pino: u32, version: u32, ino: u32, dtype: u8, name: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        DirentNode {
-            pino,
-            version,
-            ino,
-            mctime: 1000 + version,
-            dtype,
-            ..Default::default()
-        }
-        .encode(self.e, name, &mut b);
-        self.nodes.push(b);
-        self
-    }
-
-    fn inode(&mut self, n: InodeNode, data: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        n.encode(self.e, data, &mut b);
-        self.nodes.push(b);
-        self
-    }
-
-    fn dir(&mut self, ino: u32, version: u32) -> &mut Self {
+impl History for Img {
+    fn dir_inode(&mut self, ino: u32, version: u32) -> &mut Self {
         self.inode(
             InodeNode {
                 ino,
@@ -65,8 +53,7 @@ impl Img {
         )
     }
 
-    /// A data node; compressed with zlib when `zlib`.
-    fn data(
+    fn file_data(
         &mut self,
         ino: u32,
         version: u32,
@@ -75,14 +62,7 @@ impl Img {
         data: &[u8],
         zlib: bool,
     ) -> &mut Self {
-        let (compr, stored) = if zlib {
-            let (c, n) = crate::compress::zlib_compress(data, data.len()).expect("compressible");
-            assert_eq!(n, data.len());
-            (COMPR_ZLIB, c)
-        } else {
-            (COMPR_NONE, data.to_vec())
-        };
-        self.inode(
+        self.compressed(
             InodeNode {
                 ino,
                 version,
@@ -93,29 +73,11 @@ impl Img {
                 mtime: 600 + version,
                 ctime: 600 + version,
                 offset: ofs,
-                dsize: data.len() as u32,
-                compr,
+                compr: if zlib { COMPR_ZLIB } else { COMPR_NONE },
                 ..Default::default()
             },
-            &stored,
+            data,
         )
-    }
-
-    fn build(&self) -> Vec<u8> {
-        let cfg = LayoutConfig {
-            endian: self.e,
-            erase_size: ES,
-            cleanmarker: Some(12),
-            summary: false,
-        };
-        let mut w = BlockWriter::new(Vec::new(), cfg);
-        for n in &self.nodes {
-            w.prepare(pad4(n.len() as u32), 0).unwrap();
-            w.write_node(n).unwrap();
-        }
-        let (mut out, _) = w.finish(EndPad::Block).unwrap();
-        out.resize((6 * ES as usize).max(out.len()), 0xFF);
-        out
     }
 }
 
@@ -128,12 +90,12 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
 /// A kernel-like dirty history: overwrites, a truncation, a rename, a deletion, a chmod,
 /// a hard link, a symlink, a device, xattrs.
 fn dirty(e: Endian) -> Vec<u8> {
-    let mut i = Img::new(e);
-    i.dir(2, 1).dirent(1, 1, 2, dt::DIR, b"etc");
+    let mut i = new_img(e);
+    i.dir_inode(2, 1).dirent(1, 1, 2, dt::DIR, b"etc");
     // /etc/conf: written in two pages, then its middle overwritten, then chmod-ed.
-    i.data(3, 1, 8192, 0, &pattern(4096, 3), true)
-        .data(3, 2, 8192, 4096, &pattern(4096, 5), true)
-        .data(3, 3, 8192, 1000, &pattern(2000, 7), false);
+    i.file_data(3, 1, 8192, 0, &pattern(4096, 3), true)
+        .file_data(3, 2, 8192, 4096, &pattern(4096, 5), true)
+        .file_data(3, 3, 8192, 1000, &pattern(2000, 7), false);
     i.inode(
         InodeNode {
             ino: 3,
@@ -150,16 +112,16 @@ fn dirty(e: Endian) -> Vec<u8> {
     );
     i.dirent(2, 2, 3, dt::REG, b"conf");
     // /etc/old renamed to /etc/new (new dirent, deletion dirent of the old name).
-    i.data(4, 1, 10, 0, b"0123456789", false)
+    i.file_data(4, 1, 10, 0, b"0123456789", false)
         .dirent(2, 3, 4, dt::REG, b"old")
         .dirent(2, 4, 4, dt::REG, b"new")
         .dirent(2, 5, 0, dt::UNKNOWN, b"old");
     // /gone: created, then deleted.
-    i.data(5, 1, 4, 0, b"gone", false)
+    i.file_data(5, 1, 4, 0, b"gone", false)
         .dirent(1, 2, 5, dt::REG, b"gone")
         .dirent(1, 3, 0, dt::UNKNOWN, b"gone");
     // /log: 3 pages, truncated to 5000 bytes.
-    i.data(6, 1, 12288, 0, &pattern(12288, 11), true);
+    i.file_data(6, 1, 12288, 0, &pattern(12288, 11), true);
     i.inode(
         InodeNode {
             ino: 6,
@@ -202,7 +164,7 @@ fn dirty(e: Endian) -> Vec<u8> {
     )
     .dirent(1, 6, 8, dt::CHR, b"tty");
     // A sparse file: data at 0 and at 20000, a hole between (ZERO node from a truncate-up).
-    i.data(9, 1, 100, 0, &pattern(100, 13), false);
+    i.file_data(9, 1, 100, 0, &pattern(100, 13), false);
     i.inode(
         InodeNode {
             ino: 9,
@@ -216,7 +178,7 @@ fn dirty(e: Endian) -> Vec<u8> {
         },
         &[],
     );
-    i.data(9, 3, 20100, 20000, &pattern(100, 17), false)
+    i.file_data(9, 3, 20100, 20000, &pattern(100, 17), false)
         .dirent(1, 7, 9, dt::REG, b"sparse");
     // xattrs on /etc/conf: a user one and an old version of it replaced.
     let mut b = Vec::new();
@@ -447,8 +409,8 @@ fn output_does_not_depend_on_threads_and_pages_are_respected() {
 
 #[test]
 fn unreadable_inodes_are_dropped_and_reported() {
-    let mut i = Img::new(LE);
-    i.dir(2, 1).dirent(1, 1, 2, dt::DIR, b"d");
+    let mut i = new_img(LE);
+    i.dir_inode(2, 1).dirent(1, 1, 2, dt::DIR, b"d");
     // A device with two data nodes: Linux cannot read it.
     for (version, ofs) in [(1, 0), (2, 2)] {
         i.inode(
@@ -496,11 +458,11 @@ fn a_too_small_erase_size_is_an_error() {
 /// its entry calls a regular file (found to be a directory only once read: what only it
 /// reaches is placed at the end), and a regular file its entry calls a directory.
 fn streamed(e: Endian) -> Vec<u8> {
-    let mut i = Img::new(e);
-    i.dir(2, 1).dirent(1, 1, 2, dt::DIR, b"d");
+    let mut i = new_img(e);
+    i.dir_inode(2, 1).dirent(1, 1, 2, dt::DIR, b"d");
     let big = |i: &mut Img, ino: u32, n: u32| {
         for k in 0..n {
-            i.data(
+            i.file_data(
                 ino,
                 k + 1,
                 n * 64,
@@ -519,19 +481,19 @@ fn streamed(e: Endian) -> Vec<u8> {
             continue;
         }
         if ino % 3 == 0 {
-            i.data(ino, 1, 200, 0, &[ino as u8; 200], true);
+            i.file_data(ino, 1, 200, 0, &[ino as u8; 200], true);
         } else {
-            i.data(ino, 1, 16, 0, &pattern(16, ino as u8), false);
+            i.file_data(ino, 1, 16, 0, &pattern(16, ino as u8), false);
         }
         i.dirent(2, ino, ino, dt::REG, format!("f{ino}").as_bytes());
     }
     i.dirent(1, 3, 5, dt::REG, b"link");
     // A directory named as a regular file, and what only it reaches.
-    i.dir(801, 1).dirent(2, 900, 801, dt::REG, b"sneaky");
-    i.data(802, 1, 5, 0, b"inner", false)
+    i.dir_inode(801, 1).dirent(2, 900, 801, dt::REG, b"sneaky");
+    i.file_data(802, 1, 5, 0, b"inner", false)
         .dirent(801, 1, 802, dt::REG, b"inner");
     // A regular file named as a directory.
-    i.data(803, 1, 4, 0, b"file", false)
+    i.file_data(803, 1, 4, 0, b"file", false)
         .dirent(1, 4, 803, dt::DIR, b"notadir");
     i.build()
 }

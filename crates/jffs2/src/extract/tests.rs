@@ -3,92 +3,47 @@
 
 use super::*;
 use crate::compress::{zlib_compress, COMPR_NONE, COMPR_ZERO, COMPR_ZLIB};
-use crate::format::{dt, DirentNode, Endian, InodeNode};
+use crate::format::{dt, Endian};
 use crate::fs::{self, Fs, InodeKind};
-use crate::layout::{BlockWriter, EndPad, LayoutConfig};
 use crate::scan::{self, Geometry, ScanOptions};
+use crate::testing::Img;
 
 const ES: u32 = 16384;
 const DIR: u32 = 0o040755;
 const REG: u32 = 0o100644;
 const LNK: u32 = 0o120777;
 
-#[derive(Default)]
-struct Img {
-    nodes: Vec<Vec<u8>>,
+/// The crafted images of these tests: no minimum size (a single block is enough here), a node
+/// fitting a block by its unpadded length.
+fn new_img() -> Img {
+    Img::new().min_blocks(0).exact_fit()
 }
 
-impl Img {
-    fn dirent(&mut self, pino: u32, version: u32, ino: u32, dtype: u8, name: &[u8]) -> &mut Self {
-        let mut v = Vec::new();
-        DirentNode {
-            pino,
-            version,
+/// Entries written the way these tests write them: the dirent first, its version the inode
+/// number, then the inode's node.
+trait Entries {
+    fn dir_entry(&mut self, pino: u32, ino: u32, name: &[u8]) -> &mut Self;
+    fn file_entry(&mut self, pino: u32, ino: u32, name: &[u8], data: &[u8]) -> &mut Self;
+}
+
+impl Entries for Img {
+    fn dir_entry(&mut self, pino: u32, ino: u32, name: &[u8]) -> &mut Self {
+        self.dirent(pino, ino, ino, dt::DIR, name).inode_parts(
             ino,
-            mctime: 0,
-            nsize: name.len() as u8,
-            dtype,
-            node_crc: 0,
-            name_crc: 0,
-        }
-        .encode(Endian::Little, name, &mut v);
-        self.nodes.push(v);
-        self
+            1,
+            DIR,
+            0,
+            0,
+            0,
+            COMPR_NONE,
+            &[],
+        )
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn inode(
-        &mut self,
-        ino: u32,
-        version: u32,
-        mode: u32,
-        isize: u32,
-        offset: u32,
-        dsize: u32,
-        compr: u8,
-        data: &[u8],
-    ) -> &mut Self {
-        let mut v = Vec::new();
-        InodeNode {
-            ino,
-            version,
-            mode,
-            isize,
-            offset,
-            dsize,
-            compr,
-            ..Default::default()
-        }
-        .encode(Endian::Little, data, &mut v);
-        self.nodes.push(v);
-        self
-    }
-
-    fn dir(&mut self, pino: u32, ino: u32, name: &[u8]) -> &mut Self {
-        self.dirent(pino, ino, ino, dt::DIR, name)
-            .inode(ino, 1, DIR, 0, 0, 0, COMPR_NONE, &[])
-    }
-
-    fn file(&mut self, pino: u32, ino: u32, name: &[u8], data: &[u8]) -> &mut Self {
+    fn file_entry(&mut self, pino: u32, ino: u32, name: &[u8], data: &[u8]) -> &mut Self {
         let n = data.len() as u32;
         self.dirent(pino, ino, ino, dt::REG, name)
-            .inode(ino, 1, REG, n, 0, n, COMPR_NONE, data)
-    }
-
-    fn build(&self) -> Vec<u8> {
-        let cfg = LayoutConfig {
-            endian: Endian::Little,
-            erase_size: ES,
-            cleanmarker: Some(12),
-            summary: false,
-        };
-        let mut w = BlockWriter::new(Vec::new(), cfg);
-        for n in &self.nodes {
-            w.prepare(n.len() as u32, 0).unwrap();
-            w.write_node(n).unwrap();
-        }
-        let (img, _) = w.finish(EndPad::Block).unwrap();
-        scan::as_flashed(&img, ES).into_owned()
+            .inode_parts(ino, 1, REG, n, 0, n, COMPR_NONE, data)
     }
 }
 
@@ -111,14 +66,14 @@ fn paths(plan: &Plan) -> Vec<String> {
 
 #[test]
 fn plan_refuses_bad_names_walks_depth_first_by_name() {
-    let mut i = Img::default();
-    i.dir(1, 2, b"b")
-        .file(2, 3, b"z", b"z")
-        .file(2, 4, b"a", b"a")
-        .file(1, 5, b"a", b"top")
-        .file(1, 6, b"..", b"evil")
-        .file(1, 7, b"x/y", b"evil")
-        .file(2, 8, b".", b"evil");
+    let mut i = new_img();
+    i.dir_entry(1, 2, b"b")
+        .file_entry(2, 3, b"z", b"z")
+        .file_entry(2, 4, b"a", b"a")
+        .file_entry(1, 5, b"a", b"top")
+        .file_entry(1, 6, b"..", b"evil")
+        .file_entry(1, 7, b"x/y", b"evil")
+        .file_entry(2, 8, b".", b"evil");
     let img = i.build();
     with_fs(&img, |fs| {
         let plan = Plan::build(fs, true).unwrap();
@@ -135,9 +90,9 @@ fn plan_refuses_bad_names_walks_depth_first_by_name() {
 
 #[test]
 fn plan_links_and_directories_reached_twice() {
-    let mut i = Img::default();
-    i.dir(1, 2, b"d")
-        .file(2, 3, b"f", b"data")
+    let mut i = new_img();
+    i.dir_entry(1, 2, b"d")
+        .file_entry(2, 3, b"f", b"data")
         .dirent(1, 10, 3, dt::REG, b"g")
         .dirent(2, 11, 2, dt::DIR, b"self")
         .dirent(1, 12, 2, dt::DIR, b"e");
@@ -191,18 +146,18 @@ fn stream_matches_the_model_in_every_mode() {
         .map(|i| (i % 251) as u8 ^ (i / 97) as u8)
         .collect();
     let (z, _) = zlib_compress(&page, page.len()).unwrap();
-    let mut i = Img::default();
+    let mut i = new_img();
     // File 2: one 8 KiB zlib node, overwritten in the middle (it shows in two places), a
     // hole, and a ZERO node.
     i.dirent(1, 1, 2, dt::REG, b"f")
-        .inode(2, 1, REG, 20_000, 0, 8192, COMPR_ZLIB, &z)
-        .inode(2, 2, REG, 20_000, 100, 10, COMPR_NONE, b"XXXXXXXXXX")
-        .inode(2, 3, REG, 20_000, 12_000, 2000, COMPR_ZERO, &[])
-        .inode(2, 4, REG, 20_000, 19_000, 1000, COMPR_NONE, &[7; 1000]);
+        .inode_parts(2, 1, REG, 20_000, 0, 8192, COMPR_ZLIB, &z)
+        .inode_parts(2, 2, REG, 20_000, 100, 10, COMPR_NONE, b"XXXXXXXXXX")
+        .inode_parts(2, 3, REG, 20_000, 12_000, 2000, COMPR_ZERO, &[])
+        .inode_parts(2, 4, REG, 20_000, 19_000, 1000, COMPR_NONE, &[7; 1000]);
     // Many small files after it.
     for k in 0..40u32 {
         let data: Vec<u8> = (0..(k * 300)).map(|b| (b * k) as u8).collect();
-        i.file(1, 10 + k, format!("n{k:02}").as_bytes(), &data);
+        i.file_entry(1, 10 + k, format!("n{k:02}").as_bytes(), &data);
     }
     let img = i.build();
     with_fs(&img, |fs| {
@@ -246,10 +201,10 @@ fn stream_matches_the_model_in_every_mode() {
 
 #[test]
 fn stream_reports_holes_and_unreadable_nodes() {
-    let mut i = Img::default();
+    let mut i = new_img();
     i.dirent(1, 1, 2, dt::REG, b"f")
-        .inode(2, 1, REG, 8192, 0, 4096, COMPR_NONE, &[0; 4096])
-        .inode(2, 2, REG, 8192, 4096, 4096, 0x42, &[1; 16]);
+        .inode_parts(2, 1, REG, 8192, 0, 4096, COMPR_NONE, &[0; 4096])
+        .inode_parts(2, 2, REG, 8192, 4096, 4096, 0x42, &[1; 16]);
     let img = i.build();
     with_fs(&img, |fs| {
         let plan = Plan::build(fs, false).unwrap();
@@ -289,15 +244,15 @@ fn stream_reports_holes_and_unreadable_nodes() {
 
 #[test]
 fn lookup_follows_links_inside_the_image() {
-    let mut i = Img::default();
-    i.dir(1, 2, b"etc")
-        .file(2, 3, b"passwd", b"root:x:0:0\n")
+    let mut i = new_img();
+    i.dir_entry(1, 2, b"etc")
+        .file_entry(2, 3, b"passwd", b"root:x:0:0\n")
         .dirent(1, 4, 4, dt::LNK, b"abs")
-        .inode(4, 1, LNK, 11, 0, 11, COMPR_NONE, b"/etc/passwd")
+        .inode_parts(4, 1, LNK, 11, 0, 11, COMPR_NONE, b"/etc/passwd")
         .dirent(2, 5, 5, dt::LNK, b"rel")
-        .inode(5, 1, LNK, 8, 0, 8, COMPR_NONE, b"../etc/.")
+        .inode_parts(5, 1, LNK, 8, 0, 8, COMPR_NONE, b"../etc/.")
         .dirent(1, 6, 6, dt::LNK, b"loop")
-        .inode(6, 1, LNK, 4, 0, 4, COMPR_NONE, b"loop");
+        .inode_parts(6, 1, LNK, 4, 0, 4, COMPR_NONE, b"loop");
     let img = i.build();
     with_fs(&img, |fs| {
         assert_eq!(lookup(fs, b"/etc/passwd", true).unwrap().ino, 3);
@@ -381,12 +336,12 @@ fn lying_fields_with_valid_crcs_never_panic_nor_escape() {
     let text: Vec<u8> = (0..9000u32)
         .map(|i| b"jffs2 node "[(i % 11) as usize])
         .collect();
-    let mut base = Img::default();
-    base.dir(1, 2, b"d")
-        .dir(2, 3, b"e")
-        .file(3, 4, b"f", b"hello\n");
+    let mut base = new_img();
+    base.dir_entry(1, 2, b"d")
+        .dir_entry(2, 3, b"e")
+        .file_entry(3, 4, b"f", b"hello\n");
     base.dirent(1, 5, 5, dt::REG, b"z")
-        .inode(
+        .inode_parts(
             5,
             1,
             REG,
@@ -396,7 +351,7 @@ fn lying_fields_with_valid_crcs_never_panic_nor_escape() {
             COMPR_ZLIB,
             &zlib_compress(&text[..4096], 4096).unwrap().0,
         )
-        .inode(
+        .inode_parts(
             5,
             2,
             REG,
@@ -407,9 +362,9 @@ fn lying_fields_with_valid_crcs_never_panic_nor_escape() {
             &zlib_compress(&text[4096..], 4904).unwrap().0,
         );
     base.dirent(2, 6, 6, dt::LNK, b"l")
-        .inode(6, 1, LNK, 3, 0, 3, COMPR_NONE, b"../")
+        .inode_parts(6, 1, LNK, 3, 0, 3, COMPR_NONE, b"../")
         .dirent(1, 7, 4, dt::REG, b"hard")
-        .file(1, 8, b"zero", &[0; 3000]);
+        .file_entry(1, 8, b"zero", &[0; 3000]);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let geometry = Geometry {
         endian: Endian::Little,
@@ -417,9 +372,7 @@ fn lying_fields_with_valid_crcs_never_panic_nor_escape() {
         cleanmarker_size: 12,
     };
     for round in 0..300 {
-        let mut img = Img {
-            nodes: base.nodes.clone(),
-        };
+        let mut img = base.clone();
         for _ in 0..1 + rng.below(3) {
             let k = rng.below(img.nodes.len());
             let n = &mut img.nodes[k];
@@ -474,12 +427,12 @@ fn lying_fields_with_valid_crcs_never_panic_nor_escape() {
 #[test]
 fn merged_directories_keep_their_own_mode_and_times() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let mut img = Img::default();
-    img.inode(1, 1, 0o047777, 0, 0, 0, COMPR_NONE, &[])
+    let mut img = new_img();
+    img.inode_parts(1, 1, 0o047777, 0, 0, 0, COMPR_NONE, &[])
         .dirent(1, 2, 2, dt::DIR, b"etc")
-        .inode(2, 1, 0o041777, 0, 0, 0, COMPR_NONE, &[])
+        .inode_parts(2, 1, 0o041777, 0, 0, 0, COMPR_NONE, &[])
         .dirent(2, 3, 3, dt::DIR, b"new")
-        .inode(3, 1, 0o042775, 0, 0, 0, COMPR_NONE, &[]);
+        .inode_parts(3, 1, 0o042775, 0, 0, 0, COMPR_NONE, &[]);
     let image = img.build();
     let parent = tempfile::tempdir().unwrap();
     let dest = parent.path().join("out");

@@ -2,106 +2,12 @@
 
 use super::*;
 use crate::crc::crc32;
-use crate::format::{
-    dt, pad4, DirentNode, Endian, InodeNode, SumRecord, SummaryNode, MAGIC, NODETYPE_INODE,
-};
-use crate::layout::{BlockWriter, EndPad, LayoutConfig};
+use crate::format::{dt, pad4, Endian, InodeNode, SumRecord, SummaryNode, MAGIC, NODETYPE_INODE};
+use crate::testing::Img;
 
 const LE: Endian = Endian::Little;
 const ES: u32 = 16384;
-const S_IFDIR: u32 = 0o040000;
 const S_IFREG: u32 = 0o100000;
-
-/// Builds images node by node through the one block writer.
-struct Img {
-    e: Endian,
-    nodes: Vec<Vec<u8>>,
-}
-
-impl Img {
-    fn new() -> Self {
-        Img {
-            e: LE,
-            nodes: Vec::new(),
-        }
-    }
-
-    fn raw(&mut self, node: Vec<u8>) -> &mut Self {
-        self.nodes.push(node);
-        self
-    }
-
-    fn dirent(&mut self, pino: u32, version: u32, ino: u32, dtype: u8, name: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        DirentNode {
-            pino,
-            version,
-            ino,
-            mctime: 0,
-            dtype,
-            ..Default::default()
-        }
-        .encode(self.e, name, &mut b);
-        self.raw(b)
-    }
-
-    fn inode(&mut self, n: InodeNode, data: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        n.encode(self.e, data, &mut b);
-        self.raw(b)
-    }
-
-    fn data(&mut self, ino: u32, version: u32, isize: u32, ofs: u32, data: &[u8]) -> &mut Self {
-        self.inode(
-            InodeNode {
-                ino,
-                version,
-                mode: S_IFREG | 0o644,
-                isize,
-                offset: ofs,
-                dsize: data.len() as u32,
-                ..Default::default()
-            },
-            data,
-        )
-    }
-
-    fn dir(&mut self, parent: u32, ino: u32, name: &[u8], version: u32) -> &mut Self {
-        self.inode(
-            InodeNode {
-                ino,
-                version: 1,
-                mode: S_IFDIR | 0o755,
-                ..Default::default()
-            },
-            &[],
-        );
-        self.dirent(parent, version, ino, dt::DIR, name)
-    }
-
-    fn file(&mut self, parent: u32, ino: u32, name: &[u8], version: u32, data: &[u8]) -> &mut Self {
-        self.data(ino, 1, data.len() as u32, 0, data);
-        self.dirent(parent, version, ino, dt::REG, name)
-    }
-
-    /// Cleanmarkers, nodes, padded to 5 erase blocks.
-    fn build(&self) -> Vec<u8> {
-        let cfg = LayoutConfig {
-            endian: self.e,
-            erase_size: ES,
-            cleanmarker: Some(12),
-            summary: false,
-        };
-        let mut w = BlockWriter::new(Vec::new(), cfg);
-        for n in &self.nodes {
-            w.prepare(pad4(n.len() as u32), 0).unwrap();
-            w.write_node(n).unwrap();
-        }
-        let (mut out, _) = w.finish(EndPad::Block).unwrap();
-        out.resize((5 * ES as usize).max(out.len()), 0xFF);
-        out
-    }
-}
 
 /// A small consistent tree: /etc/motd, /bin (empty), /data (two nodes).
 fn base() -> Img {

@@ -6,8 +6,9 @@ use crate::format::{
     encode_cleanmarker, DirentNode, InodeNode, SumRecord, SummaryNode, XattrNode, XrefNode,
     NODETYPE_SUMMARY, SUM_MAGIC,
 };
-use crate::layout::{BlockWriter, EndPad, LayoutConfig};
+use crate::layout::{EndPad, LayoutConfig};
 use crate::scan::{BlockClass, SummaryUse};
+use crate::testing::Img;
 
 const E: Endian = Endian::Little;
 
@@ -64,20 +65,16 @@ fn nodes(files: u32, size: usize) -> Vec<Vec<u8>> {
 
 /// Lays `nodes` out with the plain writer (what mkfs.jffs2 does with whole nodes).
 fn plain(nodes: &[Vec<u8>], es: u32, cm: Option<u32>, pad: EndPad) -> Vec<u8> {
-    let mut w = BlockWriter::new(
-        Vec::new(),
-        LayoutConfig {
-            endian: E,
-            erase_size: es,
-            cleanmarker: cm,
-            summary: false,
-        },
-    );
+    let mut img = Img::new()
+        .endian(E)
+        .erase_size(es)
+        .cleanmarkers(cm)
+        .end_pad(pad)
+        .exact_fit();
     for n in nodes {
-        w.prepare(n.len() as u32, 0).unwrap();
-        w.write_node(n).unwrap();
+        img.raw(n.clone());
     }
-    w.finish(pad).unwrap().0
+    img.build()
 }
 
 fn cfg(es: u32) -> SumtoolConfig {

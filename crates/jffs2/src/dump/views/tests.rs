@@ -1,61 +1,28 @@
 //! Tests of the views on crafted images.
 
 use super::*;
-use crate::format::{dt, DirentNode, InodeNode};
+use crate::format::dt;
 use crate::fs;
-use crate::layout::{BlockWriter, EndPad, LayoutConfig};
+use crate::layout::EndPad;
 use crate::scan::{self, Geometry, ScanOptions};
+use crate::testing::Img;
 
 const ES: u32 = 8192;
 
-fn dirent(e: Endian, pino: u32, version: u32, ino: u32, name: &[u8]) -> Vec<u8> {
-    let mut v = Vec::new();
-    DirentNode {
-        pino,
-        version,
-        ino,
-        nsize: name.len() as u8,
-        dtype: dt::REG,
-        ..Default::default()
-    }
-    .encode(e, name, &mut v);
-    v
-}
-
-fn file(e: Endian, ino: u32, data: &[u8]) -> Vec<u8> {
-    let mut v = Vec::new();
-    InodeNode {
-        ino,
-        version: 1,
-        mode: 0o100644,
-        isize: data.len() as u32,
-        dsize: data.len() as u32,
-        ..Default::default()
-    }
-    .encode(e, data, &mut v);
-    v
-}
-
 /// `n` files of 3000 bytes, laid out with or without summaries and cleanmarkers.
 fn image(e: Endian, summary: bool, cleanmarker: Option<u32>, n: u32) -> Vec<u8> {
-    let cfg = LayoutConfig {
-        endian: e,
-        erase_size: ES,
-        cleanmarker,
-        summary,
-    };
-    let mut w = BlockWriter::new(Vec::new(), cfg);
+    let mut img = Img::new()
+        .endian(e)
+        .erase_size(ES)
+        .cleanmarkers(cleanmarker)
+        .end_pad(EndPad::None)
+        .exact_fit();
+    img.summary = summary;
     for k in 0..n {
-        for node in [
-            dirent(e, 1, k, k + 2, format!("f{k}").as_bytes()),
-            file(e, k + 2, &vec![k as u8; 3000]),
-        ] {
-            let rec = crate::layout::record_for(&node, e, 0).map_or(0, |r| r.size() as u32);
-            w.prepare(node.len() as u32, rec).unwrap();
-            w.write_node(&node).unwrap();
-        }
+        img.dirent(1, k, k + 2, dt::REG, format!("f{k}").as_bytes())
+            .data(k + 2, 1, 3000, 0, &vec![k as u8; 3000]);
     }
-    w.finish(EndPad::None).unwrap().0
+    img.build()
 }
 
 fn scan_of(img: &[u8], e: Endian, cm: u32) -> scan::Scan {

@@ -21,7 +21,7 @@ fn has(problems: &[Problem], code: &str) -> bool {
 /// §6.4: no node for ino 1 → a faked 0755 root directory, 0:0, times 0; nlink 2 + subdirs + 1.
 #[test]
 fn root_is_faked_and_tree_lists_everything() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dir(1, 2, b"etc", 1)
         .file(2, 3, b"passwd", 2, b"root:x:0:0\n")
         .file(1, 4, b"hello", 3, b"hello world");
@@ -58,7 +58,7 @@ fn root_is_faked_and_tree_lists_everything() {
 /// §5.3: a dirent to an inode with no inode cache is obsoleted and disappears.
 #[test]
 fn dirent_to_missing_inode_disappears() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.file(1, 2, b"a", 1, b"x")
         .dirent(1, 2, 99, dt::REG, b"ghost");
     let (image, mut scan) = fs_of(&img);
@@ -90,7 +90,7 @@ fn dirent_to_missing_inode_disappears() {
 /// §5.4: inodes nothing names are removed, recursively, their nodes obsoleted.
 #[test]
 fn orphans_are_removed_recursively() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.file(1, 2, b"kept", 1, b"k")
         // Directory 10 is named by nothing; it contains 11, which contains file 12.
         .meta(10, 1, S_IFDIR | 0o755, 0)
@@ -119,7 +119,7 @@ fn orphans_are_removed_recursively() {
 /// §3.3/§5.4: a `pino = 0` dirent makes a phantom inode whose link to the child is taken back.
 #[test]
 fn pino_zero_phantom_takes_back_its_link() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.file(1, 2, b"f", 1, b"data")
         .dirent(0, 5, 2, dt::REG, b"phantom-name");
     let (image, mut scan) = fs_of(&img);
@@ -134,7 +134,7 @@ fn pino_zero_phantom_takes_back_its_link() {
 /// §5.5: a directory named by DT_DIR dirents in two directories: error, last parent wins.
 #[test]
 fn directory_hard_link() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dir(1, 2, b"a", 1)
         .dir(1, 3, b"b", 2)
         .dirent(2, 3, 3, dt::DIR, b"b-again");
@@ -160,7 +160,7 @@ fn directory_hard_link() {
 /// §6.3: overlay by version, partial overlaps, truncation to the latest isize, holes.
 #[test]
 fn fragments_by_version_and_truncation() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dirent(1, 1, 2, dt::REG, b"f")
         .data(2, 1, 100, 0, &[b'a'; 100])
         .data(2, 3, 150, 50, &[b'c'; 100])
@@ -182,7 +182,7 @@ fn fragments_by_version_and_truncation() {
 /// §6.4: a file whose isize is beyond its data shows the end of its data.
 #[test]
 fn size_beyond_data_is_clipped() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dirent(1, 1, 2, dt::REG, b"f")
         .data(2, 1, 5000, 0, b"short");
     let (image, mut scan) = fs_of(&img);
@@ -206,10 +206,10 @@ fn size_beyond_data_is_clipped() {
 /// §6.3: holes between nodes and ZERO nodes read as zeros; a size extension by a ZERO node.
 #[test]
 fn holes_and_zero_nodes() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dirent(1, 1, 2, dt::REG, b"f")
         .data(2, 1, 8196, 8192, b"tail")
-        .inode_node(
+        .inode(
             InodeNode {
                 ino: 2,
                 version: 2,
@@ -237,7 +237,7 @@ fn holes_and_zero_nodes() {
 /// show through.
 #[test]
 fn data_crc_failure_falls_back_to_older_data() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dirent(1, 1, 2, dt::REG, b"f").data(2, 1, 3, 0, b"old");
     let mut bad = Vec::new();
     InodeNode {
@@ -274,7 +274,7 @@ fn data_crc_failure_falls_back_to_older_data() {
 /// §6.2: a bad node entirely covered by newer valid data is "superseded".
 #[test]
 fn superseded_bad_node_is_only_noted() {
-    let mut img = Img::new();
+    let mut img = new_img();
     let mut bad = Vec::new();
     InodeNode {
         ino: 2,
@@ -307,9 +307,9 @@ fn superseded_bad_node_is_only_noted() {
 /// §6.4: symlinks (target = csize raw bytes; isize 0 → dsize), devices (2 and 4 bytes).
 #[test]
 fn symlinks_and_devices() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dirent(1, 1, 2, dt::LNK, b"l")
-        .inode_node(
+        .inode(
             InodeNode {
                 ino: 2,
                 version: 1,
@@ -321,7 +321,7 @@ fn symlinks_and_devices() {
             b"target",
         )
         .dirent(1, 2, 3, dt::CHR, b"old")
-        .inode_node(
+        .inode(
             InodeNode {
                 ino: 3,
                 version: 1,
@@ -332,7 +332,7 @@ fn symlinks_and_devices() {
             &[3, 1],
         )
         .dirent(1, 3, 4, dt::CHR, b"new")
-        .inode_node(
+        .inode(
             InodeNode {
                 ino: 4,
                 version: 1,
@@ -343,7 +343,7 @@ fn symlinks_and_devices() {
             &((70000u32 & 0xff) | (259 << 8) | ((70000 & !0xff) << 12)).to_le_bytes(),
         )
         .dirent(1, 4, 5, dt::CHR, b"strange")
-        .inode_node(
+        .inode(
             InodeNode {
                 ino: 5,
                 version: 1,
@@ -382,9 +382,9 @@ fn symlinks_and_devices() {
 /// before its node "had more than one node".
 #[test]
 fn bad_special_inodes() {
-    let mut img = Img::new();
+    let mut img = new_img();
     let long = vec![b'x'; 300];
-    img.inode_node(
+    img.inode(
         InodeNode {
             ino: 2,
             version: 1,
@@ -395,7 +395,7 @@ fn bad_special_inodes() {
         &long,
     )
     .dirent(1, 1, 2, dt::LNK, b"long")
-    .inode_node(
+    .inode(
         InodeNode {
             ino: 3,
             version: 1,
@@ -426,7 +426,7 @@ fn bad_special_inodes() {
 /// §5.2: a deletion dirent hides the older entry; a newer entry of the same name wins.
 #[test]
 fn deletion_and_rename_by_version() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.file(1, 2, b"gone", 1, b"1")
         .dirent(1, 5, 0, dt::UNKNOWN, b"gone")
         .file(1, 3, b"name", 2, b"first")
@@ -442,7 +442,7 @@ fn deletion_and_rename_by_version() {
 /// §6.4: a directory's mtime/ctime come from its latest dirent's mctime when newer.
 #[test]
 fn directory_mtime_from_mctime() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dir(1, 2, b"d", 1);
     let mut b = Vec::new();
     DirentNode {
@@ -488,7 +488,7 @@ fn compressors() {
     let r = compress::rtime_compress(&text, 4096).unwrap().0;
     let l = compress::lzo_compress(&text, 4096).unwrap().0;
     let dynr = compress::dynrubin_compress(&text, 4096).unwrap().0;
-    let mut img = Img::new();
+    let mut img = new_img();
     let cases: [(u32, u8, u8, &[u8]); 7] = [
         (2, COMPR_ZLIB, 0, &z),
         (3, COMPR_RTIME, 0, &r),
@@ -500,18 +500,18 @@ fn compressors() {
     ];
     for (ino, c, u, data) in cases {
         img.dirent(1, ino, ino, dt::REG, format!("f{ino}").as_bytes())
-            .inode_node(compressed(ino, c, u, data, 4096), data);
+            .inode(compressed(ino, c, u, data, 4096), data);
     }
     // ZLIB with a non-zero usercompr byte is masked and reads fine.
     img.dirent(1, 9, 9, dt::REG, b"f9")
-        .inode_node(compressed(9, COMPR_ZLIB, 3, &z, 4096), &z);
+        .inode(compressed(9, COMPR_ZLIB, 3, &z, 4096), &z);
     // OpenWrt's LZMA reads (like an OpenWrt kernel); with a usercompr byte it is "not
     // available", like LZO.
     let lz = compress::lzma_compress(&text, 4096).unwrap().0;
     img.dirent(1, 10, 10, dt::REG, b"f10")
-        .inode_node(compressed(10, compress::COMPR_LZMA, 0, &lz, 4096), &lz);
+        .inode(compressed(10, compress::COMPR_LZMA, 0, &lz, 4096), &lz);
     img.dirent(1, 11, 11, dt::REG, b"f11")
-        .inode_node(compressed(11, compress::COMPR_LZMA, 2, &lz, 4096), &lz);
+        .inode(compressed(11, compress::COMPR_LZMA, 2, &lz, 4096), &lz);
     let (image, mut scan) = fs_of(&img);
     let fs = build(&image, &mut scan);
     for ino in [2, 3, 4, 9, 10] {
@@ -577,7 +577,7 @@ fn acl_jffs2(e: Endian) -> Vec<u8> {
 /// duplicate names.
 #[test]
 fn xattrs() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.file(1, 2, b"f", 1, b"data")
         .xattr(1, 1, xprefix::USER, b"color", b"blue")
         .xref(2, 1, 2)
@@ -653,7 +653,7 @@ fn xattrs() {
 /// summary was written fails its header CRC as stored, an unknown node is rejected.
 #[test]
 fn summary_refs_are_checked_at_readinode() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.file(1, 2, b"f", 1, b"v1");
     // Version 2, obsoleted on flash (ACCURATE cleared, CRCs as written).
     let mut v2 = Vec::new();

@@ -28,7 +28,7 @@ fn quick<T>(f: impl FnOnce() -> T) -> T {
 /// A directory that contains its own ancestor: the walk lists it once more and stops.
 #[test]
 fn directory_cycle() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dir(1, 2, b"a", 1)
         .dir(2, 3, b"b", 1)
         .dirent(3, 2, 2, dt::DIR, b"up")
@@ -51,7 +51,7 @@ fn directory_cycle() {
 /// §5.4: an unreachable cycle survives the build; the walk reports it.
 #[test]
 fn unreachable_cycle_survives() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.meta(10, 1, S_IFDIR | 0o755, 0)
         .dir(10, 11, b"x", 1)
         .dirent(11, 1, 10, dt::DIR, b"y")
@@ -75,9 +75,9 @@ fn unreachable_cycle_survives() {
 /// 4 GiB sparse claims: a ZERO node and a data node at the very end; never materialised.
 #[test]
 fn four_gib_sparse_file() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dirent(1, 1, 2, dt::REG, b"huge")
-        .inode_node(
+        .inode(
             InodeNode {
                 ino: 2,
                 version: 1,
@@ -110,9 +110,9 @@ fn four_gib_sparse_file() {
 #[test]
 fn lying_sizes() {
     let z = compress::zlib_compress(&[1u8; 4096], 4096).unwrap().0;
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dirent(1, 1, 2, dt::REG, b"toolarge")
-        .inode_node(
+        .inode(
             InodeNode {
                 ino: 2,
                 version: 1,
@@ -125,7 +125,7 @@ fn lying_sizes() {
             &z,
         )
         .dirent(1, 2, 3, dt::REG, b"short")
-        .inode_node(
+        .inode(
             InodeNode {
                 ino: 3,
                 version: 1,
@@ -138,7 +138,7 @@ fn lying_sizes() {
             b"abc",
         )
         .dirent(1, 3, 4, dt::REG, b"underfull")
-        .inode_node(
+        .inode(
             InodeNode {
                 ino: 4,
                 version: 1,
@@ -193,11 +193,11 @@ fn decompression_bombs() {
     let zeros = vec![0u8; 4 << 20];
     let bomb = zlib9(&zeros);
     assert!(bomb.len() < 8000);
-    let mut img = Img::new();
+    let mut img = new_img();
     img.es = 65536;
     for (ino, dsize) in [(2u32, 4u32 << 20), (3, 4096)] {
         img.dirent(1, ino, ino, dt::REG, format!("b{ino}").as_bytes())
-            .inode_node(
+            .inode(
                 InodeNode {
                     ino,
                     version: 1,
@@ -226,7 +226,7 @@ fn decompression_bombs() {
 /// both read in time, with the newest data.
 #[test]
 fn thousands_of_versions() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.es = 65536;
     img.dirent(1, 1, 2, dt::REG, b"f");
     for v in 1..=5000u32 {
@@ -235,7 +235,7 @@ fn thousands_of_versions() {
     }
     // One big node, then 3000 one-byte nodes over it.
     let big = zlib9(&vec![9u8; 4 << 20]);
-    img.dirent(1, 2, 3, dt::REG, b"split").inode_node(
+    img.dirent(1, 2, 3, dt::REG, b"split").inode(
         InodeNode {
             ino: 3,
             version: 1,
@@ -280,7 +280,7 @@ fn thousands_of_versions() {
 /// reaches it through relative lookups; a deep chain is no cycle).
 #[test]
 fn deep_tree_stops_at_path_max() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.es = 65536;
     let name = [b'd'; 100];
     for i in 0..60u32 {
@@ -367,7 +367,7 @@ fn refs_into_garbage() {
 /// Random bit flips in a valid image: whatever survives the scan, nothing panics.
 #[test]
 fn bit_flips_never_panic() {
-    let mut img = Img::new();
+    let mut img = new_img();
     img.dir(1, 2, b"d", 1)
         .file(2, 3, b"f", 2, &[5u8; 3000])
         .xattr(1, 1, crate::format::xprefix::USER, b"a", b"b")

@@ -12,10 +12,18 @@ use std::collections::BTreeMap;
 
 use super::tree::ListingEntry;
 use crate::crc::crc32;
-use crate::format::{
-    dt, pad4, DirentNode, Endian, InodeNode, NodeKind, XattrNode, XrefNode, MAGIC,
-};
-use crate::layout::{BlockWriter, EndPad, LayoutConfig};
+use crate::format::{dt, DirentNode, Endian, InodeNode, NodeKind, XattrNode, MAGIC};
+pub(super) use crate::testing::Img;
+
+/// The builder these tests use: file and metadata nodes carry `mtime = 1000 + version`.
+pub(super) fn new_img() -> Img {
+    Img::new().inode_mtime(1000)
+}
+
+pub(super) const S_IFDIR: u32 = 0o040000;
+pub(super) const S_IFREG: u32 = 0o100000;
+pub(super) const S_IFLNK: u32 = 0o120000;
+pub(super) const S_IFCHR: u32 = 0o020000;
 use crate::scan::{Geometry, NodeRef, RefState, Scan, ScanDirent, XattrDatum, XattrRef};
 
 pub(super) const LE: Endian = Endian::Little;
@@ -26,162 +34,6 @@ pub(super) fn geometry(e: Endian, erase_size: u32) -> Geometry {
         endian: e,
         erase_size,
         cleanmarker_size: 12,
-    }
-}
-
-/// Builds images node by node through the one block writer.
-pub(super) struct Img {
-    pub e: Endian,
-    pub es: u32,
-    pub nodes: Vec<Vec<u8>>,
-}
-
-pub(super) const S_IFDIR: u32 = 0o040000;
-pub(super) const S_IFREG: u32 = 0o100000;
-pub(super) const S_IFLNK: u32 = 0o120000;
-pub(super) const S_IFCHR: u32 = 0o020000;
-
-impl Img {
-    pub fn new() -> Self {
-        Img {
-            e: LE,
-            es: ES,
-            nodes: Vec::new(),
-        }
-    }
-
-    pub fn raw(&mut self, node: Vec<u8>) -> &mut Self {
-        self.nodes.push(node);
-        self
-    }
-
-    pub fn dirent(
-        &mut self,
-        pino: u32,
-        version: u32,
-        ino: u32,
-        dtype: u8,
-        name: &[u8],
-    ) -> &mut Self {
-        let mut b = Vec::new();
-        DirentNode {
-            pino,
-            version,
-            ino,
-            mctime: 0,
-            dtype,
-            ..Default::default()
-        }
-        .encode(self.e, name, &mut b);
-        self.raw(b)
-    }
-
-    /// A data node with explicit header fields.
-    pub fn inode_node(&mut self, n: InodeNode, data: &[u8]) -> &mut Self {
-        let mut b = Vec::new();
-        n.encode(self.e, data, &mut b);
-        self.raw(b)
-    }
-
-    /// A file data node of uncompressed data.
-    pub fn data(&mut self, ino: u32, version: u32, isize: u32, ofs: u32, data: &[u8]) -> &mut Self {
-        self.inode_node(
-            InodeNode {
-                ino,
-                version,
-                mode: S_IFREG | 0o644,
-                isize,
-                mtime: 1000 + version,
-                offset: ofs,
-                dsize: data.len() as u32,
-                ..Default::default()
-            },
-            data,
-        )
-    }
-
-    /// A metadata node (no data).
-    pub fn meta(&mut self, ino: u32, version: u32, mode: u32, isize: u32) -> &mut Self {
-        self.inode_node(
-            InodeNode {
-                ino,
-                version,
-                mode,
-                isize,
-                mtime: 1000 + version,
-                ..Default::default()
-            },
-            &[],
-        )
-    }
-
-    pub fn dir(&mut self, parent: u32, ino: u32, name: &[u8], version: u32) -> &mut Self {
-        self.meta(ino, 1, S_IFDIR | 0o755, 0);
-        self.dirent(parent, version, ino, dt::DIR, name)
-    }
-
-    pub fn file(
-        &mut self,
-        parent: u32,
-        ino: u32,
-        name: &[u8],
-        version: u32,
-        data: &[u8],
-    ) -> &mut Self {
-        self.data(ino, 1, data.len() as u32, 0, data);
-        self.dirent(parent, version, ino, dt::REG, name)
-    }
-
-    pub fn xattr(
-        &mut self,
-        xid: u32,
-        version: u32,
-        prefix: u8,
-        name: &[u8],
-        value: &[u8],
-    ) -> &mut Self {
-        let mut b = Vec::new();
-        XattrNode {
-            xid,
-            version,
-            xprefix: prefix,
-            ..Default::default()
-        }
-        .encode(self.e, name, value, &mut b);
-        self.raw(b)
-    }
-
-    pub fn xref(&mut self, ino: u32, xid: u32, xseqno: u32) -> &mut Self {
-        let mut b = Vec::new();
-        XrefNode {
-            ino,
-            xid,
-            xseqno,
-            ..Default::default()
-        }
-        .encode(self.e, &mut b);
-        self.raw(b)
-    }
-
-    /// The image: cleanmarkers, nodes, padded to at least 5 erase blocks.
-    pub fn build(&self) -> Vec<u8> {
-        let cfg = LayoutConfig {
-            endian: self.e,
-            erase_size: self.es,
-            cleanmarker: Some(12),
-            summary: false,
-        };
-        let mut w = BlockWriter::new(Vec::new(), cfg);
-        for n in &self.nodes {
-            w.prepare(pad4(n.len() as u32), 0).unwrap();
-            w.write_node(n).unwrap();
-        }
-        let (mut out, _) = w.finish(EndPad::Block).unwrap();
-        let min = 5 * self.es as usize;
-        if out.len() < min {
-            out.resize(min, 0xFF);
-        }
-        out
     }
 }
 

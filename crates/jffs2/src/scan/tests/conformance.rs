@@ -169,7 +169,7 @@ struct Case {
 
 /// Block 0 of every image: a cleanmarker, a dirent and its inode, so the mount succeeds.
 fn base(blocks: u32) -> Flash {
-    let mut f = Flash::new(LE, ES, blocks);
+    let mut f = erased(LE, ES, blocks);
     f.put(0, &cleanmarker(LE));
     f.put(12, &dirent(LE, 1, 2, 1, b"file"));
     f.put(56, &inode(LE, 2, 1, b"hello\n"));
@@ -242,7 +242,7 @@ fn cases() -> Vec<Case> {
     let mut add = |id, f: Flash, pad_to: Option<u32>| {
         v.push(Case {
             id,
-            image: f.data,
+            image: f.build(),
             pad_to,
         })
     };
@@ -398,11 +398,11 @@ fn cases() -> Vec<Case> {
             );
         }
         // Block 1: corrupt summary. Block 2: valid. Block 3: unaligned (1 byte "free").
-        f.data[(ES + 3000) as usize] = 0;
+        f.put(ES + 3000, &[0]);
         let end = data_block(&mut f, 3, b"f3", 13);
-        let mut blk = Flash::new(LE, ES, 1);
+        let mut blk = erased(LE, ES, 1);
         summary_block(&mut blk, 0, &records(b"f3", 13), 2, end + 1);
-        f.put(3 * ES + end, &blk.data[end as usize..]);
+        f.put(3 * ES + end, &blk.build()[end as usize..]);
         add("summaries", f, None);
     }
     {
@@ -430,7 +430,7 @@ fn cases() -> Vec<Case> {
         add("summary-sum-num-too-large", f, None);
     }
     {
-        let mut f = Flash::new(LE, ES, 6);
+        let mut f = erased(LE, ES, 6);
         for b in 0..6 {
             f.put(b * ES, &[0x11; 8]);
         }
@@ -440,14 +440,14 @@ fn cases() -> Vec<Case> {
     {
         // A big-endian image on a little-endian host.
         let e = Endian::Big;
-        let mut f = Flash::new(e, ES, 6);
+        let mut f = erased(e, ES, 6);
         f.put(0, &cleanmarker(e));
         f.put(12, &dirent(e, 1, 2, 1, b"file"));
         add("wrong-endian", f, None);
     }
     {
         // An 8 KiB-block summary image mounted with 16 KiB blocks (§10.5).
-        let mut f = Flash::new(LE, 8192, 12);
+        let mut f = erased(LE, 8192, 12);
         f.put(0, &cleanmarker(LE));
         f.put(12, &dirent(LE, 1, 2, 1, b"file"));
         f.put(56, &inode(LE, 2, 1, b"hello\n"));

@@ -16,30 +16,33 @@ use crate::crc::crc32;
 use crate::format::{
     encode_cleanmarker, pad4, DirentNode, Endian, InodeNode, XattrNode, XrefNode, MAGIC,
 };
+use crate::testing::Img;
 
-/// An erased flash of `blocks` blocks.
-pub(super) struct Flash {
-    pub e: Endian,
-    pub es: u32,
-    pub data: Vec<u8>,
+/// Flash written by hand: the shared test image with no laid-out nodes, only bytes put at
+/// absolute offsets ([`Img::put`]) over erased blocks.
+pub(super) type Flash = Img;
+
+/// An erased flash of `blocks` blocks (no nodes, no cleanmarkers: the tests place them).
+pub(super) fn erased(e: Endian, es: u32, blocks: u32) -> Flash {
+    Img::new()
+        .endian(e)
+        .erase_size(es)
+        .cleanmarkers(None)
+        .min_blocks(blocks)
 }
 
-impl Flash {
-    pub fn new(e: Endian, es: u32, blocks: u32) -> Self {
-        Flash {
-            e,
-            es,
-            data: vec![0xFF; (es * blocks) as usize],
-        }
-    }
+/// The mount scan of a hand-written flash.
+pub(super) trait Scanned {
+    /// The geometry of the flash with cleanmarker size `cm`.
+    fn geom(&self, cm: u32) -> Geometry;
+    /// Scans read-only with summaries and xattrs (Debian's kernel), cleanmarker size 12.
+    fn scan(&self) -> Scan;
+    /// Scans with cleanmarker size `cm` and `opts`.
+    fn scan_with(&self, cm: u32, opts: ScanOptions) -> Scan;
+}
 
-    /// Writes `bytes` at absolute `ofs`.
-    pub fn put(&mut self, ofs: u32, bytes: &[u8]) {
-        let o = ofs as usize;
-        self.data[o..o + bytes.len()].copy_from_slice(bytes);
-    }
-
-    pub fn geom(&self, cm: u32) -> Geometry {
+impl Scanned for Flash {
+    fn geom(&self, cm: u32) -> Geometry {
         Geometry {
             endian: self.e,
             erase_size: self.es,
@@ -47,13 +50,12 @@ impl Flash {
         }
     }
 
-    /// Scans read-only with summaries and xattrs (Debian's kernel), cleanmarker size 12.
-    pub fn scan(&self) -> Scan {
-        scan(&self.data, &self.geom(12), &ScanOptions::default())
+    fn scan(&self) -> Scan {
+        scan(&self.build(), &self.geom(12), &ScanOptions::default())
     }
 
-    pub fn scan_with(&self, cm: u32, opts: ScanOptions) -> Scan {
-        scan(&self.data, &self.geom(cm), &opts)
+    fn scan_with(&self, cm: u32, opts: ScanOptions) -> Scan {
+        scan(&self.build(), &self.geom(cm), &opts)
     }
 }
 

@@ -11,7 +11,7 @@ const ES: u32 = 4096;
 
 /// Five erased blocks.
 fn bare() -> Flash {
-    Flash::new(LE, ES, 5)
+    erased(LE, ES, 5)
 }
 
 /// Five erased blocks, with one valid inode node at the start of the last block so that the
@@ -749,7 +749,7 @@ fn very_dirty_when_filed() {
 
 #[test]
 fn too_few_blocks_and_unaligned_size() {
-    let f = Flash::new(LE, ES, 4);
+    let f = erased(LE, ES, 4);
     let s = f.scan();
     assert_eq!(texts(&s), vec!["Too few erase blocks (4)".to_string()]);
     assert_eq!(s.log[0].level, Level::Err);
@@ -810,7 +810,7 @@ fn bytes_read_follow_the_kernel_buffer() {
 #[test]
 fn big_endian() {
     let e = Endian::Big;
-    let mut f = Flash::new(e, ES, 5);
+    let mut f = erased(e, ES, 5);
     f.put(0, &cleanmarker(e));
     f.put(12, &dirent(e, 1, 2, 1, b"hello"));
     f.put(12 + 48, &inode(e, 2, 1, b"world"));
@@ -820,7 +820,7 @@ fn big_endian() {
     assert_eq!(s.inodes[&2].nodes.len(), 1);
     // Read little-endian: the magic is backwards at the block start.
     let s = scan(
-        &f.data,
+        &f.build(),
         &Geometry {
             endian: LE,
             ..f.geom(12)
@@ -854,7 +854,7 @@ fn invalid_geometry_is_a_failure_not_a_panic() {
 #[test]
 fn openwrt_end_marker() {
     for e in [Endian::Little, Endian::Big] {
-        let mut f = Flash::new(e, ES, 6);
+        let mut f = erased(e, ES, 6);
         f.put(0, &inode(e, 2, 1, b"before"));
         f.put(2 * ES, &crate::scan::END_MARKER);
         // An old node after the marker (the rest of a partition).
@@ -896,7 +896,7 @@ fn openwrt_end_marker() {
         assert_eq!(s.blocks[2].dirty, 4);
         assert_eq!(s.dirt[0].cause, DirtCause::BadMagic);
         // Not at a block start: no marker.
-        let mut g = Flash::new(e, ES, 6);
+        let mut g = erased(e, ES, 6);
         g.put(0, &inode(e, 2, 1, b"before"));
         g.put(2 * ES + 4, &crate::scan::END_MARKER);
         assert_eq!(g.scan().end_marker, None);

@@ -66,7 +66,7 @@ fn inode_rec(offset: u32, totlen: u32) -> Vec<u8> {
 /// Block 0: cleanmarker, dirent "file" at 12 (44 bytes), inode at 56 (168 bytes, ends at
 /// 224); no summary yet. Block 4 holds a valid node (so the mount is never refused).
 fn base() -> Flash {
-    let mut f = Flash::new(LE, ES, 5);
+    let mut f = erased(LE, ES, 5);
     f.put(0, &cleanmarker(LE));
     f.put(12, &dirent(LE, 1, 2, 1, b"file"));
     f.put(56, &inode(LE, 2, 1, &[9; 100]));
@@ -157,7 +157,7 @@ fn no_cleanmarker_in_summary() {
 fn corrupt_summary_falls_back_to_full_scan() {
     let mut f = base();
     put_summary(&mut f, 0, 224, 2, 12, &both_records());
-    f.data[1000] = 0; // in the 0xFF padding covered by sum_crc
+    f.put(1000, &[0]); // in the 0xFF padding covered by sum_crc
     let s = f.scan();
     assert_eq!(
         texts(&s),
@@ -173,7 +173,8 @@ fn corrupt_summary_falls_back_to_full_scan() {
     for i in 224..ES as usize {
         let mut g = base();
         put_summary(&mut g, 0, 224, 2, 12, &both_records());
-        g.data[i] ^= 0x10;
+        let flipped = g.build()[i] ^ 0x10;
+        g.put(i as u32, &[flipped]);
         let s = g.scan();
         assert_ne!(s.blocks[0].summary, SummaryUse::Used, "flip at {i}");
     }
@@ -182,7 +183,7 @@ fn corrupt_summary_falls_back_to_full_scan() {
 #[test]
 fn wrong_erase_size_rejects_summaries() {
     // §10.5: an image with 4 KiB blocks mounted with 8 KiB blocks.
-    let mut f = Flash::new(LE, ES, 10);
+    let mut f = erased(LE, ES, 10);
     for blk in [0, 1] {
         let o = blk * ES;
         f.put(o, &cleanmarker(LE));
@@ -193,7 +194,7 @@ fn wrong_erase_size_rejects_summaries() {
         put_summary(&mut f, blk, 224, 2, 12, &r);
     }
     let s = scan(
-        &f.data,
+        &f.build(),
         &Geometry {
             endian: LE,
             erase_size: 2 * ES,
@@ -396,8 +397,8 @@ fn misaligned_offsets() {
 fn marker_offset_beyond_the_block() {
     let mut f = base();
     let end = ES as usize;
-    f.data[end - 8..end - 4].copy_from_slice(&(ES + 16).to_le_bytes());
-    f.data[end - 4..end].copy_from_slice(&SUM_MAGIC.to_le_bytes());
+    f.put((end - 8) as u32, &(ES + 16).to_le_bytes());
+    f.put((end - 4) as u32, &SUM_MAGIC.to_le_bytes());
     let s = f.scan();
     // Full scan: the 0xFF run stops at the marker, whose 8 bytes are too few for a node.
     assert_eq!(
