@@ -14,7 +14,7 @@
 //!   the output (the kernel's GC would turn such a node into a hole, §8.3 "Hazard") — holes
 //!   (ZERO nodes) excepted, as the kernel writes them across pages itself — that fits an
 //!   output erase block, when no recompression is asked for. In the other byte order the
-//!   copy is converted field by field ([`crate::dump::swap_node`]); the payload is kept.
+//!   copy is converted field by field ([`crate::format::swap_node`]); the payload is kept.
 //! * Anything else is **rewritten**: the visible ranges of a partly overwritten or
 //!   truncated data node are decompressed, split at the output page size and compressed
 //!   anew (in parallel, with the configured compressors), with versions above the inode's
@@ -56,7 +56,8 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::compress::{Compressed, Compressors, COMPR_NONE, COMPR_ZERO};
-use crate::dump::{swap_acl, swap_node};
+use crate::format::dev::encode_dev;
+use crate::format::{acl::swap_acl, swap_node};
 use crate::format::{
     xprefix, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode, INODE_SIZE,
     NODE_ACCURATE, XATTR_SIZE, XREF_SIZE,
@@ -1762,16 +1763,6 @@ fn reached_files(reads: &HashMap<u32, Read>) -> std::collections::HashSet<u32> {
         }
     }
     files
-}
-
-/// The 2- or 4-byte device payload Linux writes (`jffs2_encode_dev`, §1.4).
-fn encode_dev(e: Endian, major: u32, minor: u32) -> Vec<u8> {
-    if major < 256 && minor < 256 {
-        e.u16_bytes(((major << 8) | minor) as u16).to_vec()
-    } else {
-        let v = (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12);
-        e.u32_bytes(v).to_vec()
-    }
 }
 
 struct Worker<'f, 'a> {

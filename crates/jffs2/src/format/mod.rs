@@ -45,12 +45,16 @@
 //! # Ok::<(), jffs2::format::FormatError>(())
 //! ```
 
+pub mod acl;
+pub mod dev;
 mod endian;
 mod node;
 mod stored;
+pub mod swap;
 
 pub use endian::Endian;
 pub use node::*;
+pub use swap::{swap_node, ConvertReport};
 
 /// Node magic (`JFFS2_MAGIC_BITMASK`).
 pub const MAGIC: u16 = 0x1985;
@@ -144,6 +148,23 @@ pub mod dt {
     pub const SOCK: u8 = 12;
 }
 
+/// The file-type bits of a Linux `st_mode` (`S_IFMT`); the inode's `mode` field holds them.
+pub const S_IFMT: u32 = 0o170000;
+/// File type: socket.
+pub const S_IFSOCK: u32 = 0o140000;
+/// File type: symbolic link.
+pub const S_IFLNK: u32 = 0o120000;
+/// File type: regular file.
+pub const S_IFREG: u32 = 0o100000;
+/// File type: block device.
+pub const S_IFBLK: u32 = 0o060000;
+/// File type: directory.
+pub const S_IFDIR: u32 = 0o040000;
+/// File type: character device.
+pub const S_IFCHR: u32 = 0o020000;
+/// File type: FIFO.
+pub const S_IFIFO: u32 = 0o010000;
+
 /// `PAD(x)`: rounds up to the next multiple of 4.
 #[inline]
 pub const fn pad4(x: u32) -> u32 {
@@ -153,7 +174,7 @@ pub const fn pad4(x: u32) -> u32 {
 /// The dirent type of a Linux `st_mode`.
 #[inline]
 pub const fn mode_to_dt(mode: u32) -> u8 {
-    ((mode & 0o170000) >> 12) as u8
+    ((mode & S_IFMT) >> 12) as u8
 }
 
 /// An error found while decoding on-flash data; every variant carries the byte offset.

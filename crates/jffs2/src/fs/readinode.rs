@@ -21,14 +21,8 @@ const PAR_CHECKS: usize = 256;
 /// `JFFS2_MIN_NODE_HEADER`: the first read of every node (§6.1).
 const MIN_NODE_HEADER: usize = 40;
 
-const S_IFMT: u32 = 0o170000;
-const S_IFSOCK: u32 = 0o140000;
-const S_IFLNK: u32 = 0o120000;
-const S_IFREG: u32 = 0o100000;
-const S_IFBLK: u32 = 0o060000;
-const S_IFDIR: u32 = 0o040000;
-const S_IFCHR: u32 = 0o020000;
-const S_IFIFO: u32 = 0o010000;
+use crate::format::dev::decode_dev;
+use crate::format::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
 
 /// The file type of an inode, from its mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -951,17 +945,6 @@ fn dir_nlink(ino: u32, dents: &[Dirent]) -> u32 {
         .saturating_add(u32::from(ino == 1))
 }
 
-/// `old_decode_dev` / `new_decode_dev` of a 2- or 4-byte device payload (§1.4).
-fn decode_dev(data: &[u8], e: crate::format::Endian) -> (u32, u32) {
-    if data.len() == 2 {
-        let v = u32::from(e.get_u16(data, 0).unwrap_or(0));
-        ((v >> 8) & 0xff, v & 0xff)
-    } else {
-        let v = e.get_u32(data, 0).unwrap_or(0);
-        ((v & 0xfff00) >> 8, (v & 0xff) | ((v >> 12) & 0xfff00))
-    }
-}
-
 /// Lays `[s, e)` of node `id` over the fragments, trimming or splitting what it covers
 /// (`jffs2_add_frag_to_fragtree`).
 fn overlay(map: &mut BTreeMap<u64, (u64, usize)>, s: u64, e: u64, id: usize) {
@@ -1061,14 +1044,5 @@ mod tests {
         assert_eq!(truncate(vec![f(0, 100)], 0).1, 0);
         let (v, s) = truncate(vec![f(0, 10), f(20, 30)], 25);
         assert_eq!((v.len(), v[1].end, s), (2, 25, 25));
-    }
-
-    #[test]
-    fn device_numbers() {
-        use crate::format::Endian;
-        assert_eq!(decode_dev(&[0x03, 0x01], Endian::Little), (1, 3));
-        // new_encode_dev(MKDEV(259, 70000)) = (70000 & 0xff) | (259 << 8) | ((70000 & !0xff) << 12)
-        let v: u32 = (70000 & 0xff) | (259 << 8) | ((70000 & !0xff) << 12);
-        assert_eq!(decode_dev(&v.to_le_bytes(), Endian::Little), (259, 70000));
     }
 }

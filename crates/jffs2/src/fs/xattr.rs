@@ -640,19 +640,11 @@ impl Fs<'_> {
     }
 }
 
-/// POSIX ACL tags (`posix_acl.h`).
-const ACL_USER_OBJ: u16 = 0x01;
-const ACL_USER: u16 = 0x02;
-const ACL_GROUP_OBJ: u16 = 0x04;
-const ACL_GROUP: u16 = 0x08;
-const ACL_MASK: u16 = 0x10;
-const ACL_OTHER: u16 = 0x20;
-/// `JFFS2_ACL_VERSION`.
-const JFFS2_ACL_VERSION: u32 = 1;
-/// `POSIX_ACL_XATTR_VERSION`.
-const POSIX_ACL_XATTR_VERSION: u32 = 2;
-/// `ACL_UNDEFINED_ID`.
-const ACL_UNDEFINED_ID: u32 = u32::MAX;
+// The ACL layout is described once, in format (`docs/spec/kernel-jffs2-spec.md` §1.8).
+use crate::format::acl::{
+    ACL_GROUP, ACL_GROUP_OBJ, ACL_MASK, ACL_OTHER, ACL_UNDEFINED_ID, ACL_USER, ACL_USER_OBJ,
+    JFFS2_ACL_VERSION, POSIX_ACL_XATTR_VERSION,
+};
 
 /// `jffs2_acl_from_medium` then `posix_acl_to_xattr`: the JFFS2 ACL (filesystem byte order,
 /// 4-byte short entries for the `*_OBJ`, MASK and OTHER tags, 8-byte entries for named users

@@ -701,18 +701,15 @@ impl<'a, W: Write> Builder<'a, W> {
         let en = self.e(id);
         let (major, minor) = (en.rdev_major, en.rdev_minor);
         let e = self.cfg.endian;
-        if major <= 255 && minor <= 255 {
-            e.u16_bytes(((major << 8) + minor) as u16).to_vec()
-        } else {
+        if !crate::format::dev::fits_old_encoding(major, minor) {
             let msg = format!(
                 "{}: device {major}:{minor} does not fit mkfs.jffs2's 8:8 encoding; \
                  stored in the kernel's 4-byte form",
                 crate::text::escape_if_needed(&en.full_name)
             );
             self.sink.message(MsgKind::Warning, &msg);
-            let v = (minor & 0xff) | ((major & 0xfff) << 8) | ((minor & !0xff) << 12);
-            e.u32_bytes(v).to_vec()
         }
+        crate::format::dev::encode_dev(e, major, minor)
     }
 
     fn owner(&mut self, id: usize) -> (u16, u16) {

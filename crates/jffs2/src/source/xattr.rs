@@ -127,14 +127,10 @@ pub(crate) fn read_xattrs(
     out
 }
 
-const ACL_USER_OBJ: u16 = 0x01;
-const ACL_USER: u16 = 0x02;
-const ACL_GROUP_OBJ: u16 = 0x04;
-const ACL_GROUP: u16 = 0x08;
-const ACL_MASK: u16 = 0x10;
-const ACL_OTHER: u16 = 0x20;
-/// `JFFS2_ACL_VERSION`.
-const JFFS2_ACL_VERSION: u32 = 1;
+// The ACL layout is described once, in format (`docs/spec/mtd-utils-spec.md` §3.5.7).
+use crate::format::acl::{
+    ACL_GROUP, ACL_GROUP_OBJ, ACL_MASK, ACL_OTHER, ACL_USER, ACL_USER_OBJ, JFFS2_ACL_VERSION,
+};
 
 /// Converts a POSIX ACL xattr value from the Linux format (little-endian u32 version, then
 /// 8-byte entries `le16 tag, le16 perm, le32 id`) to the JFFS2 on-flash format in the target
