@@ -467,7 +467,7 @@ pub fn convert_with_progress<W: Write + Send>(
     } else {
         cfg.threads
     }
-    .min(crate::mkfs::MAX_THREADS);
+    .min(crate::layout::MAX_THREADS);
     let refused = |source: io::Error| ConvertError::Threads { threads, source };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use super::Refusal;
 use crate::fs::{DataNode, Frag, Fs, FsError, Inode, InodeKind, Xattr, PATH_MAX};
+pub use crate::name::name_problem;
 
 /// Metadata of an entry as `stat` shows it on a read-only mount.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,24 +132,6 @@ pub struct Plan {
     pub entries: Vec<Entry>,
     /// Names and inodes that are not extracted, and why.
     pub refused: Vec<Refusal>,
-}
-
-/// Why a directory entry's name cannot be created on a host, if it cannot: empty, `.`, `..`,
-/// containing `/` or NUL, or longer than `NAME_MAX` (255).
-pub fn name_problem(name: &[u8]) -> Option<&'static str> {
-    if name.is_empty() {
-        Some("empty name")
-    } else if name == b"." || name == b".." {
-        Some("name is a path step (\".\" or \"..\")")
-    } else if name.contains(&b'/') {
-        Some("name contains '/'")
-    } else if name.contains(&0) {
-        Some("name contains a NUL byte")
-    } else if name.len() > 255 {
-        Some("name longer than 255 bytes")
-    } else {
-        None
-    }
 }
 
 /// `dir/name`, or `name` for the root.

@@ -171,6 +171,12 @@ pub const fn pad4(x: u32) -> u32 {
     x.wrapping_add(3) & !3
 }
 
+/// `PAD(x)` without overflow (a crafted `totlen` may be near `u32::MAX`).
+#[inline]
+pub const fn pad4_64(x: u32) -> u64 {
+    ((x as u64) + 3) & !3
+}
+
 /// The dirent type of a Linux `st_mode`.
 #[inline]
 pub const fn mode_to_dt(mode: u32) -> u8 {

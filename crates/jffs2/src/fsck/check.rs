@@ -1001,7 +1001,7 @@ impl Ctx<'_, '_> {
             // wrong place"); it was crafted or corrupted, never written by Linux.
             Fault::BadName { why } => {
                 let name = match &n.body {
-                    Body::Dirent { name, .. } => crate::extract::escape(name.get(self.img), true),
+                    Body::Dirent { name, .. } => crate::text::escape(name.get(self.img), true),
                     _ => String::new(),
                 };
                 (

@@ -528,7 +528,7 @@ fn check_node(
             }
             if let Some(at) = name.iter().position(|&c| c == 0) {
                 n.fault = Some(Box::new(Fault::NulInName { at }));
-            } else if let Some(why) = crate::extract::name_problem(name) {
+            } else if let Some(why) = crate::name::name_problem(name) {
                 n.fault = Some(Box::new(Fault::BadName { why }));
             }
         }

@@ -53,12 +53,21 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod relayout;
+
 use std::io::{self, Write};
+
+pub use relayout::{RelayoutStats, Summarizer, SummarizingWriter};
 
 use crate::format::{
     encode_cleanmarker, pad4, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, SumRecord,
     SummaryNode, XattrNode, DIRENT_SIZE, SUMMARY_MARKER_SIZE, SUMMARY_SIZE,
 };
+
+/// Most threads `threads` may ask for (mkfs and convert): far beyond any useful number of
+/// cores, low enough that the system can start them (each has a stack of its own, and the
+/// pages in flight grow with the count).
+pub const MAX_THREADS: usize = 1024;
 
 /// Geometry and options of the layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -225,7 +225,7 @@ pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions
             if t.kind == InodeKind::Symlink {
                 if let Some(&(isize, csize)) = symlink_isize.get(&t.ino) {
                     if isize != csize {
-                        long_links.push(crate::extract::escape(&t.path, false));
+                        long_links.push(crate::text::escape(&t.path, false));
                     }
                 }
             }
