@@ -68,6 +68,7 @@ mod dirent;
 mod md5;
 mod read;
 mod readinode;
+mod refs;
 mod tree;
 mod xattr;
 

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::build::ref_offset;
 use super::dirent::{c_name, Dirent, DirentList};
+use super::refs::{hash08x, ref_offset};
 use super::{kmsg, live, Fs, FsError, Problem, ReadError};
 use crate::compress::COMPR_ZERO;
 use crate::crc::crc32;
@@ -181,12 +181,6 @@ impl Inode {
     pub fn perm(&self) -> u32 {
         self.mode & 0o7777
     }
-}
-
-/// The kernel's `%#08x`: `0x` and at least 8 characters in all, zero-padded (Linux's
-/// `vsprintf` prints the `0x` even for zero).
-pub(crate) fn hash08x(v: u32) -> String {
-    format!("{v:#08x}")
 }
 
 /// A data-node candidate (`struct jffs2_tmp_dnode_info`).

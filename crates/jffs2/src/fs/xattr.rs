@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::build::mark_obsolete;
-use super::readinode::{hash08x, Inode, InodeKind};
+use super::readinode::{Inode, InodeKind};
+use super::refs::{hash08x, mark_obsolete};
 use super::{kmsg, live, Fs, InoBuild, Problem};
 use crate::crc::crc32;
 use crate::format::{
