@@ -57,6 +57,8 @@ use rayon::prelude::*;
 
 use crate::compress::{Compressed, Compressors, COMPR_NONE, COMPR_ZERO};
 use crate::format::dev::encode_dev;
+use crate::format::hdr;
+use crate::format::HEADER_SIZE;
 use crate::format::{acl::swap_acl, swap_node};
 use crate::format::{
     xprefix, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode, INODE_SIZE,
@@ -1687,13 +1689,13 @@ fn gap_holds_node(fs: &Fs<'_>, summarised: &std::collections::HashSet<u32>) -> b
             .saturating_add(d.len as usize)
             .min(img.len());
         let mut p = (d.offset as usize + 3) & !3;
-        while p + 12 <= end {
-            let h = &img[p..p + 12];
-            if e.get_u16(h, 0) == Some(MAGIC) {
-                let nodetype = e.get_u16(h, 2).unwrap_or(0);
-                let stored = e.get_u32(h, 8).unwrap_or(0);
+        while p + HEADER_SIZE <= end {
+            let h = &img[p..p + HEADER_SIZE];
+            if e.get_u16(h, hdr::MAGIC) == Some(MAGIC) {
+                let nodetype = e.get_u16(h, hdr::NODETYPE).unwrap_or(0);
+                let stored = e.get_u32(h, hdr::HDR_CRC).unwrap_or(0);
                 if nodetype & NODE_ACCURATE != 0
-                    && crate::crc::crc32(&h[..8]) == stored
+                    && crate::crc::crc32(&h[..hdr::HDR_CRC]) == stored
                     && matches!(
                         NodeKind::of(nodetype),
                         NodeKind::Inode | NodeKind::Dirent | NodeKind::Xattr
@@ -1860,7 +1862,7 @@ impl<'a> Worker<'_, 'a> {
         // Offsets come from nodes the scan and readinode read whole; an empty copy (nothing
         // written) is the defensive answer to anything else.
         let b = img.get(offset as usize..).unwrap_or(&[]);
-        let totlen = from.get_u32(b, 4).unwrap_or(0) as usize;
+        let totlen = from.get_u32(b, hdr::TOTLEN).unwrap_or(0) as usize;
         let node = &b[..totlen.min(b.len())];
         if from == to {
             Cow::Borrowed(node)

@@ -114,6 +114,29 @@ pub const SUMMARY_MARKER_SIZE: usize = 8;
 /// Default (and on plain NOR the only accepted) cleanmarker size.
 pub const CLEANMARKER_SIZE: u32 = 12;
 
+/// Byte offsets of the common node header's fields (`docs/spec/kernel-jffs2-spec.md` §1.2), for
+/// readers that look at one field of a header without decoding it whole ([`NodeHeader`]
+/// decodes all of them).
+pub mod hdr {
+    /// `magic` (u16).
+    pub const MAGIC: usize = 0;
+    /// `nodetype` (u16).
+    pub const NODETYPE: usize = 2;
+    /// `totlen` (u32).
+    pub const TOTLEN: usize = 4;
+    /// `hdr_crc` (u32), the CRC of the 8 bytes before it.
+    pub const HDR_CRC: usize = 8;
+}
+
+/// Byte offsets in the summary marker, the last [`SUMMARY_MARKER_SIZE`](super::SUMMARY_MARKER_SIZE)
+/// bytes of a summarised erase block (`docs/spec/kernel-jffs2-spec.md` §1.7).
+pub mod marker {
+    /// The summary node's offset in its block (u32).
+    pub const OFFSET: usize = 0;
+    /// [`SUM_MAGIC`](super::SUM_MAGIC) (u32).
+    pub const MAGIC: usize = 4;
+}
+
 /// xattr name prefix ids (`jffs2.h` `JFFS2_XPREFIX_*`).
 pub mod xprefix {
     /// `user.`

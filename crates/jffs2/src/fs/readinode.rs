@@ -22,6 +22,7 @@ const PAR_CHECKS: usize = 256;
 const MIN_NODE_HEADER: usize = 40;
 
 use crate::format::dev::decode_dev;
+use crate::format::hdr;
 use crate::format::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
 
 /// The file type of an inode, from its mode.
@@ -322,12 +323,12 @@ impl Fs<'_> {
         if b.len() < MIN_NODE_HEADER {
             return Err(short);
         }
-        let magic = e.get_u16(b, 0).unwrap_or(0);
-        let nodetype = e.get_u16(b, 2).unwrap_or(0);
-        let totlen = e.get_u32(b, 4).unwrap_or(0);
-        let hdr_crc = e.get_u32(b, 8).unwrap_or(0);
+        let magic = e.get_u16(b, hdr::MAGIC).unwrap_or(0);
+        let nodetype = e.get_u16(b, hdr::NODETYPE).unwrap_or(0);
+        let totlen = e.get_u32(b, hdr::TOTLEN).unwrap_or(0);
+        let hdr_crc = e.get_u32(b, hdr::HDR_CRC).unwrap_or(0);
         // "No need to mask in the valid bit; it shouldn't be invalid": the CRC as stored.
-        if crc32(&b[..8]) != hdr_crc {
+        if crc32(&b[..hdr::HDR_CRC]) != hdr_crc {
             let text = format!(
                 "Node header CRC failed at {}. {{{magic:04x},{nodetype:04x},{totlen:08x},{hdr_crc:08x}}}",
                 hash08x(off)

@@ -9,6 +9,7 @@ use super::readinode::{Inode, InodeKind};
 use super::refs::{hash08x, mark_obsolete};
 use super::{kmsg, live, Fs, InoBuild, Problem};
 use crate::crc::crc32;
+use crate::format::hdr;
 use crate::format::{
     pad4, xprefix, Endian, XattrNode, XrefNode, MAGIC, NODETYPE_XATTR, NODETYPE_XREF, XATTR_SIZE,
     XREF_SIZE,
@@ -249,9 +250,9 @@ fn read_xref(image: &[u8], e: Endian, off: u32) -> Result<XrefNode, XattrError> 
             computed,
         });
     }
-    let magic = e.get_u16(b, 0).unwrap_or(0);
-    let nodetype = e.get_u16(b, 2).unwrap_or(0);
-    let totlen = e.get_u32(b, 4).unwrap_or(0);
+    let magic = e.get_u16(b, hdr::MAGIC).unwrap_or(0);
+    let nodetype = e.get_u16(b, hdr::NODETYPE).unwrap_or(0);
+    let totlen = e.get_u32(b, hdr::TOTLEN).unwrap_or(0);
     if magic != MAGIC || nodetype != NODETYPE_XREF || totlen != XREF_SIZE as u32 {
         return Err(XattrError::XrefInconsistent {
             offset: off,
@@ -458,13 +459,13 @@ impl Fs<'_> {
                 return Err(bad(format!(
                     "node CRC failed at {}, read={}, calc={}",
                     hash08x(off),
-                    hash08x(e.get_u32(b, 8).unwrap_or(0)),
+                    hash08x(e.get_u32(b, hdr::HDR_CRC).unwrap_or(0)),
                     hash08x(computed)
                 )));
             }
-            let magic = e.get_u16(b, 0).unwrap_or(0);
-            let nodetype = e.get_u16(b, 2).unwrap_or(0);
-            let totlen = e.get_u32(b, 4).unwrap_or(0);
+            let magic = e.get_u16(b, hdr::MAGIC).unwrap_or(0);
+            let nodetype = e.get_u16(b, hdr::NODETYPE).unwrap_or(0);
+            let totlen = e.get_u32(b, hdr::TOTLEN).unwrap_or(0);
             let want =
                 pad4(XATTR_SIZE as u32 + u32::from(rx.name_len) + 1 + u32::from(rx.value_len));
             if magic != MAGIC

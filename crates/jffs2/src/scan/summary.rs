@@ -7,6 +7,7 @@ use super::{
     BlockClass, DirtCause, Level, MountFailure, ScanDirent, SummaryUse, XattrDatum, XattrRef,
 };
 use crate::crc::crc32;
+use crate::format::{hdr, marker, NodeHeader};
 use crate::format::{
     pad4, Endian, NodeKind, SummaryNode, COMPAT_MASK, FEATURE_INCOMPAT, MAGIC, NODETYPE_DIRENT,
     NODETYPE_INODE, NODETYPE_SUMMARY, NODETYPE_XATTR, NODETYPE_XREF, SUMMARY_MARKER_SIZE,
@@ -43,12 +44,12 @@ impl Engine<'_> {
         let end = jofs + sector;
         // Without a write buffer only the last 8 bytes are read.
         self.jebs[b].bytes_read += SUMMARY_MARKER_SIZE as u32;
-        let marker = self.bytes::<8>(end - 8);
+        let marker = self.bytes::<SUMMARY_MARKER_SIZE>(end - SUMMARY_MARKER_SIZE as u32);
         let e = self.e;
-        if e.get_u32(&marker, 4) != Some(SUM_MAGIC) {
+        if e.get_u32(&marker, marker::MAGIC) != Some(SUM_MAGIC) {
             return None;
         }
-        let sm_offset = e.get_u32(&marker, 0).unwrap_or(0);
+        let sm_offset = e.get_u32(&marker, marker::OFFSET).unwrap_or(0);
         let sumlen = sector.wrapping_sub(sm_offset);
         if sumlen > sector {
             // "sm->offset maybe wrong but MAGIC maybe right": straight to the full scan.
@@ -172,12 +173,14 @@ impl Engine<'_> {
         }
         let s = self.bytes_vec(jofs + rel, sumlen as usize);
         // 1. hdr_crc over the constants {0x1985, 0x2006, totlen as stored}.
-        let totlen = e.get_u32(&s, 4).unwrap_or(0);
-        let mut h = [0u8; 8];
-        h[0..2].copy_from_slice(&e.u16_bytes(MAGIC));
-        h[2..4].copy_from_slice(&e.u16_bytes(NODETYPE_SUMMARY));
-        h[4..8].copy_from_slice(&e.u32_bytes(totlen));
-        if crc32(&h) != e.get_u32(&s, 8).unwrap_or(0) {
+        let totlen = e.get_u32(&s, hdr::TOTLEN).unwrap_or(0);
+        let h = NodeHeader {
+            magic: MAGIC,
+            nodetype: NODETYPE_SUMMARY,
+            totlen,
+            hdr_crc: e.get_u32(&s, hdr::HDR_CRC).unwrap_or(0),
+        };
+        if !h.crc_ok(e) {
             return Ok(self.crc_err(b, "summary header CRC mismatch".into()));
         }
         // 2. totlen == sumlen.
