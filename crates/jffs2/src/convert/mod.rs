@@ -59,6 +59,7 @@ use crate::compress::{Compressed, Compressors, COMPR_NONE, COMPR_ZERO};
 use crate::format::dev::encode_dev;
 use crate::format::hdr;
 use crate::format::HEADER_SIZE;
+use crate::format::ROOT_INO;
 use crate::format::{acl::swap_acl, swap_node};
 use crate::format::{
     xprefix, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode, INODE_SIZE,
@@ -157,6 +158,9 @@ pub enum ConvertError {
         source: io::Error,
     },
 }
+
+/// The summary record an inode node adds (data nodes, copied or written anew).
+const INODE_REC: u32 = crate::format::SUM_INODE_SIZE as u32;
 
 /// The smallest erase size the output may have (the scan's own minimum).
 const MIN_ERASE: u32 = 8192;
@@ -574,10 +578,10 @@ pub fn convert_with_progress<W: Write + Send>(
                             emit(&mut w, &bytes, rec, &mut report)?;
                         }
                         Ready::DataCopy(bytes, dn, tmpl) => {
-                            let room = w.room(18) as usize;
+                            let room = w.room(INODE_REC) as usize;
                             if bytes.len() <= room || room < SPLIT_MIN {
                                 report.copied += 1;
-                                emit(&mut w, &bytes, 18, &mut report)?;
+                                emit(&mut w, &bytes, INODE_REC, &mut report)?;
                             } else {
                                 // It would leave a block tail Linux counts as dirt: rewritten instead,
                                 // its data filling the block, with fresh versions and the inode's
@@ -591,7 +595,7 @@ pub fn convert_with_progress<W: Write + Send>(
                                     Err(_) => {
                                         report.copied += 1;
                                         report.kept_undecodable += 1;
-                                        emit(&mut w, &bytes, 18, &mut report)?;
+                                        emit(&mut w, &bytes, INODE_REC, &mut report)?;
                                         continue;
                                     }
                                 };
@@ -632,14 +636,14 @@ pub fn convert_with_progress<W: Write + Send>(
                             match copy {
                                 Some(bytes) if untouched => {
                                     report.copied += 1;
-                                    emit(&mut w, &bytes, 18, &mut report)?;
+                                    emit(&mut w, &bytes, INODE_REC, &mut report)?;
                                 }
                                 _ => {
                                     let version = next(&mut versions, node.ino);
                                     buf.clear();
                                     InodeNode { version, ..node }.encode(lc.endian, &[], &mut buf);
                                     report.rewritten += 1;
-                                    emit(&mut w, &buf, 18, &mut report)?;
+                                    emit(&mut w, &buf, INODE_REC, &mut report)?;
                                 }
                             }
                         }
@@ -650,7 +654,7 @@ pub fn convert_with_progress<W: Write + Send>(
                                     let version = next(&mut versions, node.ino);
                                     InodeNode { version, ..*node }
                                         .encode(lc.endian, &payload, &mut buf);
-                                    18
+                                    INODE_REC
                                 }
                                 Item::Dirent {
                                     pino,
@@ -777,7 +781,7 @@ fn round_len(pending: &VecDeque<Item>, closed: bool) -> Option<usize> {
 fn movable(r: &Ready) -> Option<(usize, u32)> {
     match r {
         Ready::Node(b, rec) => Some((b.len(), *rec)),
-        Ready::DataCopy(b, ..) => Some((b.len(), 18)),
+        Ready::DataCopy(b, ..) => Some((b.len(), INODE_REC)),
         _ => None,
     }
 }
@@ -815,7 +819,7 @@ fn fill<W: Write>(
         };
         let (bytes, rec_j) = match rest[j].take() {
             Some(Ready::Node(b, r)) => (b, r),
-            Some(Ready::DataCopy(b, ..)) => (b, 18),
+            Some(Ready::DataCopy(b, ..)) => (b, INODE_REC),
             _ => return Ok(()),
         };
         match items.get(j) {
@@ -860,8 +864,7 @@ const SPLIT_MIN: usize = INODE_SIZE + MIN_DATA_LEN as usize;
 /// when a data node is split there.
 const RAW_TAIL: usize = 1024;
 
-/// `JFFS2_MIN_DATA_LEN`.
-const MIN_DATA_LEN: u32 = 128;
+use crate::format::MIN_DATA_LEN;
 
 /// A range of file data to write as one or more data nodes.
 struct Chunk {
@@ -890,7 +893,7 @@ fn write_chunk<W: Write>(
     let e = cfg.layout.endian;
     let Some(data) = &chunk.data else {
         // A hole: one ZERO node, no payload.
-        w.prepare(INODE_SIZE as u32, 18)?;
+        w.prepare(INODE_SIZE as u32, INODE_REC)?;
         let node = InodeNode {
             version: version(tmpl.ino),
             offset: chunk.ofs,
@@ -901,14 +904,14 @@ fn write_chunk<W: Write>(
         buf.clear();
         node.encode(e, &[], buf);
         report.rewritten += 1;
-        return emit(w, buf, 18, report).map_err(ConvertError::from);
+        return emit(w, buf, INODE_REC, report).map_err(ConvertError::from);
     };
     let len = data.len();
     let mut pos = 0usize;
     let mut spec = chunk.spec.as_ref();
     while pos < len {
-        w.prepare(SPLIT_MIN as u32, 18)?;
-        let room = (w.room(18) as usize).saturating_sub(INODE_SIZE);
+        w.prepare(SPLIT_MIN as u32, INODE_REC)?;
+        let room = (w.room(INODE_REC) as usize).saturating_sub(INODE_SIZE);
         let space = room.min(len - pos);
         let fresh;
         let c = match spec.take() {
@@ -944,7 +947,7 @@ fn write_chunk<W: Write>(
         buf.clear();
         node.encode(e, &c.data, buf);
         report.rewritten += 1;
-        emit(w, buf, 18, report)?;
+        emit(w, buf, INODE_REC, report)?;
         pos += c.consumed;
     }
     Ok(())
@@ -1034,7 +1037,9 @@ impl<'f, 'a> Planner<'f, 'a> {
             .live_inodes()
             .filter(|&i| i != 1)
             .partition(|&i| fs.named_as_dir(i));
-        let root = fs.read_inode(1).map_err(ConvertError::RootUnreadable)?;
+        let root = fs
+            .read_inode(ROOT_INO)
+            .map_err(ConvertError::RootUnreadable)?;
         let mut reads: HashMap<u32, Read> = pool.install(|| {
             dirs.par_iter()
                 .map(|&i| (i, Read::of(fs.read_inode(i))))
@@ -1377,7 +1382,9 @@ impl<'f, 'a> Planner<'f, 'a> {
             // A faked root keeps no node, unless it has xattrs: Linux attaches an xref only
             // to an inode the scan met on flash (a node of it, or an entry in it), and an
             // empty root would have neither.
-            None if inode.faked && inode.ino == 1 && self.fs.raw_xattrs(inode).is_empty() => {}
+            None if inode.faked
+                && inode.ino == ROOT_INO
+                && self.fs.raw_xattrs(inode).is_empty() => {}
             _ => items.push(Item::Meta {
                 node: Arc::new(self.template(inode)),
                 payload: Vec::new(),
@@ -1892,7 +1899,7 @@ impl<'a> Worker<'_, 'a> {
             Ok(NodeData::Bytes(b)) => b,
             Ok(NodeData::Zeros(n)) => vec![0; n as usize],
             // Linux cannot read this node's data either: keep it as it is.
-            Err(_) => return Ready::Node(self.copy(dn.offset), 18),
+            Err(_) => return Ready::Node(self.copy(dn.offset), INODE_REC),
         };
         for &(s, e) in ranges {
             let mut at = s;

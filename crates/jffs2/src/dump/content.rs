@@ -12,6 +12,9 @@ use crate::format::{
     NODETYPE_INODE, NODETYPE_PADDING, NODETYPE_SUMMARY, NODETYPE_XATTR, NODETYPE_XREF,
     NODE_ACCURATE, SUMMARY_MARKER_SIZE, SUMMARY_SIZE, XATTR_SIZE, XREF_SIZE,
 };
+use crate::format::{
+    SUM_DIRENT_NSIZE_AT, SUM_DIRENT_SIZE, SUM_INODE_SIZE, SUM_XATTR_SIZE, SUM_XREF_SIZE,
+};
 
 /// Options of the content dump.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -583,13 +586,16 @@ impl Walk<'_, '_> {
             });
         }
         let mut sp = p + SUMMARY_SIZE as u64;
-        let mut rec = [0u8; 24 + 255];
+        let mut rec = [0u8; SUM_DIRENT_SIZE + u8::MAX as usize];
         for _ in 0..count {
             let t = self.view.u16(sp);
             let size = match t {
-                NODETYPE_INODE | NODETYPE_XATTR => 18,
-                NODETYPE_XREF => 6,
-                NODETYPE_DIRENT => 24 + usize::from(self.view.byte(sp + 22)),
+                NODETYPE_INODE => SUM_INODE_SIZE,
+                NODETYPE_XATTR => SUM_XATTR_SIZE,
+                NODETYPE_XREF => SUM_XREF_SIZE,
+                NODETYPE_DIRENT => {
+                    SUM_DIRENT_SIZE + usize::from(self.view.byte(sp + SUM_DIRENT_NSIZE_AT as u64))
+                }
                 _ => 0,
             };
             let rec = &mut rec[..size];

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use rayon::prelude::*;
 
 use super::Refusal;
+use crate::format::ROOT_INO;
 use crate::fs::{DataNode, Frag, Fs, FsError, Inode, InodeKind, Xattr, PATH_MAX};
 pub use crate::name::name_problem;
 
@@ -154,8 +155,8 @@ impl Plan {
     /// Fails only when the root cannot be read (the mount would fail).
     pub fn build(fs: &Fs<'_>, with_xattrs: bool) -> Result<Plan, FsError> {
         let mut inos: Vec<u32> = fs.live_inodes().collect();
-        if !inos.contains(&1) {
-            inos.push(1);
+        if !inos.contains(&ROOT_INO) {
+            inos.push(ROOT_INO);
         }
         // A sorted vector, not a hash map: every inode is held here until the walk takes it,
         // and a map's slack and its parallel collection would cost as much again.
@@ -187,7 +188,7 @@ impl Plan {
             name: crate::name::Name::default(),
             parent: 0,
             depth: 0,
-            ino: 1,
+            ino: ROOT_INO,
             meta: Meta::of(&root),
             xattrs: root_xattrs,
             kind: EntryKind::Dir,

@@ -111,6 +111,18 @@ pub const XREF_SIZE: usize = 28;
 pub const SUMMARY_SIZE: usize = 32;
 /// Size of the summary marker at the end of an erase block (offset + magic).
 pub const SUMMARY_MARKER_SIZE: usize = 8;
+/// Size of a summary record of an inode node (`JFFS2_SUMMARY_INODE_SIZE`).
+pub const SUM_INODE_SIZE: usize = 18;
+/// Size of a summary record of a dirent without its name (`JFFS2_SUMMARY_DIRENT_SIZE(0)`).
+pub const SUM_DIRENT_SIZE: usize = 24;
+/// Offset of the name length (`nsize`, one byte) in a summary dirent record.
+pub const SUM_DIRENT_NSIZE_AT: usize = 22;
+/// Size of a summary record of an xattr node (`JFFS2_SUMMARY_XATTR_SIZE`).
+pub const SUM_XATTR_SIZE: usize = 18;
+/// Size of a summary record of an xref node (`JFFS2_SUMMARY_XREF_SIZE`).
+pub const SUM_XREF_SIZE: usize = 6;
+/// The root directory's inode number; it has no inode node of its own.
+pub const ROOT_INO: u32 = 1;
 /// Default (and on plain NOR the only accepted) cleanmarker size.
 pub const CLEANMARKER_SIZE: u32 = 12;
 

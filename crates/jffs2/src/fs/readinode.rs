@@ -8,6 +8,7 @@ use super::refs::{hash08x, ref_offset};
 use super::{kmsg, live, Fs, FsError, Problem, ReadError};
 use crate::compress::COMPR_ZERO;
 use crate::crc::crc32;
+use crate::format::ROOT_INO;
 use crate::format::{
     dt, pad4, DirentNode, InodeNode, COMPAT_MASK, DIRENT_SIZE, FEATURE_INCOMPAT, FEATURE_ROCOMPAT,
     FEATURE_RWCOMPAT_COPY, INODE_SIZE, MAGIC, MAX_NAME_LEN, NODETYPE_DIRENT, NODETYPE_INODE,
@@ -240,7 +241,7 @@ impl Fs<'_> {
     /// it gave up (what `--kernel-log` shows for an inode that cannot be read).
     pub fn read_inode_logged(&self, ino: u32) -> Result<Inode, ReadFailure> {
         let ic = self.scan.inodes.get(&ino);
-        if ic.is_none() && ino != 1 {
+        if ic.is_none() && ino != ROOT_INO {
             return Err(ReadFailure {
                 error: FsError::NoSuchInode(ino),
                 log: Vec::new(),
@@ -269,7 +270,7 @@ impl Fs<'_> {
                 }
             }
         }
-        if c.valid == 0 && ino != 1 {
+        if c.valid == 0 && ino != ROOT_INO {
             c.log.push(kmsg(
                 Level::Warning,
                 "jffs2_get_inode_nodes",
@@ -741,7 +742,7 @@ impl Fs<'_> {
 
         let Some((_, latest_idx, _)) = latest else {
             // No valid data or metadata node (§6.4).
-            if ino != 1 {
+            if ino != ROOT_INO {
                 inode.log.push(kmsg(
                     Level::Warning,
                     "jffs2_do_read_inode_internal",
@@ -937,7 +938,7 @@ fn dir_nlink(ino: u32, dents: &[Dirent]) -> u32 {
         .filter(|d| d.dtype == dt::DIR && d.ino != 0)
         .count() as u32;
     2u32.saturating_add(subdirs)
-        .saturating_add(u32::from(ino == 1))
+        .saturating_add(u32::from(ino == ROOT_INO))
 }
 
 /// Lays `[s, e)` of node `id` over the fragments, trimming or splitting what it covers

@@ -13,6 +13,9 @@ use crate::format::{
     NODETYPE_INODE, NODETYPE_SUMMARY, NODETYPE_XATTR, NODETYPE_XREF, SUMMARY_MARKER_SIZE,
     SUMMARY_SIZE, SUM_MAGIC, XREF_SIZE,
 };
+use crate::format::{
+    SUM_DIRENT_NSIZE_AT, SUM_DIRENT_SIZE, SUM_INODE_SIZE, SUM_XATTR_SIZE, SUM_XREF_SIZE,
+};
 
 /// Everything needed to undo a summary's effects on the scan (the kernel's fall-back after an
 /// unsupported compatible record type frees the block's refs and resets its accounting).
@@ -253,9 +256,13 @@ impl Engine<'_> {
             };
             // Record sizes (`JFFS2_SUMMARY_*_SIZE`); an unknown type is only read for its type.
             let need = match t {
-                NODETYPE_INODE | NODETYPE_XATTR => 18,
-                NODETYPE_DIRENT => 24 + usize::from(s.get(p + 22).copied().unwrap_or(0)),
-                NODETYPE_XREF => 6,
+                NODETYPE_INODE => SUM_INODE_SIZE,
+                NODETYPE_XATTR => SUM_XATTR_SIZE,
+                NODETYPE_DIRENT => {
+                    SUM_DIRENT_SIZE
+                        + usize::from(s.get(p + SUM_DIRENT_NSIZE_AT).copied().unwrap_or(0))
+                }
+                NODETYPE_XREF => SUM_XREF_SIZE,
                 _ => 2,
             };
             let known = matches!(t, NODETYPE_INODE | NODETYPE_DIRENT)

@@ -33,6 +33,7 @@ use crate::compress::{
     COMPR_ZLIB,
 };
 use crate::format::xprefix;
+use crate::format::ROOT_INO;
 use crate::fs::{Fs, InodeKind, TreeOptions};
 use crate::scan::Detection;
 
@@ -175,7 +176,7 @@ pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions
                 if node.atime != 0 || node.mtime != 0 || node.ctime != 0 {
                     times_zero = false;
                 }
-                if node.ino == 1 {
+                if node.ino == ROOT_INO {
                     root_inode = true;
                 }
                 if node.mode & 0o170000 == 0o120000 {

@@ -12,8 +12,8 @@ use std::process::Command;
 
 use super::*;
 use crate::format::{SumRecord, SummaryNode};
-use crate::scan::msg::{is_scan_message, normalize_dmesg};
 use crate::scan::as_flashed;
+use crate::scan::msg::{is_scan_message, normalize_dmesg};
 
 const LE: Endian = Endian::Little;
 const ES: u32 = 16 * 1024;
