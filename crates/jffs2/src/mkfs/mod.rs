@@ -72,6 +72,7 @@ use crate::format::{
     mode_to_dt, DirentNode, Endian, InodeNode, NodeKind, XattrNode, XrefNode, INODE_SIZE,
     MAX_NAME_LEN, MIN_DATA_LEN, XATTR_SIZE, XREF_SIZE,
 };
+use crate::format::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFMT, S_IFSOCK};
 use crate::layout::SummarizingWriter;
 use crate::layout::{record_size, BlockWriter, EndPad, LayoutConfig};
 use crate::source::{acl_to_jffs2, Entry, Tree};
@@ -498,7 +499,7 @@ struct Builder<'a, W: Write> {
 
 /// The mode bits without the file type, as mkfs.jffs2's listing prints them.
 fn perm(mode: u32) -> u32 {
-    mode & !0o170000
+    mode & !S_IFMT
 }
 
 impl<'a, W: Write> Builder<'a, W> {
@@ -649,11 +650,11 @@ impl<'a, W: Write> Builder<'a, W> {
         let en = self.e(id);
         let name = crate::text::escape_if_needed(&en.name);
         let (uid, gid) = (en.uid as i32, en.gid as i32);
-        let line = match en.mode & 0o170000 {
-            0o040000 | 0o140000 | 0o010000 => {
-                let c = match en.mode & 0o170000 {
-                    0o040000 => 'd',
-                    0o140000 => 's',
+        let line = match en.mode & S_IFMT {
+            S_IFDIR | S_IFSOCK | S_IFIFO => {
+                let c = match en.mode & S_IFMT {
+                    S_IFDIR => 'd',
+                    S_IFSOCK => 's',
                     _ => 'p',
                 };
                 format!(
@@ -664,8 +665,8 @@ impl<'a, W: Write> Builder<'a, W> {
                     gid
                 )
             }
-            0o020000 | 0o060000 => {
-                let c = if en.mode & 0o170000 == 0o020000 {
+            S_IFCHR | S_IFBLK => {
+                let c = if en.mode & S_IFMT == S_IFCHR {
                     'c'
                 } else {
                     'b'
