@@ -7,13 +7,13 @@ use std::io::{self, Write};
 
 use crate::crc::{crc32, crc32_update};
 use crate::format::{
+    hdr, SUM_DIRENT_NSIZE_AT, SUM_DIRENT_SIZE, SUM_INODE_SIZE, SUM_XATTR_SIZE, SUM_XREF_SIZE,
+};
+use crate::format::{
     pad4, DirentNode, Endian, InodeNode, NodeHeader, SumRecord, SummaryNode, XattrNode, XrefNode,
     DIRENT_SIZE, HEADER_SIZE, INODE_SIZE, MAGIC, NODETYPE_CLEANMARKER, NODETYPE_DIRENT,
     NODETYPE_INODE, NODETYPE_PADDING, NODETYPE_SUMMARY, NODETYPE_XATTR, NODETYPE_XREF,
     NODE_ACCURATE, SUMMARY_MARKER_SIZE, SUMMARY_SIZE, XATTR_SIZE, XREF_SIZE,
-};
-use crate::format::{
-    SUM_DIRENT_NSIZE_AT, SUM_DIRENT_SIZE, SUM_INODE_SIZE, SUM_XATTR_SIZE, SUM_XREF_SIZE,
 };
 
 /// Options of the content dump.
@@ -285,7 +285,7 @@ impl Walk<'_, '_> {
                 continue;
             }
             let magic = self.view.u16(p);
-            let ty = self.view.u16(p + 2);
+            let ty = self.view.u16(p + hdr::NODETYPE as u64);
             if magic == 0xFFFF && ty == 0xFFFF {
                 self.p += 4;
                 self.report.empty_space = self.report.empty_space.wrapping_add(4);

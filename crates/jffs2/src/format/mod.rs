@@ -149,6 +149,34 @@ pub mod marker {
     pub const MAGIC: usize = 4;
 }
 
+/// Byte offsets of the fields of summary records (`struct jffs2_sum_*_flash`,
+/// `docs/spec/kernel-jffs2-spec.md` §1.7), for readers that walk records in place
+/// ([`SumRecord`] decodes them whole). Every record starts with its 16-bit node type.
+pub mod sumrec {
+    /// Inode and xattr records: the inode number (xid for an xattr).
+    pub const ID: usize = 2;
+    /// Inode and xattr records: `version`.
+    pub const VERSION: usize = 6;
+    /// Inode and xattr records: `offset` of the node in its block.
+    pub const OFFSET: usize = 10;
+    /// Inode and xattr records: `totlen`.
+    pub const TOTLEN: usize = 14;
+    /// Dirent record: `totlen`.
+    pub const DIRENT_TOTLEN: usize = 2;
+    /// Dirent record: `offset`.
+    pub const DIRENT_OFFSET: usize = 6;
+    /// Dirent record: `pino`.
+    pub const DIRENT_PINO: usize = 10;
+    /// Dirent record: `version`.
+    pub const DIRENT_VERSION: usize = 14;
+    /// Dirent record: `ino`.
+    pub const DIRENT_INO: usize = 18;
+    /// Dirent record: `type` (one byte; `nsize` is the byte before it).
+    pub const DIRENT_TYPE: usize = 23;
+    /// Xref record: `offset`.
+    pub const XREF_OFFSET: usize = 2;
+}
+
 /// xattr name prefix ids (`jffs2.h` `JFFS2_XPREFIX_*`).
 pub mod xprefix {
     /// `user.`

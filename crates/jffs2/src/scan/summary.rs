@@ -7,7 +7,7 @@ use super::{
     BlockClass, DirtCause, Level, MountFailure, ScanDirent, SummaryUse, XattrDatum, XattrRef,
 };
 use crate::crc::crc32;
-use crate::format::{hdr, marker, NodeHeader};
+use crate::format::{hdr, marker, sumrec, NodeHeader};
 use crate::format::{
     pad4, Endian, NodeKind, SummaryNode, COMPAT_MASK, FEATURE_INCOMPAT, MAGIC, NODETYPE_DIRENT,
     NODETYPE_INODE, NODETYPE_SUMMARY, NODETYPE_XATTR, NODETYPE_XREF, SUMMARY_MARKER_SIZE,
@@ -273,18 +273,27 @@ impl Engine<'_> {
             let u32_at = |k: usize| e.get_u32(s, p + k).unwrap_or(0);
             match t {
                 NODETYPE_INODE => {
-                    let (inode, version, offset, totlen) =
-                        (u32_at(2), u32_at(6), u32_at(10), u32_at(14));
+                    let (inode, version, offset, totlen) = (
+                        u32_at(sumrec::ID),
+                        u32_at(sumrec::VERSION),
+                        u32_at(sumrec::OFFSET),
+                        u32_at(sumrec::TOTLEN),
+                    );
                     let ino = self.make_ino_cache(inode);
                     snap.touched.push(ino);
                     self.sum_link(b, offset, pad4(totlen), NodeKind::Inode, Some(ino))?;
                     self.pseudo_random = self.pseudo_random.wrapping_add(version);
                 }
                 NODETYPE_DIRENT => {
-                    let (totlen, offset, pino, version, ino) =
-                        (u32_at(2), u32_at(6), u32_at(10), u32_at(14), u32_at(18));
-                    let dtype = s[p + 23];
-                    let name = &s[p + 24..p + need];
+                    let (totlen, offset, pino, version, ino) = (
+                        u32_at(sumrec::DIRENT_TOTLEN),
+                        u32_at(sumrec::DIRENT_OFFSET),
+                        u32_at(sumrec::DIRENT_PINO),
+                        u32_at(sumrec::DIRENT_VERSION),
+                        u32_at(sumrec::DIRENT_INO),
+                    );
+                    let dtype = s[p + sumrec::DIRENT_TYPE];
+                    let name = &s[p + SUM_DIRENT_SIZE..p + need];
                     let checked = name.iter().position(|&c| c == 0).unwrap_or(name.len());
                     let at = jofs.wrapping_add(offset);
                     if checked == 0 {
@@ -329,8 +338,12 @@ impl Engine<'_> {
                     self.pseudo_random = self.pseudo_random.wrapping_add(version);
                 }
                 NODETYPE_XATTR if self.opts.xattr => {
-                    let (xid, version, offset, totlen) =
-                        (u32_at(2), u32_at(6), u32_at(10), u32_at(14));
+                    let (xid, version, offset, totlen) = (
+                        u32_at(sumrec::ID),
+                        u32_at(sumrec::VERSION),
+                        u32_at(sumrec::OFFSET),
+                        u32_at(sumrec::TOTLEN),
+                    );
                     let current = self.setup_xattr_datum(xid, version);
                     let idx = self.sum_link(b, offset, pad4(totlen), NodeKind::Xattr, None)?;
                     if current <= version {
@@ -344,7 +357,7 @@ impl Engine<'_> {
                     self.pseudo_random = self.pseudo_random.wrapping_add(xid);
                 }
                 NODETYPE_XREF if self.opts.xattr => {
-                    let offset = u32_at(2);
+                    let offset = u32_at(sumrec::XREF_OFFSET);
                     let idx = self.sum_link(b, offset, XREF_SIZE as u32, NodeKind::Xref, None)?;
                     self.xattr_refs.push(XattrRef {
                         ino: None,
