@@ -4,6 +4,7 @@
 //! The rules are documented on `dump::convert_endian`.
 
 use super::acl::convert_acl;
+use super::dev::{NEW_DEV_SIZE, OLD_DEV_SIZE};
 use super::{
     accurate_crc, xprefix, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, SumRecord,
     SummaryNode, XattrNode, XrefNode, INODE_SIZE, SUMMARY_MARKER_SIZE, SUMMARY_SIZE, XATTR_SIZE,
@@ -128,7 +129,7 @@ impl Converter {
         let is_dev = matches!(n.mode & S_IFMT, S_IFCHR | S_IFBLK)
             && n.compr == COMPR_NONE
             && n.csize == n.dsize
-            && matches!(n.csize, 2 | 4);
+            && matches!(n.csize as usize, OLD_DEV_SIZE | NEW_DEV_SIZE);
         let mut data_changed = false;
         if is_dev {
             // The payload is whole in `src` exactly when it is in `b` (a copy of it).

@@ -19,10 +19,10 @@ use rayon::prelude::*;
 
 /// Data nodes from which an inode's CRC checks run in parallel.
 const PAR_CHECKS: usize = 256;
-/// `JFFS2_MIN_NODE_HEADER`: the first read of every node (§6.1).
-const MIN_NODE_HEADER: usize = 40;
+/// `JFFS2_MIN_NODE_HEADER`: the first read of every node (§6.1), the size of a dirent header.
+const MIN_NODE_HEADER: usize = crate::format::DIRENT_SIZE;
 
-use crate::format::dev::decode_dev;
+use crate::format::dev::{decode_dev, NEW_DEV_SIZE, OLD_DEV_SIZE};
 use crate::format::hdr;
 use crate::format::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
 
@@ -881,7 +881,7 @@ impl Fs<'_> {
                     }
                     let dn = nodes[first.node].clone();
                     if ln.mode & S_IFMT != S_IFLNK {
-                        if dn.size != 2 && dn.size != 4 {
+                        if dn.size as usize != OLD_DEV_SIZE && dn.size as usize != NEW_DEV_SIZE {
                             inode.log.push(kmsg(
                                 Level::Notice,
                                 "",
