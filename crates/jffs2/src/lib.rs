@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! writing:  host directory --source::scan_host--> source::Tree --mkfs::build--> image bytes
-//!           (source::apply_device_table, xattrs)  (compress, layout::BlockWriter, sumtool)
+//!           (source::apply_device_table, xattrs)  (compress, layout::BlockWriter, summaries)
 //!
 //! reading:  image bytes --scan::detect--> Geometry --scan::scan--> Scan --fs::build--> Fs
 //!                                                                                     |
