@@ -140,7 +140,7 @@ pub mod hdr {
     pub const HDR_CRC: usize = 8;
 }
 
-/// Byte offsets in the summary marker, the last [`SUMMARY_MARKER_SIZE`](super::SUMMARY_MARKER_SIZE)
+/// Byte offsets in the summary marker, the last [`SUMMARY_MARKER_SIZE`]
 /// bytes of a summarised erase block (`docs/spec/kernel-jffs2-spec.md` §1.7).
 pub mod marker {
     /// The summary node's offset in its block (u32).
