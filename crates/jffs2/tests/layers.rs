@@ -217,13 +217,18 @@ fn is_ident(c: char) -> bool {
 
 /// The top-level modules `code` names through `crate::`: `crate::x` and `crate::{x, y::z}`.
 fn referenced(code: &str) -> BTreeSet<String> {
+    referenced_after(code, "crate::")
+}
+
+/// The first path segments `code` names after `prefix` (`crate::` or `super::`).
+fn referenced_after(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
+    while let Some(at) = rest.find(prefix) {
         let before = rest[..at].chars().next_back();
-        rest = &rest[at + "crate::".len()..];
-        if before.is_some_and(is_ident) {
-            continue; // `$crate::` or a longer identifier
+        rest = &rest[at + prefix.len()..];
+        if before.is_some_and(|c| is_ident(c) || c == ':') {
+            continue; // `$crate::`, a longer identifier, or `super::super::`
         }
         let after = rest.trim_start();
         if let Some(group) = after.strip_prefix('{') {
@@ -381,4 +386,49 @@ fn the_walk_finds_the_known_edges() {
     for ((from, to), files) in &e {
         println!("{from} -> {to} ({} files)", files.len());
     }
+}
+
+/// Inside `fs`, the passes in one-way order (`docs/ARCHITECTURE.md`, "Layers"): a submodule
+/// names through `super::` only submodules of a lower rank. `mod.rs` is the façade (the `Fs`
+/// type, its errors and problems) that every pass extends; it is not ranked.
+const FS_ORDER: &[&[&str]] = &[
+    &["dirent", "md5", "refs"],
+    &["readinode"],
+    &["xattr"],
+    &["build", "read", "tree"],
+];
+
+#[test]
+fn fs_passes_go_one_way() {
+    let rank = |m: &str| FS_ORDER.iter().position(|r| r.contains(&m));
+    let dir = src_dir().join("fs");
+    let mut bad = Vec::new();
+    let mut list = Vec::new();
+    files(&dir, &mut list);
+    for f in list {
+        let Some(from) = f.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if from == "mod" || f.parent() != Some(dir.as_path()) {
+            continue;
+        }
+        let Some(rf) = rank(from) else {
+            bad.push(format!("fs/{from}.rs is not in FS_ORDER"));
+            continue;
+        };
+        let text = std::fs::read_to_string(&f).expect("read source");
+        let code = without_test_items(&strip(&text));
+        for to in referenced_after(&code, "super::") {
+            if let Some(rt) = rank(&to) {
+                if rt >= rf {
+                    bad.push(format!("fs/{from}.rs -> fs/{to}.rs"));
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "fs edges against FS_ORDER:\n{}",
+        bad.join("\n")
+    );
 }
