@@ -16,7 +16,6 @@ use std::path::PathBuf;
 
 use jffs2::format::Endian;
 use jffs2::fsck::{self, CompareOptions, Finding, FsckError, Options, Report, Severity};
-use jffs2::scan::{BlockClass, BlockList, Level};
 use jffs2::source::XattrSelect;
 use serde_json::{json, Value};
 
@@ -463,27 +462,6 @@ fn kib(v: u32) -> String {
     }
 }
 
-fn class_name(c: BlockClass) -> &'static str {
-    match c {
-        BlockClass::Empty => "empty",
-        BlockClass::Cleanmarker => "cleanmarker",
-        BlockClass::Clean => "clean",
-        BlockClass::PartDirty => "partly-dirty",
-        BlockClass::AllDirty => "all-dirty",
-    }
-}
-
-fn list_name(l: BlockList) -> &'static str {
-    match l {
-        BlockList::Free => "free",
-        BlockList::Clean => "clean",
-        BlockList::Dirty => "dirty",
-        BlockList::VeryDirty => "very-dirty",
-        BlockList::ErasePending => "erase-pending",
-        BlockList::Nextblock => "nextblock",
-    }
-}
-
 fn geometry_line(r: &Report) -> String {
     let g = &r.geometry;
     let how = |given: bool| if given { "given" } else { "detected" };
@@ -520,8 +498,8 @@ fn text_report(tool: &Tool, image: &str, r: &Report, verbose: bool) -> String {
                 "  {:<6} 0x{:08x}  {:<13} {:<14} {:<7} {:<10} {:<7} {:<7} {:<7} {:<7} {:>5} ({})  {}\n",
                 b.index,
                 b.offset,
-                class_name(b.class),
-                list_name(b.list),
+                b.class.name(),
+                b.list.name(),
                 b.used,
                 b.unchecked,
                 b.dirty,
@@ -661,15 +639,6 @@ fn finding_json(f: &Finding) -> Value {
     })
 }
 
-fn level_name(l: Level) -> &'static str {
-    match l {
-        Level::Err => "err",
-        Level::Warning => "warning",
-        Level::Notice => "notice",
-        Level::Info => "info",
-    }
-}
-
 /// The `--json` document.
 fn to_json(image: &str, r: &Report, verbose: bool) -> Value {
     let g = &r.geometry;
@@ -734,7 +703,7 @@ fn to_json(image: &str, r: &Report, verbose: bool) -> Value {
             },
         },
         "kernel_log": r.kernel_log.iter().map(|m| json!({
-            "level": level_name(m.level),
+            "level": m.level.name(),
             "offset": m.offset,
             "text": m.text,
         })).collect::<Vec<_>>(),
@@ -753,8 +722,8 @@ fn to_json(image: &str, r: &Report, verbose: bool) -> Value {
                 .iter()
                 .map(|b| {
                     json!({
-                        "index": b.index, "offset": b.offset, "class": class_name(b.class),
-                        "list": list_name(b.list), "used": b.used, "unchecked": b.unchecked,
+                        "index": b.index, "offset": b.offset, "class": b.class.name(),
+                        "list": b.list.name(), "used": b.used, "unchecked": b.unchecked,
                         "dirty": b.dirty, "wasted": b.wasted, "free": b.free,
                         "summary": b.summary, "bytes_read": b.bytes_read, "nodes": b.nodes,
                         "obsolete": b.obsolete,

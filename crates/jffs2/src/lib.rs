@@ -25,7 +25,7 @@
 //!
 //! ```text
 //! writing:  host directory --source::scan_host--> source::Tree --mkfs::build--> image bytes
-//!           (source::apply_device_table, xattrs)  (compress, layout::BlockWriter, sumtool)
+//!           (source::apply_device_table, xattrs)  (compress, layout::BlockWriter, summaries)
 //!
 //! reading:  path or bytes --Image::open---------------------> Image --Image::mount--> Fs
 //!           (inside: scan::detect --> Geometry, scan::as_flashed;   scan::scan, fs::build)

@@ -12,6 +12,24 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 
+/// Why a directory entry's name cannot be created on a host, if it cannot: empty, `.`, `..`,
+/// containing `/` or NUL, or longer than `NAME_MAX` (255).
+pub fn name_problem(name: &[u8]) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("empty name")
+    } else if name == b"." || name == b".." {
+        Some("name is a path step (\".\" or \"..\")")
+    } else if name.contains(&b'/') {
+        Some("name contains '/'")
+    } else if name.contains(&0) {
+        Some("name contains a NUL byte")
+    } else if name.len() > 255 {
+        Some("name longer than 255 bytes")
+    } else {
+        None
+    }
+}
+
 /// A name as bytes (no NUL inside, as the kernel keeps it), 24 bytes in all; it dereferences
 /// to `[u8]` and compares, orders and hashes exactly as that slice does.
 #[derive(Clone)]

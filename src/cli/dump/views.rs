@@ -369,7 +369,7 @@ pub fn node_json(n: &NodeInfo, v: Option<Verdict>, erase_size: u32) -> Value {
         k.insert("verdict".into(), json!(v.name()));
         match v {
             Verdict::Dirt(c) => {
-                k.insert("dirt".into(), json!(views::dirt_name(c)));
+                k.insert("dirt".into(), json!(c.name()));
             }
             Verdict::Linked { from_summary, .. } if from_summary => {
                 k.insert("from_summary".into(), json!(true));

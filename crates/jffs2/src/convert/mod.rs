@@ -14,7 +14,7 @@
 //!   the output (the kernel's GC would turn such a node into a hole, §8.3 "Hazard") — holes
 //!   (ZERO nodes) excepted, as the kernel writes them across pages itself — that fits an
 //!   output erase block, when no recompression is asked for. In the other byte order the
-//!   copy is converted field by field ([`crate::dump::swap_node`]); the payload is kept.
+//!   copy is converted field by field ([`crate::format::swap_node`]); the payload is kept.
 //! * Anything else is **rewritten**: the visible ranges of a partly overwritten or
 //!   truncated data node are decompressed, split at the output page size and compressed
 //!   anew (in parallel, with the configured compressors), with versions above the inode's
@@ -56,7 +56,11 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::compress::{Compressed, Compressors, COMPR_NONE, COMPR_ZERO};
-use crate::dump::{swap_acl, swap_node};
+use crate::format::dev::encode_dev;
+use crate::format::hdr;
+use crate::format::HEADER_SIZE;
+use crate::format::ROOT_INO;
+use crate::format::{acl::swap_acl, swap_node};
 use crate::format::{
     xprefix, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode, INODE_SIZE,
     NODE_ACCURATE, XATTR_SIZE, XREF_SIZE,
@@ -154,6 +158,9 @@ pub enum ConvertError {
         source: io::Error,
     },
 }
+
+/// The summary record an inode node adds (data nodes, copied or written anew).
+const INODE_REC: u32 = crate::format::SUM_INODE_SIZE as u32;
 
 /// The smallest erase size the output may have (the scan's own minimum).
 const MIN_ERASE: u32 = 8192;
@@ -483,7 +490,7 @@ pub fn convert_with_progress<W: Write + Send>(
     } else {
         cfg.threads
     }
-    .min(crate::mkfs::MAX_THREADS);
+    .min(crate::layout::MAX_THREADS);
     let refused = |source: io::Error| ConvertError::Threads { threads, source };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -588,10 +595,10 @@ pub fn convert_with_progress<W: Write + Send>(
                             emit(&mut w, &bytes, rec, &mut report)?;
                         }
                         Ready::DataCopy(bytes, dn, tmpl) => {
-                            let room = w.room(18) as usize;
+                            let room = w.room(INODE_REC) as usize;
                             if bytes.len() <= room || room < SPLIT_MIN {
                                 report.copied += 1;
-                                emit(&mut w, &bytes, 18, &mut report)?;
+                                emit(&mut w, &bytes, INODE_REC, &mut report)?;
                             } else {
                                 // It would leave a block tail Linux counts as dirt: rewritten instead,
                                 // its data filling the block, with fresh versions and the inode's
@@ -605,7 +612,7 @@ pub fn convert_with_progress<W: Write + Send>(
                                     Err(_) => {
                                         report.copied += 1;
                                         report.kept_undecodable += 1;
-                                        emit(&mut w, &bytes, 18, &mut report)?;
+                                        emit(&mut w, &bytes, INODE_REC, &mut report)?;
                                         continue;
                                     }
                                 };
@@ -646,14 +653,14 @@ pub fn convert_with_progress<W: Write + Send>(
                             match copy {
                                 Some(bytes) if untouched => {
                                     report.copied += 1;
-                                    emit(&mut w, &bytes, 18, &mut report)?;
+                                    emit(&mut w, &bytes, INODE_REC, &mut report)?;
                                 }
                                 _ => {
                                     let version = next(&mut versions, node.ino);
                                     buf.clear();
                                     InodeNode { version, ..node }.encode(lc.endian, &[], &mut buf);
                                     report.rewritten += 1;
-                                    emit(&mut w, &buf, 18, &mut report)?;
+                                    emit(&mut w, &buf, INODE_REC, &mut report)?;
                                 }
                             }
                         }
@@ -664,7 +671,7 @@ pub fn convert_with_progress<W: Write + Send>(
                                     let version = next(&mut versions, node.ino);
                                     InodeNode { version, ..*node }
                                         .encode(lc.endian, &payload, &mut buf);
-                                    18
+                                    INODE_REC
                                 }
                                 Item::Dirent {
                                     pino,
@@ -791,7 +798,7 @@ fn round_len(pending: &VecDeque<Item>, closed: bool) -> Option<usize> {
 fn movable(r: &Ready) -> Option<(usize, u32)> {
     match r {
         Ready::Node(b, rec) => Some((b.len(), *rec)),
-        Ready::DataCopy(b, ..) => Some((b.len(), 18)),
+        Ready::DataCopy(b, ..) => Some((b.len(), INODE_REC)),
         _ => None,
     }
 }
@@ -829,7 +836,7 @@ fn fill<W: Write>(
         };
         let (bytes, rec_j) = match rest[j].take() {
             Some(Ready::Node(b, r)) => (b, r),
-            Some(Ready::DataCopy(b, ..)) => (b, 18),
+            Some(Ready::DataCopy(b, ..)) => (b, INODE_REC),
             _ => return Ok(()),
         };
         match items.get(j) {
@@ -874,8 +881,7 @@ const SPLIT_MIN: usize = INODE_SIZE + MIN_DATA_LEN as usize;
 /// when a data node is split there.
 const RAW_TAIL: usize = 1024;
 
-/// `JFFS2_MIN_DATA_LEN`.
-const MIN_DATA_LEN: u32 = 128;
+use crate::format::MIN_DATA_LEN;
 
 /// A range of file data to write as one or more data nodes.
 struct Chunk {
@@ -904,7 +910,7 @@ fn write_chunk<W: Write>(
     let e = cfg.layout.endian;
     let Some(data) = &chunk.data else {
         // A hole: one ZERO node, no payload.
-        w.prepare(INODE_SIZE as u32, 18)?;
+        w.prepare(INODE_SIZE as u32, INODE_REC)?;
         let node = InodeNode {
             version: version(tmpl.ino),
             offset: chunk.ofs,
@@ -915,14 +921,14 @@ fn write_chunk<W: Write>(
         buf.clear();
         node.encode(e, &[], buf);
         report.rewritten += 1;
-        return emit(w, buf, 18, report).map_err(ConvertError::from);
+        return emit(w, buf, INODE_REC, report).map_err(ConvertError::from);
     };
     let len = data.len();
     let mut pos = 0usize;
     let mut spec = chunk.spec.as_ref();
     while pos < len {
-        w.prepare(SPLIT_MIN as u32, 18)?;
-        let room = (w.room(18) as usize).saturating_sub(INODE_SIZE);
+        w.prepare(SPLIT_MIN as u32, INODE_REC)?;
+        let room = (w.room(INODE_REC) as usize).saturating_sub(INODE_SIZE);
         let space = room.min(len - pos);
         let fresh;
         let c = match spec.take() {
@@ -958,7 +964,7 @@ fn write_chunk<W: Write>(
         buf.clear();
         node.encode(e, &c.data, buf);
         report.rewritten += 1;
-        emit(w, buf, 18, report)?;
+        emit(w, buf, INODE_REC, report)?;
         pos += c.consumed;
     }
     Ok(())
@@ -1048,7 +1054,9 @@ impl<'f, 'a> Planner<'f, 'a> {
             .live_inodes()
             .filter(|&i| i != 1)
             .partition(|&i| fs.named_as_dir(i));
-        let root = fs.read_inode(1).map_err(ConvertError::RootUnreadable)?;
+        let root = fs
+            .read_inode(ROOT_INO)
+            .map_err(ConvertError::RootUnreadable)?;
         let mut reads: HashMap<u32, Read> = pool.install(|| {
             dirs.par_iter()
                 .map(|&i| (i, Read::of(fs.read_inode(i))))
@@ -1391,7 +1399,9 @@ impl<'f, 'a> Planner<'f, 'a> {
             // A faked root keeps no node, unless it has xattrs: Linux attaches an xref only
             // to an inode the scan met on flash (a node of it, or an entry in it), and an
             // empty root would have neither.
-            None if inode.faked && inode.ino == 1 && self.fs.raw_xattrs(inode).is_empty() => {}
+            None if inode.faked
+                && inode.ino == ROOT_INO
+                && self.fs.raw_xattrs(inode).is_empty() => {}
             _ => items.push(Item::Meta {
                 node: Arc::new(self.template(inode)),
                 payload: Vec::new(),
@@ -1703,13 +1713,13 @@ fn gap_holds_node(fs: &Fs<'_>, summarised: &std::collections::HashSet<u32>) -> b
             .saturating_add(d.len as usize)
             .min(img.len());
         let mut p = (d.offset as usize + 3) & !3;
-        while p + 12 <= end {
-            let h = &img[p..p + 12];
-            if e.get_u16(h, 0) == Some(MAGIC) {
-                let nodetype = e.get_u16(h, 2).unwrap_or(0);
-                let stored = e.get_u32(h, 8).unwrap_or(0);
+        while p + HEADER_SIZE <= end {
+            let h = &img[p..p + HEADER_SIZE];
+            if e.get_u16(h, hdr::MAGIC) == Some(MAGIC) {
+                let nodetype = e.get_u16(h, hdr::NODETYPE).unwrap_or(0);
+                let stored = e.get_u32(h, hdr::HDR_CRC).unwrap_or(0);
                 if nodetype & NODE_ACCURATE != 0
-                    && crate::crc::crc32(&h[..8]) == stored
+                    && crate::crc::crc32(&h[..hdr::HDR_CRC]) == stored
                     && matches!(
                         NodeKind::of(nodetype),
                         NodeKind::Inode | NodeKind::Dirent | NodeKind::Xattr
@@ -1779,16 +1789,6 @@ fn reached_files(reads: &HashMap<u32, Read>) -> std::collections::HashSet<u32> {
         }
     }
     files
-}
-
-/// The 2- or 4-byte device payload Linux writes (`jffs2_encode_dev`, §1.4).
-fn encode_dev(e: Endian, major: u32, minor: u32) -> Vec<u8> {
-    if major < 256 && minor < 256 {
-        e.u16_bytes(((major << 8) | minor) as u16).to_vec()
-    } else {
-        let v = (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12);
-        e.u32_bytes(v).to_vec()
-    }
 }
 
 struct Worker<'f, 'a> {
@@ -1886,7 +1886,7 @@ impl<'a> Worker<'_, 'a> {
         // Offsets come from nodes the scan and readinode read whole; an empty copy (nothing
         // written) is the defensive answer to anything else.
         let b = img.get(offset as usize..).unwrap_or(&[]);
-        let totlen = from.get_u32(b, 4).unwrap_or(0) as usize;
+        let totlen = from.get_u32(b, hdr::TOTLEN).unwrap_or(0) as usize;
         let node = &b[..totlen.min(b.len())];
         if from == to {
             Cow::Borrowed(node)
@@ -1916,7 +1916,7 @@ impl<'a> Worker<'_, 'a> {
             Ok(NodeData::Bytes(b)) => b,
             Ok(NodeData::Zeros(n)) => vec![0; n as usize],
             // Linux cannot read this node's data either: keep it as it is.
-            Err(_) => return Ready::Node(self.copy(dn.offset), 18),
+            Err(_) => return Ready::Node(self.copy(dn.offset), INODE_REC),
         };
         for &(s, e) in ranges {
             let mut at = s;

@@ -7,6 +7,9 @@ use std::io::{self, Write};
 
 use crate::crc::{crc32, crc32_update};
 use crate::format::{
+    hdr, SUM_DIRENT_NSIZE_AT, SUM_DIRENT_SIZE, SUM_INODE_SIZE, SUM_XATTR_SIZE, SUM_XREF_SIZE,
+};
+use crate::format::{
     pad4, DirentNode, Endian, InodeNode, NodeHeader, SumRecord, SummaryNode, XattrNode, XrefNode,
     DIRENT_SIZE, HEADER_SIZE, INODE_SIZE, MAGIC, NODETYPE_CLEANMARKER, NODETYPE_DIRENT,
     NODETYPE_INODE, NODETYPE_PADDING, NODETYPE_SUMMARY, NODETYPE_XATTR, NODETYPE_XREF,
@@ -282,7 +285,7 @@ impl Walk<'_, '_> {
                 continue;
             }
             let magic = self.view.u16(p);
-            let ty = self.view.u16(p + 2);
+            let ty = self.view.u16(p + hdr::NODETYPE as u64);
             if magic == 0xFFFF && ty == 0xFFFF {
                 self.p += 4;
                 self.report.empty_space = self.report.empty_space.wrapping_add(4);
@@ -583,13 +586,16 @@ impl Walk<'_, '_> {
             });
         }
         let mut sp = p + SUMMARY_SIZE as u64;
-        let mut rec = [0u8; 24 + 255];
+        let mut rec = [0u8; SUM_DIRENT_SIZE + u8::MAX as usize];
         for _ in 0..count {
             let t = self.view.u16(sp);
             let size = match t {
-                NODETYPE_INODE | NODETYPE_XATTR => 18,
-                NODETYPE_XREF => 6,
-                NODETYPE_DIRENT => 24 + usize::from(self.view.byte(sp + 22)),
+                NODETYPE_INODE => SUM_INODE_SIZE,
+                NODETYPE_XATTR => SUM_XATTR_SIZE,
+                NODETYPE_XREF => SUM_XREF_SIZE,
+                NODETYPE_DIRENT => {
+                    SUM_DIRENT_SIZE + usize::from(self.view.byte(sp + SUM_DIRENT_NSIZE_AT as u64))
+                }
                 _ => 0,
             };
             let rec = &mut rec[..size];

@@ -57,7 +57,10 @@ mod oob;
 pub mod views;
 
 pub use content::{dump_content, ContentOptions, ContentReport, Deviation};
-pub use convert::{convert_endian, swap_acl, swap_node, ConvertOptions, ConvertReport};
+pub use convert::{convert_endian, ConvertOptions};
+// The node conversion itself is format's (`format::swap`); these paths stay for callers.
+pub use crate::format::acl::swap_acl;
+pub use crate::format::{swap_node, ConvertReport};
 pub use oob::peel_oob;
 
 /// An error of the dump tools' input handling.

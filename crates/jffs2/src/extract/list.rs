@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use super::plan::FileData;
 use super::stream::{stream, Chunk, StreamOptions};
+use crate::format::ROOT_INO;
 use crate::fs::{Dirent, Fs, FsError, Inode, InodeKind, ReadError};
 pub use crate::text::escape;
 
@@ -116,7 +117,7 @@ fn find<'d>(dents: &'d [Dirent], name: &[u8]) -> Option<&'d Dirent> {
 /// component too when `follow`. At most 40 links.
 pub fn lookup(fs: &Fs<'_>, path: &[u8], follow: bool) -> Result<Inode, LookupError> {
     let unreadable = |p: &[u8], e| LookupError::Unreadable(p.to_vec(), e);
-    let root = fs.read_inode(1).map_err(|e| unreadable(b"/", e))?;
+    let root = fs.read_inode(ROOT_INO).map_err(|e| unreadable(b"/", e))?;
     let mut stack: Vec<Inode> = vec![root];
     let mut queue: VecDeque<Vec<u8>> = path.split(|&b| b == b'/').map(<[u8]>::to_vec).collect();
     let mut links = 0u32;
@@ -294,7 +295,7 @@ fn hex(v: &[u8]) -> String {
 /// ```
 pub fn list(fs: &Fs<'_>, out: &mut dyn Write, opts: &ListOptions) -> io::Result<u64> {
     let root = fs
-        .read_inode(1)
+        .read_inode(ROOT_INO)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("/: {e}")))?;
     let line = |inode: &Inode, shown: &str, out: &mut dyn Write| -> io::Result<()> {
         let size = match inode.rdev {

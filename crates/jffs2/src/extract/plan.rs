@@ -6,7 +6,9 @@ use std::collections::{HashMap, HashSet};
 use rayon::prelude::*;
 
 use super::Refusal;
+use crate::format::ROOT_INO;
 use crate::fs::{DataNode, Frag, Fs, FsError, Inode, InodeKind, Xattr, PATH_MAX};
+pub use crate::name::name_problem;
 
 /// Metadata of an entry as `stat` shows it on a read-only mount.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,24 +135,6 @@ pub struct Plan {
     pub refused: Vec<Refusal>,
 }
 
-/// Why a directory entry's name cannot be created on a host, if it cannot: empty, `.`, `..`,
-/// containing `/` or NUL, or longer than `NAME_MAX` (255).
-pub fn name_problem(name: &[u8]) -> Option<&'static str> {
-    if name.is_empty() {
-        Some("empty name")
-    } else if name == b"." || name == b".." {
-        Some("name is a path step (\".\" or \"..\")")
-    } else if name.contains(&b'/') {
-        Some("name contains '/'")
-    } else if name.contains(&0) {
-        Some("name contains a NUL byte")
-    } else if name.len() > 255 {
-        Some("name longer than 255 bytes")
-    } else {
-        None
-    }
-}
-
 /// `dir/name`, or `name` for the root.
 pub(crate) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     if dir.is_empty() || dir == b"." {
@@ -171,8 +155,8 @@ impl Plan {
     /// Fails only when the root cannot be read (the mount would fail).
     pub fn build(fs: &Fs<'_>, with_xattrs: bool) -> Result<Plan, FsError> {
         let mut inos: Vec<u32> = fs.live_inodes().collect();
-        if !inos.contains(&1) {
-            inos.push(1);
+        if !inos.contains(&ROOT_INO) {
+            inos.push(ROOT_INO);
         }
         // A sorted vector, not a hash map: every inode is held here until the walk takes it,
         // and a map's slack and its parallel collection would cost as much again.
@@ -204,7 +188,7 @@ impl Plan {
             name: crate::name::Name::default(),
             parent: 0,
             depth: 0,
-            ino: 1,
+            ino: ROOT_INO,
             meta: Meta::of(&root),
             xattrs: root_xattrs,
             kind: EntryKind::Dir,

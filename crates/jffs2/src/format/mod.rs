@@ -45,12 +45,16 @@
 //! # Ok::<(), jffs2::format::FormatError>(())
 //! ```
 
+pub mod acl;
+pub mod dev;
 mod endian;
 mod node;
 mod stored;
+pub mod swap;
 
 pub use endian::Endian;
 pub use node::*;
+pub use swap::{swap_node, ConvertReport};
 
 /// Node magic (`JFFS2_MAGIC_BITMASK`).
 pub const MAGIC: u16 = 0x1985;
@@ -107,8 +111,71 @@ pub const XREF_SIZE: usize = 28;
 pub const SUMMARY_SIZE: usize = 32;
 /// Size of the summary marker at the end of an erase block (offset + magic).
 pub const SUMMARY_MARKER_SIZE: usize = 8;
+/// Size of a summary record of an inode node (`JFFS2_SUMMARY_INODE_SIZE`).
+pub const SUM_INODE_SIZE: usize = 18;
+/// Size of a summary record of a dirent without its name (`JFFS2_SUMMARY_DIRENT_SIZE(0)`).
+pub const SUM_DIRENT_SIZE: usize = 24;
+/// Offset of the name length (`nsize`, one byte) in a summary dirent record.
+pub const SUM_DIRENT_NSIZE_AT: usize = 22;
+/// Size of a summary record of an xattr node (`JFFS2_SUMMARY_XATTR_SIZE`).
+pub const SUM_XATTR_SIZE: usize = 18;
+/// Size of a summary record of an xref node (`JFFS2_SUMMARY_XREF_SIZE`).
+pub const SUM_XREF_SIZE: usize = 6;
+/// The root directory's inode number; it has no inode node of its own.
+pub const ROOT_INO: u32 = 1;
 /// Default (and on plain NOR the only accepted) cleanmarker size.
 pub const CLEANMARKER_SIZE: u32 = 12;
+
+/// Byte offsets of the common node header's fields (`docs/spec/kernel-jffs2-spec.md` §1.2), for
+/// readers that look at one field of a header without decoding it whole ([`NodeHeader`]
+/// decodes all of them).
+pub mod hdr {
+    /// `magic` (u16).
+    pub const MAGIC: usize = 0;
+    /// `nodetype` (u16).
+    pub const NODETYPE: usize = 2;
+    /// `totlen` (u32).
+    pub const TOTLEN: usize = 4;
+    /// `hdr_crc` (u32), the CRC of the 8 bytes before it.
+    pub const HDR_CRC: usize = 8;
+}
+
+/// Byte offsets in the summary marker, the last [`SUMMARY_MARKER_SIZE`]
+/// bytes of a summarised erase block (`docs/spec/kernel-jffs2-spec.md` §1.7).
+pub mod marker {
+    /// The summary node's offset in its block (u32).
+    pub const OFFSET: usize = 0;
+    /// [`SUM_MAGIC`](super::SUM_MAGIC) (u32).
+    pub const MAGIC: usize = 4;
+}
+
+/// Byte offsets of the fields of summary records (`struct jffs2_sum_*_flash`,
+/// `docs/spec/kernel-jffs2-spec.md` §1.7), for readers that walk records in place
+/// ([`SumRecord`] decodes them whole). Every record starts with its 16-bit node type.
+pub mod sumrec {
+    /// Inode and xattr records: the inode number (xid for an xattr).
+    pub const ID: usize = 2;
+    /// Inode and xattr records: `version`.
+    pub const VERSION: usize = 6;
+    /// Inode and xattr records: `offset` of the node in its block.
+    pub const OFFSET: usize = 10;
+    /// Inode and xattr records: `totlen`.
+    pub const TOTLEN: usize = 14;
+    /// Dirent record: `totlen`.
+    pub const DIRENT_TOTLEN: usize = 2;
+    /// Dirent record: `offset`.
+    pub const DIRENT_OFFSET: usize = 6;
+    /// Dirent record: `pino`.
+    pub const DIRENT_PINO: usize = 10;
+    /// Dirent record: `version`.
+    pub const DIRENT_VERSION: usize = 14;
+    /// Dirent record: `ino`.
+    pub const DIRENT_INO: usize = 18;
+    /// Dirent record: `type` (one byte; `nsize` is the byte before it).
+    pub const DIRENT_TYPE: usize = 23;
+    /// Xref record: `offset`.
+    pub const XREF_OFFSET: usize = 2;
+}
 
 /// xattr name prefix ids (`jffs2.h` `JFFS2_XPREFIX_*`).
 pub mod xprefix {
@@ -144,16 +211,39 @@ pub mod dt {
     pub const SOCK: u8 = 12;
 }
 
+/// The file-type bits of a Linux `st_mode` (`S_IFMT`); the inode's `mode` field holds them.
+pub const S_IFMT: u32 = 0o170000;
+/// File type: socket.
+pub const S_IFSOCK: u32 = 0o140000;
+/// File type: symbolic link.
+pub const S_IFLNK: u32 = 0o120000;
+/// File type: regular file.
+pub const S_IFREG: u32 = 0o100000;
+/// File type: block device.
+pub const S_IFBLK: u32 = 0o060000;
+/// File type: directory.
+pub const S_IFDIR: u32 = 0o040000;
+/// File type: character device.
+pub const S_IFCHR: u32 = 0o020000;
+/// File type: FIFO.
+pub const S_IFIFO: u32 = 0o010000;
+
 /// `PAD(x)`: rounds up to the next multiple of 4.
 #[inline]
 pub const fn pad4(x: u32) -> u32 {
     x.wrapping_add(3) & !3
 }
 
+/// `PAD(x)` without overflow (a crafted `totlen` may be near `u32::MAX`).
+#[inline]
+pub const fn pad4_64(x: u32) -> u64 {
+    ((x as u64) + 3) & !3
+}
+
 /// The dirent type of a Linux `st_mode`.
 #[inline]
 pub const fn mode_to_dt(mode: u32) -> u8 {
-    ((mode & 0o170000) >> 12) as u8
+    ((mode & S_IFMT) >> 12) as u8
 }
 
 /// An error found while decoding on-flash data; every variant carries the byte offset.

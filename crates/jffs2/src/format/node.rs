@@ -12,6 +12,7 @@ use super::{
     NODETYPE_INODE, NODETYPE_PADDING, NODETYPE_SUMMARY, NODETYPE_XATTR, NODETYPE_XREF,
     NODE_ACCURATE, SUMMARY_MARKER_SIZE, SUMMARY_SIZE, SUM_MAGIC, XATTR_SIZE, XREF_SIZE,
 };
+use super::{SUM_DIRENT_NSIZE_AT, SUM_DIRENT_SIZE, SUM_INODE_SIZE, SUM_XATTR_SIZE, SUM_XREF_SIZE};
 use crate::crc::crc32;
 
 fn need(b: &[u8], n: usize, what: &'static str, offset: u64) -> Result<(), FormatError> {
@@ -488,9 +489,10 @@ impl SumRecord {
     /// Encoded size of the record.
     pub fn size(&self) -> usize {
         match self {
-            SumRecord::Inode { .. } | SumRecord::Xattr { .. } => 18,
-            SumRecord::Dirent { name, .. } => 24 + name.len(),
-            SumRecord::Xref { .. } => 6,
+            SumRecord::Inode { .. } => SUM_INODE_SIZE,
+            SumRecord::Xattr { .. } => SUM_XATTR_SIZE,
+            SumRecord::Dirent { name, .. } => SUM_DIRENT_SIZE + name.len(),
+            SumRecord::Xref { .. } => SUM_XREF_SIZE,
         }
     }
 
@@ -557,7 +559,7 @@ impl SumRecord {
         let nodetype = r16(e, b, 0);
         match nodetype | NODE_ACCURATE {
             NODETYPE_INODE => {
-                need(b, 18, "summary inode record", offset)?;
+                need(b, SUM_INODE_SIZE, "summary inode record", offset)?;
                 Ok((
                     SumRecord::Inode {
                         nodetype,
@@ -566,13 +568,13 @@ impl SumRecord {
                         offset: r32(e, b, 10),
                         totlen: r32(e, b, 14),
                     },
-                    18,
+                    SUM_INODE_SIZE,
                 ))
             }
             NODETYPE_DIRENT => {
-                need(b, 24, "summary dirent record", offset)?;
-                let nsize = b[22] as usize;
-                need(b, 24 + nsize, "summary dirent record", offset)?;
+                need(b, SUM_DIRENT_SIZE, "summary dirent record", offset)?;
+                let nsize = b[SUM_DIRENT_NSIZE_AT] as usize;
+                need(b, SUM_DIRENT_SIZE + nsize, "summary dirent record", offset)?;
                 Ok((
                     SumRecord::Dirent {
                         nodetype,
@@ -582,13 +584,13 @@ impl SumRecord {
                         version: r32(e, b, 14),
                         ino: r32(e, b, 18),
                         dtype: b[23],
-                        name: b[24..24 + nsize].to_vec(),
+                        name: b[SUM_DIRENT_SIZE..SUM_DIRENT_SIZE + nsize].to_vec(),
                     },
-                    24 + nsize,
+                    SUM_DIRENT_SIZE + nsize,
                 ))
             }
             NODETYPE_XATTR => {
-                need(b, 18, "summary xattr record", offset)?;
+                need(b, SUM_XATTR_SIZE, "summary xattr record", offset)?;
                 Ok((
                     SumRecord::Xattr {
                         nodetype,
@@ -597,17 +599,17 @@ impl SumRecord {
                         offset: r32(e, b, 10),
                         totlen: r32(e, b, 14),
                     },
-                    18,
+                    SUM_XATTR_SIZE,
                 ))
             }
             NODETYPE_XREF => {
-                need(b, 6, "summary xref record", offset)?;
+                need(b, SUM_XREF_SIZE, "summary xref record", offset)?;
                 Ok((
                     SumRecord::Xref {
                         nodetype,
                         offset: r32(e, b, 2),
                     },
-                    6,
+                    SUM_XREF_SIZE,
                 ))
             }
             _ => Err(FormatError::WrongType {

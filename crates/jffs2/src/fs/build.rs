@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::refs::{mark_obsolete, ref_offset};
 use super::{kmsg, xattr, Fs, FsOptions, InoBuild, Problem, ScanRef};
 use crate::format::dt;
 use crate::scan::{Level, RefState, Scan};
@@ -261,19 +262,6 @@ fn remove(
                 dead.push(fd.ino);
             }
         }
-    }
-}
-
-/// Offset of a ref (0 if the index is out of range, which a well-formed scan never gives).
-pub(crate) fn ref_offset(scan: &Scan, idx: usize) -> u32 {
-    scan.refs.get(idx).map_or(0, |r| r.offset)
-}
-
-/// `jffs2_mark_node_obsolete` during the build: only the in-memory state changes (BUILDING
-/// is set, nothing is written, §2). Block accounting is left to the scan's counters.
-pub(crate) fn mark_obsolete(scan: &mut Scan, idx: usize) {
-    if let Some(r) = scan.refs.get_mut(idx) {
-        r.state = RefState::Obsolete;
     }
 }
 

@@ -68,6 +68,7 @@ mod dirent;
 mod md5;
 mod read;
 mod readinode;
+mod refs;
 mod tree;
 mod xattr;
 
@@ -78,6 +79,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::compress::ComprError;
+use crate::format::ROOT_INO;
 use crate::scan::{KernelMsg, Level, RefState, Scan};
 
 pub use build::build_with;
@@ -687,7 +689,7 @@ impl<'a> Fs<'a> {
 
     /// Whether an inode cache exists for `ino` and survived the build.
     pub fn exists(&self, ino: u32) -> bool {
-        self.inos.get(&ino).is_some_and(|b| !b.removed) || ino == 1
+        self.inos.get(&ino).is_some_and(|b| !b.removed) || ino == ROOT_INO
     }
 
     /// Inode numbers of every inode cache that survived the build.

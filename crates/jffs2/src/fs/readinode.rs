@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use super::build::ref_offset;
 use super::dirent::{c_name, Dirent, DirentList};
+use super::refs::{hash08x, ref_offset};
 use super::{kmsg, live, Fs, FsError, Problem, ReadError};
 use crate::compress::COMPR_ZERO;
 use crate::crc::crc32;
+use crate::format::ROOT_INO;
 use crate::format::{
     dt, pad4, DirentNode, InodeNode, COMPAT_MASK, DIRENT_SIZE, FEATURE_INCOMPAT, FEATURE_ROCOMPAT,
     FEATURE_RWCOMPAT_COPY, INODE_SIZE, MAGIC, MAX_NAME_LEN, NODETYPE_DIRENT, NODETYPE_INODE,
@@ -18,17 +19,12 @@ use rayon::prelude::*;
 
 /// Data nodes from which an inode's CRC checks run in parallel.
 const PAR_CHECKS: usize = 256;
-/// `JFFS2_MIN_NODE_HEADER`: the first read of every node (§6.1).
-const MIN_NODE_HEADER: usize = 40;
+/// `JFFS2_MIN_NODE_HEADER`: the first read of every node (§6.1), the size of a dirent header.
+const MIN_NODE_HEADER: usize = crate::format::DIRENT_SIZE;
 
-const S_IFMT: u32 = 0o170000;
-const S_IFSOCK: u32 = 0o140000;
-const S_IFLNK: u32 = 0o120000;
-const S_IFREG: u32 = 0o100000;
-const S_IFBLK: u32 = 0o060000;
-const S_IFDIR: u32 = 0o040000;
-const S_IFCHR: u32 = 0o020000;
-const S_IFIFO: u32 = 0o010000;
+use crate::format::dev::{decode_dev, NEW_DEV_SIZE, OLD_DEV_SIZE};
+use crate::format::hdr;
+use crate::format::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
 
 /// The file type of an inode, from its mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,12 +185,6 @@ impl Inode {
     }
 }
 
-/// The kernel's `%#08x`: `0x` and at least 8 characters in all, zero-padded (Linux's
-/// `vsprintf` prints the `0x` even for zero).
-pub(crate) fn hash08x(v: u32) -> String {
-    format!("{v:#08x}")
-}
-
 /// A data-node candidate (`struct jffs2_tmp_dnode_info`).
 #[derive(Debug, Clone)]
 struct Tn {
@@ -249,7 +239,7 @@ impl Fs<'_> {
     /// it gave up (what `--kernel-log` shows for an inode that cannot be read).
     pub fn read_inode_logged(&self, ino: u32) -> Result<Inode, ReadFailure> {
         let ic = self.scan.inodes.get(&ino);
-        if ic.is_none() && ino != 1 {
+        if ic.is_none() && ino != ROOT_INO {
             return Err(ReadFailure {
                 error: FsError::NoSuchInode(ino),
                 log: Vec::new(),
@@ -278,7 +268,7 @@ impl Fs<'_> {
                 }
             }
         }
-        if c.valid == 0 && ino != 1 {
+        if c.valid == 0 && ino != ROOT_INO {
             c.log.push(kmsg(
                 Level::Warning,
                 "jffs2_get_inode_nodes",
@@ -330,12 +320,12 @@ impl Fs<'_> {
         if b.len() < MIN_NODE_HEADER {
             return Err(short);
         }
-        let magic = e.get_u16(b, 0).unwrap_or(0);
-        let nodetype = e.get_u16(b, 2).unwrap_or(0);
-        let totlen = e.get_u32(b, 4).unwrap_or(0);
-        let hdr_crc = e.get_u32(b, 8).unwrap_or(0);
+        let magic = e.get_u16(b, hdr::MAGIC).unwrap_or(0);
+        let nodetype = e.get_u16(b, hdr::NODETYPE).unwrap_or(0);
+        let totlen = e.get_u32(b, hdr::TOTLEN).unwrap_or(0);
+        let hdr_crc = e.get_u32(b, hdr::HDR_CRC).unwrap_or(0);
         // "No need to mask in the valid bit; it shouldn't be invalid": the CRC as stored.
-        if crc32(&b[..8]) != hdr_crc {
+        if crc32(&b[..hdr::HDR_CRC]) != hdr_crc {
             let text = format!(
                 "Node header CRC failed at {}. {{{magic:04x},{nodetype:04x},{totlen:08x},{hdr_crc:08x}}}",
                 hash08x(off)
@@ -748,7 +738,7 @@ impl Fs<'_> {
 
         let Some((_, latest_idx, _)) = latest else {
             // No valid data or metadata node (§6.4).
-            if ino != 1 {
+            if ino != ROOT_INO {
                 inode.log.push(kmsg(
                     Level::Warning,
                     "jffs2_do_read_inode_internal",
@@ -887,7 +877,7 @@ impl Fs<'_> {
                     }
                     let dn = nodes[first.node].clone();
                     if ln.mode & S_IFMT != S_IFLNK {
-                        if dn.size != 2 && dn.size != 4 {
+                        if dn.size as usize != OLD_DEV_SIZE && dn.size as usize != NEW_DEV_SIZE {
                             inode.log.push(kmsg(
                                 Level::Notice,
                                 "",
@@ -944,18 +934,7 @@ fn dir_nlink(ino: u32, dents: &[Dirent]) -> u32 {
         .filter(|d| d.dtype == dt::DIR && d.ino != 0)
         .count() as u32;
     2u32.saturating_add(subdirs)
-        .saturating_add(u32::from(ino == 1))
-}
-
-/// `old_decode_dev` / `new_decode_dev` of a 2- or 4-byte device payload (§1.4).
-fn decode_dev(data: &[u8], e: crate::format::Endian) -> (u32, u32) {
-    if data.len() == 2 {
-        let v = u32::from(e.get_u16(data, 0).unwrap_or(0));
-        ((v >> 8) & 0xff, v & 0xff)
-    } else {
-        let v = e.get_u32(data, 0).unwrap_or(0);
-        ((v & 0xfff00) >> 8, (v & 0xff) | ((v >> 12) & 0xfff00))
-    }
+        .saturating_add(u32::from(ino == ROOT_INO))
 }
 
 /// Lays `[s, e)` of node `id` over the fragments, trimming or splitting what it covers
@@ -1057,14 +1036,5 @@ mod tests {
         assert_eq!(truncate(vec![f(0, 100)], 0).1, 0);
         let (v, s) = truncate(vec![f(0, 10), f(20, 30)], 25);
         assert_eq!((v.len(), v[1].end, s), (2, 25, 25));
-    }
-
-    #[test]
-    fn device_numbers() {
-        use crate::format::Endian;
-        assert_eq!(decode_dev(&[0x03, 0x01], Endian::Little), (1, 3));
-        // new_encode_dev(MKDEV(259, 70000)) = (70000 & 0xff) | (259 << 8) | ((70000 & !0xff) << 12)
-        let v: u32 = (70000 & 0xff) | (259 << 8) | ((70000 & !0xff) << 12);
-        assert_eq!(decode_dev(&v.to_le_bytes(), Endian::Little), (259, 70000));
     }
 }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::readinode::{Inode, InodeKind};
 use super::{Fs, FsError, Md5, Problem, Xattr};
+use crate::format::ROOT_INO;
 
 /// `PATH_MAX`: a longer path cannot be `stat`ed, so the walk does not go deeper.
 pub const PATH_MAX: usize = 4096;
@@ -333,11 +334,11 @@ impl Fs<'_> {
             md5s: HashMap::new(),
             names: HashMap::new(),
         };
-        let mut root = match self.read_inode(1) {
+        let mut root = match self.read_inode(ROOT_INO) {
             Ok(r) => r,
             Err(error) => {
                 w.problems.push(Problem::InodeUnreadable {
-                    ino: 1,
+                    ino: ROOT_INO,
                     path: Some(b".".to_vec()),
                     error,
                 });

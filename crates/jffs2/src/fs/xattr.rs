@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::build::mark_obsolete;
-use super::readinode::{hash08x, Inode, InodeKind};
+use super::readinode::{Inode, InodeKind};
+use super::refs::{hash08x, mark_obsolete};
 use super::{kmsg, live, Fs, InoBuild, Problem};
 use crate::crc::crc32;
+use crate::format::hdr;
 use crate::format::{
     pad4, xprefix, Endian, XattrNode, XrefNode, MAGIC, NODETYPE_XATTR, NODETYPE_XREF, XATTR_SIZE,
     XREF_SIZE,
@@ -249,9 +250,9 @@ fn read_xref(image: &[u8], e: Endian, off: u32) -> Result<XrefNode, XattrError> 
             computed,
         });
     }
-    let magic = e.get_u16(b, 0).unwrap_or(0);
-    let nodetype = e.get_u16(b, 2).unwrap_or(0);
-    let totlen = e.get_u32(b, 4).unwrap_or(0);
+    let magic = e.get_u16(b, hdr::MAGIC).unwrap_or(0);
+    let nodetype = e.get_u16(b, hdr::NODETYPE).unwrap_or(0);
+    let totlen = e.get_u32(b, hdr::TOTLEN).unwrap_or(0);
     if magic != MAGIC || nodetype != NODETYPE_XREF || totlen != XREF_SIZE as u32 {
         return Err(XattrError::XrefInconsistent {
             offset: off,
@@ -458,13 +459,13 @@ impl Fs<'_> {
                 return Err(bad(format!(
                     "node CRC failed at {}, read={}, calc={}",
                     hash08x(off),
-                    hash08x(e.get_u32(b, 8).unwrap_or(0)),
+                    hash08x(e.get_u32(b, hdr::HDR_CRC).unwrap_or(0)),
                     hash08x(computed)
                 )));
             }
-            let magic = e.get_u16(b, 0).unwrap_or(0);
-            let nodetype = e.get_u16(b, 2).unwrap_or(0);
-            let totlen = e.get_u32(b, 4).unwrap_or(0);
+            let magic = e.get_u16(b, hdr::MAGIC).unwrap_or(0);
+            let nodetype = e.get_u16(b, hdr::NODETYPE).unwrap_or(0);
+            let totlen = e.get_u32(b, hdr::TOTLEN).unwrap_or(0);
             let want =
                 pad4(XATTR_SIZE as u32 + u32::from(rx.name_len) + 1 + u32::from(rx.value_len));
             if magic != MAGIC
@@ -640,75 +641,20 @@ impl Fs<'_> {
     }
 }
 
-/// POSIX ACL tags (`posix_acl.h`).
-const ACL_USER_OBJ: u16 = 0x01;
-const ACL_USER: u16 = 0x02;
-const ACL_GROUP_OBJ: u16 = 0x04;
-const ACL_GROUP: u16 = 0x08;
-const ACL_MASK: u16 = 0x10;
-const ACL_OTHER: u16 = 0x20;
-/// `JFFS2_ACL_VERSION`.
-const JFFS2_ACL_VERSION: u32 = 1;
-/// `POSIX_ACL_XATTR_VERSION`.
-const POSIX_ACL_XATTR_VERSION: u32 = 2;
-/// `ACL_UNDEFINED_ID`.
-const ACL_UNDEFINED_ID: u32 = u32::MAX;
+// The ACL layout and its conversions are described once, in format (`docs/spec/kernel-jffs2-spec.md` §1.8).
+use crate::format::acl;
 
-/// `jffs2_acl_from_medium` then `posix_acl_to_xattr`: the JFFS2 ACL (filesystem byte order,
-/// 4-byte short entries for the `*_OBJ`, MASK and OTHER tags, 8-byte entries for named users
-/// and groups) as the little-endian `posix_acl_xattr` value `getxattr` returns (version 2,
-/// 8-byte entries, id -1 where undefined). `Err("empty")` when the ACL has no entries
+/// `jffs2_acl_from_medium` then `posix_acl_to_xattr` ([`acl::to_xattr`]), with the reason as
+/// the text [`XattrError::BadAcl`] carries. `Err("empty")` when the ACL has no entries
 /// (`getxattr` then fails with ENODATA), other errors are EINVAL.
 pub fn acl_to_xattr(v: &[u8], e: Endian) -> Result<Vec<u8>, &'static str> {
-    if v.len() < 4 {
-        return Err("shorter than its header");
-    }
-    if e.get_u32(v, 0) != Some(JFFS2_ACL_VERSION) {
-        return Err("invalid ACL version");
-    }
-    // jffs2_acl_count: up to four short entries, then long ones.
-    let size = v.len() - 4;
-    let count = if size < 16 {
-        if size % 4 != 0 {
-            return Err("size is not a whole number of entries");
-        }
-        size / 4
-    } else {
-        if (size - 16) % 8 != 0 {
-            return Err("size is not a whole number of entries");
-        }
-        (size - 16) / 8 + 4
-    };
-    if count == 0 {
-        return Err("empty");
-    }
-    let mut out = POSIX_ACL_XATTR_VERSION.to_le_bytes().to_vec();
-    let mut p = 4usize;
-    for _ in 0..count {
-        let tag = e.get_u16(v, p).ok_or("truncated entry")?;
-        let perm = e.get_u16(v, p + 2).ok_or("truncated entry")?;
-        let id = match tag {
-            ACL_USER_OBJ | ACL_GROUP_OBJ | ACL_MASK | ACL_OTHER => {
-                p += 4;
-                ACL_UNDEFINED_ID
-            }
-            ACL_USER | ACL_GROUP => {
-                let id = e.get_u32(v, p + 4).ok_or("truncated entry")?;
-                p += 8;
-                id
-            }
-            _ => return Err("unknown ACL tag"),
-        };
-        out.extend_from_slice(&tag.to_le_bytes());
-        out.extend_from_slice(&perm.to_le_bytes());
-        out.extend_from_slice(&id.to_le_bytes());
-    }
-    Ok(out)
+    acl::to_xattr(v, e).map_err(|err| err.reason())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::acl::{ACL_GROUP_OBJ, ACL_MASK, ACL_OTHER, ACL_USER, ACL_USER_OBJ};
 
     #[test]
     fn acl_conversion() {

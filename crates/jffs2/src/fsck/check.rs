@@ -10,6 +10,7 @@ use super::{
     Options, ProgressFn, Report, Severity, TreeCounts,
 };
 use crate::compress::{compr_name, COMPR_LZMA, COMPR_ZERO};
+use crate::format::marker;
 use crate::format::{
     pad4, SumRecord, SummaryNode, COMPAT_MASK, FEATURE_INCOMPAT, FEATURE_ROCOMPAT,
     FEATURE_RWCOMPAT_COPY, NODETYPE_DIRENT, NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF,
@@ -1001,7 +1002,7 @@ impl Ctx<'_, '_> {
             // wrong place"); it was crafted or corrupted, never written by Linux.
             Fault::BadName { why } => {
                 let name = match &n.body {
-                    Body::Dirent { name, .. } => crate::extract::escape(name.get(self.img), true),
+                    Body::Dirent { name, .. } => crate::text::escape(name.get(self.img), true),
                     _ => String::new(),
                 };
                 (
@@ -1128,8 +1129,8 @@ impl Ctx<'_, '_> {
         };
         // The marker: the summary's offset in the block, then the magic.
         let mpos = raw.len().saturating_sub(SUMMARY_MARKER_SIZE);
-        if e.get_u32(raw, mpos + 4) != Some(SUM_MAGIC)
-            || e.get_u32(raw, mpos) != Some(sn.offset - start)
+        if e.get_u32(raw, mpos + marker::MAGIC) != Some(SUM_MAGIC)
+            || e.get_u32(raw, mpos + marker::OFFSET) != Some(sn.offset - start)
         {
             self.findings.push(
                 Finding::new(

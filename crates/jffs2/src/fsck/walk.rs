@@ -23,6 +23,7 @@ use crate::format::{
     NODETYPE_INODE, NODETYPE_PADDING, NODETYPE_SUMMARY, NODETYPE_XATTR, NODETYPE_XREF,
     NODE_ACCURATE, OLD_MAGIC, XATTR_SIZE, XREF_SIZE,
 };
+use crate::format::{hdr, NodeHeader};
 use crate::fs::{DataNode, Fs, ReadError};
 
 /// What a node holds (fields read only when its node CRC passed).
@@ -254,14 +255,14 @@ fn walk_block(img: &[u8], start: u32, es: u32, fs: &Fs<'_>, live: &HashSet<u32>)
         }
         if rest.len() < HEADER_SIZE {
             // Fewer than 12 bytes left: not 0xFF (checked above for the first word).
-            let kind = JunkKind::BadMagic(e.get_u16(rest, 0).unwrap_or(0));
+            let kind = JunkKind::BadMagic(e.get_u16(rest, hdr::MAGIC).unwrap_or(0));
             add_junk(&mut w, p, rest.len() as u32, kind);
             break;
         }
-        let magic = e.get_u16(rest, 0).unwrap_or(0);
-        let nodetype = e.get_u16(rest, 2).unwrap_or(0);
-        let totlen = e.get_u32(rest, 4).unwrap_or(0);
-        let hdr_crc = e.get_u32(rest, 8).unwrap_or(0);
+        let magic = e.get_u16(rest, hdr::MAGIC).unwrap_or(0);
+        let nodetype = e.get_u16(rest, hdr::NODETYPE).unwrap_or(0);
+        let totlen = e.get_u32(rest, hdr::TOTLEN).unwrap_or(0);
+        let hdr_crc = e.get_u32(rest, hdr::HDR_CRC).unwrap_or(0);
         if magic != MAGIC {
             let kind = match magic {
                 OLD_MAGIC => JunkKind::OldMagic,
@@ -273,11 +274,13 @@ fn walk_block(img: &[u8], start: u32, es: u32, fs: &Fs<'_>, live: &HashSet<u32>)
             p += 4;
             continue;
         }
-        let mut h = [0u8; 8];
-        h[0..2].copy_from_slice(&e.u16_bytes(magic));
-        h[2..4].copy_from_slice(&e.u16_bytes(nodetype | NODE_ACCURATE));
-        h[4..8].copy_from_slice(&e.u32_bytes(totlen));
-        if crc32(&h) != hdr_crc {
+        let h = NodeHeader {
+            magic,
+            nodetype,
+            totlen,
+            hdr_crc,
+        };
+        if !h.crc_ok(e) {
             add_junk(&mut w, p, 4, JunkKind::HeaderCrc);
             p += 4;
             continue;
@@ -528,7 +531,7 @@ fn check_node(
             }
             if let Some(at) = name.iter().position(|&c| c == 0) {
                 n.fault = Some(Box::new(Fault::NulInName { at }));
-            } else if let Some(why) = crate::extract::name_problem(name) {
+            } else if let Some(why) = crate::name::name_problem(name) {
                 n.fault = Some(Box::new(Fault::BadName { why }));
             }
         }

@@ -53,12 +53,22 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod relayout;
+
 use std::io::{self, Write};
+
+pub use relayout::{RelayoutStats, Summarizer, SummarizingWriter};
 
 use crate::format::{
     encode_cleanmarker, pad4, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, SumRecord,
     SummaryNode, XattrNode, DIRENT_SIZE, SUMMARY_MARKER_SIZE, SUMMARY_SIZE,
 };
+use crate::format::{SUM_DIRENT_SIZE, SUM_INODE_SIZE, SUM_XATTR_SIZE, SUM_XREF_SIZE};
+
+/// Most threads `threads` may ask for (mkfs and convert): far beyond any useful number of
+/// cores, low enough that the system can start them (each has a stack of its own, and the
+/// pages in flight grow with the count).
+pub const MAX_THREADS: usize = 1024;
 
 /// Geometry and options of the layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -418,9 +428,10 @@ pub fn record_for(node: &[u8], e: Endian, offset_in_block: u32) -> Option<SumRec
 /// Size of the summary record a node of this type and name length adds.
 pub fn record_size(kind: NodeKind, name_len: usize) -> u32 {
     match kind {
-        NodeKind::Inode | NodeKind::Xattr => 18,
-        NodeKind::Dirent => 24 + name_len as u32,
-        NodeKind::Xref => 6,
+        NodeKind::Inode => SUM_INODE_SIZE as u32,
+        NodeKind::Xattr => SUM_XATTR_SIZE as u32,
+        NodeKind::Dirent => SUM_DIRENT_SIZE as u32 + name_len as u32,
+        NodeKind::Xref => SUM_XREF_SIZE as u32,
         _ => 0,
     }
 }

@@ -7,8 +7,8 @@
 //! check CRCs and only looks at inode nodes. Unlike mkfs.jffs2 it cannot hang on a node
 //! with totlen 0 (§8 B-19): such a node is stepped over like a bad word.
 
+use crate::format::{hdr, NODETYPE_PADDING, NODE_ACCURATE};
 use crate::format::{pad4, Endian, NODETYPE_CLEANMARKER, NODETYPE_DIRENT, NODETYPE_INODE};
-use crate::format::{NODETYPE_PADDING, NODE_ACCURATE};
 
 /// Result of the `-i` walk.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -50,7 +50,7 @@ fn walk_chunk(buf: &[u8], e: Endian, verbose: bool, r: &mut IncrementalScan) {
     let mut p = 0usize;
     let mut bad = 0u32;
     while p < buf.len() {
-        let (Some(magic), Some(ty)) = (u16_at(p), u16_at(p + 2)) else {
+        let (Some(magic), Some(ty)) = (u16_at(p + hdr::MAGIC), u16_at(p + hdr::NODETYPE)) else {
             break;
         };
         if magic == 0xFFFF && ty == 0xFFFF {
@@ -70,7 +70,7 @@ fn walk_chunk(buf: &[u8], e: Endian, verbose: bool, r: &mut IncrementalScan) {
         let obsolete = ty & NODE_ACCURATE == 0;
         let ty = ty | NODE_ACCURATE;
         let tag = if obsolete { "Obsolete" } else { "" };
-        let totlen = u32_at(p + 4).unwrap_or(0);
+        let totlen = u32_at(p + hdr::TOTLEN).unwrap_or(0);
         let f = |at: usize| u32_at(p + at).unwrap_or(0) as i32;
         match ty {
             NODETYPE_INODE => {

@@ -72,9 +72,10 @@ use crate::format::{
     mode_to_dt, DirentNode, Endian, InodeNode, NodeKind, XattrNode, XrefNode, INODE_SIZE,
     MAX_NAME_LEN, MIN_DATA_LEN, XATTR_SIZE, XREF_SIZE,
 };
+use crate::format::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFMT, S_IFSOCK};
+use crate::layout::SummarizingWriter;
 use crate::layout::{record_size, BlockWriter, EndPad, LayoutConfig};
 use crate::source::{acl_to_jffs2, Entry, Tree};
-use crate::sumtool::SummarizingWriter;
 
 use plan::{Plan, Step};
 
@@ -210,10 +211,7 @@ pub enum MkfsError {
     },
 }
 
-/// Most threads `threads` may ask for (mkfs and convert): far beyond any useful number of
-/// cores, low enough that the system can start them (each has a stack of its own, and the
-/// pages in flight grow with the count).
-pub const MAX_THREADS: usize = 1024;
+pub use crate::layout::MAX_THREADS;
 
 /// One page of a file, with its speculative compression.
 struct Page {
@@ -501,7 +499,7 @@ struct Builder<'a, W: Write> {
 
 /// The mode bits without the file type, as mkfs.jffs2's listing prints them.
 fn perm(mode: u32) -> u32 {
-    mode & !0o170000
+    mode & !S_IFMT
 }
 
 impl<'a, W: Write> Builder<'a, W> {
@@ -652,11 +650,11 @@ impl<'a, W: Write> Builder<'a, W> {
         let en = self.e(id);
         let name = crate::text::escape_if_needed(&en.name);
         let (uid, gid) = (en.uid as i32, en.gid as i32);
-        let line = match en.mode & 0o170000 {
-            0o040000 | 0o140000 | 0o010000 => {
-                let c = match en.mode & 0o170000 {
-                    0o040000 => 'd',
-                    0o140000 => 's',
+        let line = match en.mode & S_IFMT {
+            S_IFDIR | S_IFSOCK | S_IFIFO => {
+                let c = match en.mode & S_IFMT {
+                    S_IFDIR => 'd',
+                    S_IFSOCK => 's',
                     _ => 'p',
                 };
                 format!(
@@ -667,8 +665,8 @@ impl<'a, W: Write> Builder<'a, W> {
                     gid
                 )
             }
-            0o020000 | 0o060000 => {
-                let c = if en.mode & 0o170000 == 0o020000 {
+            S_IFCHR | S_IFBLK => {
+                let c = if en.mode & S_IFMT == S_IFCHR {
                     'c'
                 } else {
                     'b'
@@ -701,18 +699,15 @@ impl<'a, W: Write> Builder<'a, W> {
         let en = self.e(id);
         let (major, minor) = (en.rdev_major, en.rdev_minor);
         let e = self.cfg.endian;
-        if major <= 255 && minor <= 255 {
-            e.u16_bytes(((major << 8) + minor) as u16).to_vec()
-        } else {
+        if !crate::format::dev::fits_old_encoding(major, minor) {
             let msg = format!(
                 "{}: device {major}:{minor} does not fit mkfs.jffs2's 8:8 encoding; \
                  stored in the kernel's 4-byte form",
                 crate::text::escape_if_needed(&en.full_name)
             );
             self.sink.message(MsgKind::Warning, &msg);
-            let v = (minor & 0xff) | ((major & 0xfff) << 8) | ((minor & !0xff) << 12);
-            e.u32_bytes(v).to_vec()
         }
+        crate::format::dev::encode_dev(e, major, minor)
     }
 
     fn owner(&mut self, id: usize) -> (u16, u16) {
@@ -970,66 +965,5 @@ impl<'a, W: Write> Builder<'a, W> {
             self.emit(&buf, XREF_SIZE as u32, 6)?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::source;
-
-    #[derive(Default)]
-    struct Messages(Vec<String>);
-    impl Sink for Messages {
-        fn message(&mut self, _kind: MsgKind, text: &str) {
-            self.0.push(text.to_string());
-        }
-    }
-
-    /// Files whose size changes between the listing and the reading: the image stays
-    /// consistent (each file's size is the data stored) and each is reported by name.
-    #[test]
-    fn files_that_change_size_while_read_are_stored_consistently() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("grew"), b"0123456789").unwrap();
-        let shrunk: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(dir.path().join("shrank"), &shrunk).unwrap();
-        std::fs::write(dir.path().join("emptied"), b"").unwrap();
-        let (mut tree, _) = source::scan_host(dir.path(), &Default::default()).unwrap();
-        // A file in /proc is listed with size 0 and reads more: it "grows". The others are
-        // listed larger than what they hold: they "shrink" (to nothing for the last).
-        let grew = tree.find(b"/grew").unwrap();
-        tree.entries[grew].host_path = "/proc/self/stat".into();
-        let s = tree.find(b"/shrank").unwrap();
-        tree.entries[s].size = 100_000;
-        let em = tree.find(b"/emptied").unwrap();
-        tree.entries[em].size = 5000;
-        let mut image = Vec::new();
-        let mut sink = Messages::default();
-        build(&tree, &MkfsConfig::default(), &mut image, &mut sink).unwrap();
-        let changed: Vec<&String> = sink
-            .0
-            .iter()
-            .filter(|m| m.contains("changed size while being read"))
-            .collect();
-        assert_eq!(changed.len(), 3, "{:?}", sink.0);
-        assert!(changed.iter().any(|m| m.starts_with("/proc/self/stat: ")
-            && m.ends_with("(more than its 10 bytes; the first 10 stored)")));
-        assert!(changed.iter().any(|m| m.ends_with(
-            "shrank: changed size while being read (20000 bytes read of 100000; the 20000 stored)"
-        )));
-
-        let report = crate::fsck::check(&image, &Default::default()).unwrap();
-        assert_eq!(report.verdict().exit_code(), 0, "{:?}", report.findings);
-        let image = crate::Image::from_vec(image).unwrap();
-        let fsm = image.mount().unwrap();
-        let root = fsm.read_inode(1).unwrap();
-        let ino = |n: &[u8]| root.dents.iter().find(|d| d.name == n).unwrap().ino;
-        let size = |n: &[u8]| fsm.read_inode(ino(n)).unwrap().size;
-        assert_eq!(size(b"grew"), 10);
-        assert_eq!(size(b"shrank"), 20_000);
-        assert_eq!(size(b"emptied"), 0);
-        assert_eq!(fsm.read_data(ino(b"shrank"), 0, 200_000).unwrap(), shrunk);
-        assert_eq!(fsm.read_data(ino(b"grew"), 0, 100).unwrap().len(), 10);
     }
 }

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use crate::format::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
 use crate::source::{EntryId, Tree};
 
 use super::MAX_FILE_SIZE;
@@ -100,16 +101,16 @@ impl Planner<'_> {
                     }
                 }
             }
-            let kind = en.mode & 0o170000;
-            if kind == 0o100000 && en.size >= MAX_FILE_SIZE {
+            let kind = en.mode & S_IFMT;
+            if kind == S_IFREG && en.size >= MAX_FILE_SIZE {
                 self.steps.push(Step::TooLarge { e });
                 continue;
             }
             let step = match kind {
-                0o040000 | 0o140000 | 0o010000 => Step::Pipe { e, ino: 0, pino },
-                0o020000 | 0o060000 => Step::Special { e, ino: 0, pino },
-                0o120000 => Step::Symlink { e, ino: 0, pino },
-                0o100000 => Step::Regular { e, ino: 0, pino },
+                S_IFDIR | S_IFSOCK | S_IFIFO => Step::Pipe { e, ino: 0, pino },
+                S_IFCHR | S_IFBLK => Step::Special { e, ino: 0, pino },
+                S_IFLNK => Step::Symlink { e, ino: 0, pino },
+                S_IFREG => Step::Regular { e, ino: 0, pino },
                 _ => {
                     self.steps.push(Step::Unknown { e });
                     continue;
@@ -130,7 +131,7 @@ impl Planner<'_> {
         }
         for &e in &tree.entries[dir].children {
             let en = &tree.entries[e];
-            if en.mode & 0o170000 == 0o040000 {
+            if en.mode & S_IFMT == S_IFDIR {
                 if en.children.is_empty() {
                     self.steps.push(Step::DirEmpty { dir: e });
                 } else {

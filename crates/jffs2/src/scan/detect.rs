@@ -24,10 +24,8 @@
 //! boundaries are a subset of the true ones).
 
 use super::Geometry;
-use crate::crc::crc32;
-use crate::format::{
-    pad4, Endian, MAGIC, NODETYPE_CLEANMARKER, NODETYPE_SUMMARY, NODE_ACCURATE, SUM_MAGIC,
-};
+use crate::format::{hdr, NodeHeader, HEADER_SIZE};
+use crate::format::{pad4, Endian, MAGIC, NODETYPE_CLEANMARKER, NODETYPE_SUMMARY, SUM_MAGIC};
 
 /// The outcome of [`detect`].
 #[derive(Debug, Clone, PartialEq)]
@@ -116,15 +114,17 @@ fn walk_range(img: &[u8], e: Endian, from: usize, to: usize, w: &mut Walk) {
     let region = &img[..to.min(img.len())];
     while let Some(q) = next_magic(region, img.len(), p, &finder) {
         p = q;
-        let nodetype = e.get_u16(img, p + 2).unwrap_or(0);
-        let totlen = e.get_u32(img, p + 4).unwrap_or(0);
-        let hdr_crc = e.get_u32(img, p + 8).unwrap_or(0);
-        let mut h = [0u8; 8];
-        h[0..2].copy_from_slice(&m);
-        h[2..4].copy_from_slice(&e.u16_bytes(nodetype | NODE_ACCURATE));
-        h[4..8].copy_from_slice(&e.u32_bytes(totlen));
-        if crc32(&h) == hdr_crc
-            && totlen >= 12
+        let nodetype = e.get_u16(img, p + hdr::NODETYPE).unwrap_or(0);
+        let totlen = e.get_u32(img, p + hdr::TOTLEN).unwrap_or(0);
+        let hdr_crc = e.get_u32(img, p + hdr::HDR_CRC).unwrap_or(0);
+        let h = NodeHeader {
+            magic: MAGIC,
+            nodetype,
+            totlen,
+            hdr_crc,
+        };
+        if h.crc_ok(e)
+            && totlen >= HEADER_SIZE as u32
             && (p as u64 + u64::from(totlen)) <= img.len() as u64
         {
             w.nodes.push(Node {

@@ -13,6 +13,7 @@ use super::{
     MountFailure, NodeRef, RefState, Scan, ScanDirent, ScanOptions, SummaryUse, XattrDatum,
     XattrRef,
 };
+use crate::format::ROOT_INO;
 use crate::format::{pad4, Endian, NodeKind};
 
 /// The scan read buffer: `mtd_kmalloc_up_to(PAGE_SIZE)` on x86-64 (§3.1).
@@ -521,7 +522,7 @@ impl<'a> Engine<'a> {
         // After a wrap-around the number may already exist: the kernel would then hold two
         // caches with one number; here they share one.
         let c = self.caches.entry(n).or_default();
-        if ino == 1 {
+        if ino == ROOT_INO {
             c.pino_nlink = 1;
         }
         n

@@ -213,6 +213,19 @@ pub enum BlockClass {
     AllDirty,
 }
 
+impl BlockClass {
+    /// The class's name in listings and JSON (`partly-dirty`, `all-dirty`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockClass::Empty => "empty",
+            BlockClass::Cleanmarker => "cleanmarker",
+            BlockClass::Clean => "clean",
+            BlockClass::PartDirty => "partly-dirty",
+            BlockClass::AllDirty => "all-dirty",
+        }
+    }
+}
+
 /// How a block's summary was used (§4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SummaryUse {
@@ -282,6 +295,20 @@ pub enum BlockList {
     Nextblock,
 }
 
+impl BlockList {
+    /// The list's name in listings and JSON (`very-dirty`, `erase-pending`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockList::Free => "free",
+            BlockList::Clean => "clean",
+            BlockList::Dirty => "dirty",
+            BlockList::VeryDirty => "very-dirty",
+            BlockList::ErasePending => "erase-pending",
+            BlockList::Nextblock => "nextblock",
+        }
+    }
+}
+
 /// Why the scan accounted a range as dirty (`jffs2_scan_dirty_space`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DirtCause {
@@ -326,6 +353,33 @@ pub enum DirtCause {
     Mixed,
 }
 
+impl DirtCause {
+    /// The cause's name in listings and JSON (`obsolete`, `node-crc`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            DirtCause::Erased => "erased-not-at-end",
+            DirtCause::ZeroWord => "zero-word",
+            DirtCause::BadMagic => "bad-magic",
+            DirtCause::HeaderCrc => "header-crc",
+            DirtCause::CrossesBlockEnd => "crosses-block-end",
+            DirtCause::AlreadySeen => "already-seen",
+            DirtCause::BlockTail => "block-tail",
+            DirtCause::Obsolete => "obsolete",
+            DirtCause::NodeCrc => "node-crc",
+            DirtCause::NameCrc => "name-crc",
+            DirtCause::Length => "length",
+            DirtCause::Padding => "padding",
+            DirtCause::CleanmarkerSize => "cleanmarker-size",
+            DirtCause::CleanmarkerNotFirst => "cleanmarker-not-first",
+            DirtCause::Unknown => "unknown-node",
+            DirtCause::Incompat => "incompat-node",
+            DirtCause::SummaryGap => "summary-gap",
+            DirtCause::SummaryCleanmarker => "summary-cleanmarker",
+            DirtCause::Mixed => "mixed",
+        }
+    }
+}
+
 /// A dirty range found by the scan (*added*). Adjacent ranges of the same cause are merged.
 /// The free tail that `file_dirty` turns into dirt is not listed (it is accounting, not
 /// content).
@@ -350,6 +404,18 @@ pub enum Level {
     Notice,
     /// `pr_info`.
     Info,
+}
+
+impl Level {
+    /// The level's name in listings and JSON (`err`, `warning`, `notice`, `info`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Err => "err",
+            Level::Warning => "warning",
+            Level::Notice => "notice",
+            Level::Info => "info",
+        }
+    }
 }
 
 /// One message Linux would print, in its wording (Appendix A).

@@ -7,10 +7,14 @@ use super::{
     BlockClass, DirtCause, Level, MountFailure, ScanDirent, SummaryUse, XattrDatum, XattrRef,
 };
 use crate::crc::crc32;
+use crate::format::{hdr, marker, sumrec, NodeHeader};
 use crate::format::{
     pad4, Endian, NodeKind, SummaryNode, COMPAT_MASK, FEATURE_INCOMPAT, MAGIC, NODETYPE_DIRENT,
     NODETYPE_INODE, NODETYPE_SUMMARY, NODETYPE_XATTR, NODETYPE_XREF, SUMMARY_MARKER_SIZE,
     SUMMARY_SIZE, SUM_MAGIC, XREF_SIZE,
+};
+use crate::format::{
+    SUM_DIRENT_NSIZE_AT, SUM_DIRENT_SIZE, SUM_INODE_SIZE, SUM_XATTR_SIZE, SUM_XREF_SIZE,
 };
 
 /// Everything needed to undo a summary's effects on the scan (the kernel's fall-back after an
@@ -43,12 +47,12 @@ impl Engine<'_> {
         let end = jofs + sector;
         // Without a write buffer only the last 8 bytes are read.
         self.jebs[b].bytes_read += SUMMARY_MARKER_SIZE as u32;
-        let marker = self.bytes::<8>(end - 8);
+        let marker = self.bytes::<SUMMARY_MARKER_SIZE>(end - SUMMARY_MARKER_SIZE as u32);
         let e = self.e;
-        if e.get_u32(&marker, 4) != Some(SUM_MAGIC) {
+        if e.get_u32(&marker, marker::MAGIC) != Some(SUM_MAGIC) {
             return None;
         }
-        let sm_offset = e.get_u32(&marker, 0).unwrap_or(0);
+        let sm_offset = e.get_u32(&marker, marker::OFFSET).unwrap_or(0);
         let sumlen = sector.wrapping_sub(sm_offset);
         if sumlen > sector {
             // "sm->offset maybe wrong but MAGIC maybe right": straight to the full scan.
@@ -172,12 +176,14 @@ impl Engine<'_> {
         }
         let s = self.bytes_vec(jofs + rel, sumlen as usize);
         // 1. hdr_crc over the constants {0x1985, 0x2006, totlen as stored}.
-        let totlen = e.get_u32(&s, 4).unwrap_or(0);
-        let mut h = [0u8; 8];
-        h[0..2].copy_from_slice(&e.u16_bytes(MAGIC));
-        h[2..4].copy_from_slice(&e.u16_bytes(NODETYPE_SUMMARY));
-        h[4..8].copy_from_slice(&e.u32_bytes(totlen));
-        if crc32(&h) != e.get_u32(&s, 8).unwrap_or(0) {
+        let totlen = e.get_u32(&s, hdr::TOTLEN).unwrap_or(0);
+        let h = NodeHeader {
+            magic: MAGIC,
+            nodetype: NODETYPE_SUMMARY,
+            totlen,
+            hdr_crc: e.get_u32(&s, hdr::HDR_CRC).unwrap_or(0),
+        };
+        if !h.crc_ok(e) {
             return Ok(self.crc_err(b, "summary header CRC mismatch".into()));
         }
         // 2. totlen == sumlen.
@@ -250,9 +256,13 @@ impl Engine<'_> {
             };
             // Record sizes (`JFFS2_SUMMARY_*_SIZE`); an unknown type is only read for its type.
             let need = match t {
-                NODETYPE_INODE | NODETYPE_XATTR => 18,
-                NODETYPE_DIRENT => 24 + usize::from(s.get(p + 22).copied().unwrap_or(0)),
-                NODETYPE_XREF => 6,
+                NODETYPE_INODE => SUM_INODE_SIZE,
+                NODETYPE_XATTR => SUM_XATTR_SIZE,
+                NODETYPE_DIRENT => {
+                    SUM_DIRENT_SIZE
+                        + usize::from(s.get(p + SUM_DIRENT_NSIZE_AT).copied().unwrap_or(0))
+                }
+                NODETYPE_XREF => SUM_XREF_SIZE,
                 _ => 2,
             };
             let known = matches!(t, NODETYPE_INODE | NODETYPE_DIRENT)
@@ -263,18 +273,27 @@ impl Engine<'_> {
             let u32_at = |k: usize| e.get_u32(s, p + k).unwrap_or(0);
             match t {
                 NODETYPE_INODE => {
-                    let (inode, version, offset, totlen) =
-                        (u32_at(2), u32_at(6), u32_at(10), u32_at(14));
+                    let (inode, version, offset, totlen) = (
+                        u32_at(sumrec::ID),
+                        u32_at(sumrec::VERSION),
+                        u32_at(sumrec::OFFSET),
+                        u32_at(sumrec::TOTLEN),
+                    );
                     let ino = self.make_ino_cache(inode);
                     snap.touched.push(ino);
                     self.sum_link(b, offset, pad4(totlen), NodeKind::Inode, Some(ino))?;
                     self.pseudo_random = self.pseudo_random.wrapping_add(version);
                 }
                 NODETYPE_DIRENT => {
-                    let (totlen, offset, pino, version, ino) =
-                        (u32_at(2), u32_at(6), u32_at(10), u32_at(14), u32_at(18));
-                    let dtype = s[p + 23];
-                    let name = &s[p + 24..p + need];
+                    let (totlen, offset, pino, version, ino) = (
+                        u32_at(sumrec::DIRENT_TOTLEN),
+                        u32_at(sumrec::DIRENT_OFFSET),
+                        u32_at(sumrec::DIRENT_PINO),
+                        u32_at(sumrec::DIRENT_VERSION),
+                        u32_at(sumrec::DIRENT_INO),
+                    );
+                    let dtype = s[p + sumrec::DIRENT_TYPE];
+                    let name = &s[p + SUM_DIRENT_SIZE..p + need];
                     let checked = name.iter().position(|&c| c == 0).unwrap_or(name.len());
                     let at = jofs.wrapping_add(offset);
                     if checked == 0 {
@@ -319,8 +338,12 @@ impl Engine<'_> {
                     self.pseudo_random = self.pseudo_random.wrapping_add(version);
                 }
                 NODETYPE_XATTR if self.opts.xattr => {
-                    let (xid, version, offset, totlen) =
-                        (u32_at(2), u32_at(6), u32_at(10), u32_at(14));
+                    let (xid, version, offset, totlen) = (
+                        u32_at(sumrec::ID),
+                        u32_at(sumrec::VERSION),
+                        u32_at(sumrec::OFFSET),
+                        u32_at(sumrec::TOTLEN),
+                    );
                     let current = self.setup_xattr_datum(xid, version);
                     let idx = self.sum_link(b, offset, pad4(totlen), NodeKind::Xattr, None)?;
                     if current <= version {
@@ -334,7 +357,7 @@ impl Engine<'_> {
                     self.pseudo_random = self.pseudo_random.wrapping_add(xid);
                 }
                 NODETYPE_XREF if self.opts.xattr => {
-                    let offset = u32_at(2);
+                    let offset = u32_at(sumrec::XREF_OFFSET);
                     let idx = self.sum_link(b, offset, XREF_SIZE as u32, NodeKind::Xref, None)?;
                     self.xattr_refs.push(XattrRef {
                         ino: None,

@@ -271,15 +271,15 @@ pub struct Xattr {
 
 impl Xattr {
     /// `JFFS2_XPREFIX_USER` ("user.").
-    pub const PREFIX_USER: u8 = 1;
+    pub const PREFIX_USER: u8 = crate::format::xprefix::USER;
     /// `JFFS2_XPREFIX_SECURITY` ("security.").
-    pub const PREFIX_SECURITY: u8 = 2;
+    pub const PREFIX_SECURITY: u8 = crate::format::xprefix::SECURITY;
     /// `JFFS2_XPREFIX_ACL_ACCESS` ("system.posix_acl_access").
-    pub const PREFIX_ACL_ACCESS: u8 = 3;
+    pub const PREFIX_ACL_ACCESS: u8 = crate::format::xprefix::ACL_ACCESS;
     /// `JFFS2_XPREFIX_ACL_DEFAULT` ("system.posix_acl_default").
-    pub const PREFIX_ACL_DEFAULT: u8 = 4;
+    pub const PREFIX_ACL_DEFAULT: u8 = crate::format::xprefix::ACL_DEFAULT;
     /// `JFFS2_XPREFIX_TRUSTED` ("trusted.").
-    pub const PREFIX_TRUSTED: u8 = 5;
+    pub const PREFIX_TRUSTED: u8 = crate::format::xprefix::TRUSTED;
 
     /// True for the two POSIX ACL prefixes, whose value needs [`acl_to_jffs2`].
     pub fn is_posix_acl(&self) -> bool {

@@ -127,72 +127,34 @@ pub(crate) fn read_xattrs(
     out
 }
 
-const ACL_USER_OBJ: u16 = 0x01;
-const ACL_USER: u16 = 0x02;
-const ACL_GROUP_OBJ: u16 = 0x04;
-const ACL_GROUP: u16 = 0x08;
-const ACL_MASK: u16 = 0x10;
-const ACL_OTHER: u16 = 0x20;
-/// `JFFS2_ACL_VERSION`.
-const JFFS2_ACL_VERSION: u32 = 1;
+// The ACL layout and its conversions are described once, in format (`docs/spec/mtd-utils-spec.md` §3.5.7).
+use crate::format::acl::{self, AclError};
+use crate::format::Endian;
 
-/// Converts a POSIX ACL xattr value from the Linux format (little-endian u32 version, then
-/// 8-byte entries `le16 tag, le16 perm, le32 id`) to the JFFS2 on-flash format in the target
-/// endianness (`formalize_posix_acl`, `docs/spec/mtd-utils-spec.md` §3.5.7):
-/// `je32 version = 1`, then per entry `je16 tag, je16 perm` for USER_OBJ, GROUP_OBJ, MASK and
-/// OTHER, or `je16 tag, je16 perm, je32 id` for USER and GROUP.
-///
-/// The host version field is not checked (mkfs does not either). Errors: an unknown tag
-/// ([`SourceError::AclUnknownTag`], mkfs exits 1 with that message), a value shorter than
-/// the 4-byte header ([`SourceError::AclTooShort`], ditto), and a value that is not a header
-/// plus whole entries ([`SourceError::AclMalformed`]; mkfs would read garbage past the value).
+/// Converts a POSIX ACL xattr value from the Linux format to the JFFS2 on-flash format in the
+/// target endianness ([`acl::from_xattr`], `formalize_posix_acl`,
+/// `docs/spec/mtd-utils-spec.md` §3.5.7), with mkfs.jffs2's errors:
+/// an unknown tag ([`SourceError::AclUnknownTag`], mkfs exits 1 with that message), a value
+/// shorter than the 4-byte header ([`SourceError::AclTooShort`], ditto), and a value that is
+/// not a header plus whole entries ([`SourceError::AclMalformed`]; mkfs would read garbage
+/// past the value).
 pub fn acl_to_jffs2(value: &[u8], big_endian: bool) -> Result<Vec<u8>, SourceError> {
-    let u16b = |v: u16| {
-        if big_endian {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        }
+    let e = if big_endian {
+        Endian::Big
+    } else {
+        Endian::Little
     };
-    let u32b = |v: u32| {
-        if big_endian {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        }
-    };
-
-    let entries = value.get(4..).unwrap_or(&[]);
-    if entries.len() % 8 != 0 {
-        return Err(SourceError::AclMalformed { len: value.len() });
-    }
-    let mut out = Vec::with_capacity(value.len());
-    out.extend_from_slice(&u32b(JFFS2_ACL_VERSION));
-    for e in entries.chunks_exact(8) {
-        let tag = u16::from_le_bytes([e[0], e[1]]);
-        let perm = u16::from_le_bytes([e[2], e[3]]);
-        let id = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
-        match tag {
-            ACL_USER_OBJ | ACL_GROUP_OBJ | ACL_MASK | ACL_OTHER => {
-                out.extend_from_slice(&u16b(tag));
-                out.extend_from_slice(&u16b(perm));
-            }
-            ACL_USER | ACL_GROUP => {
-                out.extend_from_slice(&u16b(tag));
-                out.extend_from_slice(&u16b(perm));
-                out.extend_from_slice(&u32b(id));
-            }
-            _ => return Err(SourceError::AclUnknownTag { tag }),
-        }
-    }
-    // mkfs' final sanity check; only a value shorter than the header can trip it.
-    if out.len() > value.len() {
-        return Err(SourceError::AclTooShort {
-            jffs2_len: out.len(),
-            value_len: value.len(),
-        });
-    }
-    Ok(out)
+    acl::from_xattr(value, e).map_err(|err| match err {
+        AclError::UnknownTag { tag } => SourceError::AclUnknownTag { tag },
+        AclError::LongerThanHost {
+            jffs2_len,
+            value_len,
+        } => SourceError::AclTooShort {
+            jffs2_len,
+            value_len,
+        },
+        _ => SourceError::AclMalformed { len: value.len() },
+    })
 }
 
 #[cfg(test)]

@@ -49,12 +49,12 @@
 //! scanned in the wrong one.
 
 mod listing;
-mod relayout;
 #[cfg(test)]
 mod tests;
 
+use crate::format::pad4_64;
+pub use crate::layout::{RelayoutStats, Summarizer, SummarizingWriter};
 pub use listing::listing;
-pub use relayout::{RelayoutStats, Summarizer, SummarizingWriter};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -1042,11 +1042,6 @@ fn write_ff<W: Write>(out: &mut W, mut n: u64) -> std::io::Result<()> {
         n -= k as u64;
     }
     Ok(())
-}
-
-/// `PAD(x)` without overflow (a crafted `totlen` may be near `u32::MAX`).
-pub(crate) fn pad4_64(x: u32) -> u64 {
-    (u64::from(x) + 3) & !3
 }
 
 /// Node headers with a valid magic and header CRC in byte order `e` (a word-by-word walk

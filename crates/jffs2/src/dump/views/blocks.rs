@@ -322,7 +322,7 @@ pub fn record_line(r: &SumRecord, block_offset: u32) -> String {
         } => format!(
             "dirent  0x{:08x} type 0x{nodetype:04x} pino {pino} version {version} ino {ino} dtype {dtype} totlen {totlen} name \"{}\"",
             u64::from(block_offset) + u64::from(*offset),
-            crate::extract::escape(name, true)
+            crate::text::escape(name, true)
         ),
         SumRecord::Xattr {
             nodetype,

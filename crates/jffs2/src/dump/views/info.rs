@@ -33,6 +33,8 @@ use crate::compress::{
     COMPR_ZLIB,
 };
 use crate::format::xprefix;
+use crate::format::ROOT_INO;
+use crate::format::{S_IFLNK, S_IFMT, S_IFREG};
 use crate::fs::{Fs, InodeKind, TreeOptions};
 use crate::scan::Detection;
 
@@ -175,13 +177,13 @@ pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions
                 if node.atime != 0 || node.mtime != 0 || node.ctime != 0 {
                     times_zero = false;
                 }
-                if node.ino == 1 {
+                if node.ino == ROOT_INO {
                     root_inode = true;
                 }
-                if node.mode & 0o170000 == 0o120000 {
+                if node.mode & S_IFMT == S_IFLNK {
                     symlink_isize.insert(node.ino, (node.isize, node.csize));
                 }
-                if node.dsize > 0 && node.mode & 0o170000 == 0o100000 {
+                if node.dsize > 0 && node.mode & S_IFMT == S_IFREG {
                     *compr.entry(node.compr).or_default() += 1;
                     // A ZERO node (a hole the kernel wrote) can be of any size.
                     if node.compr != COMPR_ZERO {
@@ -225,7 +227,7 @@ pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions
             if t.kind == InodeKind::Symlink {
                 if let Some(&(isize, csize)) = symlink_isize.get(&t.ino) {
                     if isize != csize {
-                        long_links.push(crate::extract::escape(&t.path, false));
+                        long_links.push(crate::text::escape(&t.path, false));
                     }
                 }
             }

@@ -470,27 +470,7 @@ impl Verdict {
 
 /// The name of a dirt cause, for listings (`obsolete`, `node-crc`, …).
 pub fn dirt_name(c: DirtCause) -> &'static str {
-    match c {
-        DirtCause::Erased => "erased-not-at-end",
-        DirtCause::ZeroWord => "zero-word",
-        DirtCause::BadMagic => "bad-magic",
-        DirtCause::HeaderCrc => "header-crc",
-        DirtCause::CrossesBlockEnd => "crosses-block-end",
-        DirtCause::AlreadySeen => "already-seen",
-        DirtCause::BlockTail => "block-tail",
-        DirtCause::Obsolete => "obsolete",
-        DirtCause::NodeCrc => "node-crc",
-        DirtCause::NameCrc => "name-crc",
-        DirtCause::Length => "length",
-        DirtCause::Padding => "padding",
-        DirtCause::CleanmarkerSize => "cleanmarker-size",
-        DirtCause::CleanmarkerNotFirst => "cleanmarker-not-first",
-        DirtCause::Unknown => "unknown-node",
-        DirtCause::Incompat => "incompat-node",
-        DirtCause::SummaryGap => "summary-gap",
-        DirtCause::SummaryCleanmarker => "summary-cleanmarker",
-        DirtCause::Mixed => "mixed",
-    }
+    c.name()
 }
 
 /// Looks up the kernel's verdict on nodes by offset.

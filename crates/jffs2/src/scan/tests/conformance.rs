@@ -12,8 +12,8 @@ use std::process::Command;
 
 use super::*;
 use crate::format::{SumRecord, SummaryNode};
+use crate::scan::as_flashed;
 use crate::scan::msg::{is_scan_message, normalize_dmesg};
-use crate::scan::{as_flashed, Level};
 
 const LE: Endian = Endian::Little;
 const ES: u32 = 16 * 1024;
@@ -493,15 +493,6 @@ fn cases() -> Vec<Case> {
     v
 }
 
-fn level_name(l: Level) -> &'static str {
-    match l {
-        Level::Err => "err",
-        Level::Warning => "warning",
-        Level::Notice => "notice",
-        Level::Info => "info",
-    }
-}
-
 #[test]
 #[ignore]
 fn kernel_conformance() {
@@ -591,7 +582,7 @@ fn kernel_conformance() {
         let ours: Vec<(String, String)> = s
             .log
             .iter()
-            .map(|m| (level_name(m.level).to_string(), m.text.clone()))
+            .map(|m| (m.level.name().to_string(), m.text.clone()))
             .collect();
         let status = r.get("status").and_then(Json::str).unwrap_or("?");
         eprintln!("== {} (kernel status {status}, mount_ok={mount_ok})", c.id);

@@ -45,7 +45,7 @@ impl<W: Write> Summarizer<W> {
     /// A summarizer writing to `out` with blocks of `erase_size` bytes (a multiple of 4)
     /// and a cleanmarker of the given size at the start of every block, or none.
     pub fn new(out: W, endian: Endian, erase_size: u32, cleanmarker: Option<u32>) -> Self {
-        let cm = cleanmarker.map_or(0, super::pad4_64);
+        let cm = cleanmarker.map_or(0, crate::format::pad4_64);
         Summarizer {
             w: BlockWriter::new(
                 out,
@@ -67,7 +67,7 @@ impl<W: Write> Summarizer<W> {
     /// cleanmarker). A node that fits but leaves no room for a summary goes into a block
     /// without one.
     pub fn fits(&self, totlen: u32) -> bool {
-        super::pad4_64(totlen) <= self.first_room
+        crate::format::pad4_64(totlen) <= self.first_room
     }
 
     /// Appends one complete node (exactly its `totlen` bytes). A node that does not
