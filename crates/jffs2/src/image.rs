@@ -43,9 +43,10 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::extract::{lookup, ImageMap, LookupError, Trimmer};
 use crate::format::Endian;
+use crate::fs::{lookup, LookupError};
 use crate::fs::{Fs, FsError, FsOptions, Inode, InodeKind};
+use crate::mapped::{ImageMap, Trimmer};
 use crate::scan::{self, Detection, Geometry, MountFailure, Scan, ScanOptions};
 
 /// How an image is opened and mounted. The default detects everything and mounts as the
@@ -66,7 +67,7 @@ pub struct ImageOptions {
     pub quick_detect: bool,
     /// For an image opened from a path and mapped: drop the mapping's resident pages when
     /// they grow by `.0` bytes, checked every `.1` of CPU time, while the detection runs and
-    /// under [`Image::trimmer`] (see [`crate::extract::Trimmer`]).
+    /// under [`Image::trimmer`] (see [`crate::mapped::Trimmer`]).
     pub trim: Option<(usize, Duration)>,
     /// The kernel options of the mount scan.
     pub scan: ScanOptions,
@@ -489,7 +490,7 @@ pub enum FileError {
     #[error(transparent)]
     Lookup(#[from] LookupError),
     /// The path names a directory.
-    #[error("{}: Is a directory", crate::extract::escape(.0, false))]
+    #[error("{}: Is a directory", crate::text::escape(.0, false))]
     IsADirectory(Vec<u8>),
     /// The file's data cannot be read (the kernel's `read()` fails: -EIO).
     #[error(transparent)]

@@ -148,6 +148,7 @@ pub mod image;
 pub mod input;
 pub mod layout;
 pub mod mapguard;
+pub mod mapped;
 pub mod mkfs;
 pub mod name;
 mod prefetch;

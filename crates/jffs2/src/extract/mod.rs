@@ -47,7 +47,6 @@
 //! empty.
 
 mod list;
-mod mapped;
 mod plan;
 mod stream;
 mod write;
@@ -58,11 +57,12 @@ mod tests;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use crate::fs::{lookup, LookupError};
+pub use crate::mapped::{ImageMap, Trimmer};
 pub use list::{
-    cat, escape, format_mode, format_time, list, lookup, reader_list, ListOptions, LookupError,
-    ReaderListError, ReaderListOptions, Unreadable,
+    cat, escape, format_mode, format_time, list, reader_list, ListOptions, ReaderListError,
+    ReaderListOptions, Unreadable,
 };
-pub use mapped::{ImageMap, Trimmer};
 pub use plan::{name_problem, Entry, EntryKind, FileData, Meta, Plan};
 pub use stream::{stream, Bytes, Chunk, Reader, StreamOptions};
 pub use write::{extract, ExtractError, ExtractOptions, ExtractReport, XattrSkip};

@@ -65,6 +65,7 @@
 
 mod build;
 mod dirent;
+mod lookup;
 mod md5;
 mod read;
 mod readinode;
@@ -84,6 +85,7 @@ use crate::scan::{KernelMsg, Level, RefState, Scan};
 
 pub use build::build_with;
 pub use dirent::Dirent;
+pub use lookup::{lookup, LookupError};
 pub use md5::Md5;
 pub use read::NodeData;
 pub use readinode::{DataNode, Frag, Inode, InodeKind, ReadFailure};
