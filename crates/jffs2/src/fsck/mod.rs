@@ -110,8 +110,8 @@ impl fmt::Display for Severity {
 pub struct Finding {
     /// How bad.
     pub severity: Severity,
-    /// Stable kebab-case code (see the module documentation).
-    pub code: &'static str,
+    /// What it is about: a stable kebab-case code ([`Code::as_str`]).
+    pub code: Code,
     /// Byte offset of the node (or range) in the image, when there is one.
     pub offset: Option<u32>,
     /// Inode, when known.
@@ -123,15 +123,27 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub(crate) fn new(severity: Severity, code: &'static str, message: String) -> Finding {
+    /// A finding of `code`'s usual severity.
+    pub(crate) fn new(code: Code, message: String) -> Finding {
         Finding {
-            severity,
+            severity: code.severity(),
             code,
             offset: None,
             ino: None,
             path: None,
             message,
         }
+    }
+
+    /// Another of the severities `code` is reported with ([`Code::severities`]).
+    pub(crate) fn with_severity(mut self, severity: Severity) -> Finding {
+        debug_assert!(
+            self.code.severities().contains(&severity),
+            "{} is never {severity}",
+            self.code
+        );
+        self.severity = severity;
+        self
     }
 
     pub(crate) fn at(mut self, offset: u32) -> Finding {
@@ -420,7 +432,7 @@ pub type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
 /// assert_eq!((report.verdict(), report.verdict().exit_code()), (Verdict::ErrorsFound, 4));
 /// let f = &report.findings[0];
 /// let node = data as u32 - 68; // the data follows the 68-byte inode node header
-/// assert_eq!((f.severity, f.code, f.offset), (Severity::Error, "data-crc", Some(node)));
+/// assert_eq!((f.severity, f.code.as_str(), f.offset), (Severity::Error, "data-crc", Some(node)));
 /// assert_eq!((f.ino, f.path.as_deref()), (Some(2), Some("noise")));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
