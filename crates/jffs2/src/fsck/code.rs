@@ -13,7 +13,7 @@ use crate::fs::{Problem, XattrError};
 /// choose instead ([`super::Finding::with_severity`]), and say so in the doc comment above.
 macro_rules! codes {
     ($(
-        $(#[doc = $doc:literal])*
+        $(#[doc = $doc0:literal] $(#[doc = $doc:literal])*)?
         $variant:ident = $code:literal, [$($sev:ident),+], $meaning:literal;
     )+) => {
         /// What a [`super::Finding`] is about. Its string ([`Code::as_str`]) is stable: text
@@ -23,7 +23,7 @@ macro_rules! codes {
         pub enum Code {
             $(
                 #[doc = concat!("`", $code, "`: ", $meaning, ".")]
-                $(#[doc = ""] #[doc = $doc])*
+                $(#[doc = ""] #[doc = $doc0] $(#[doc = $doc])*)?
                 $variant,
             )+
         }
@@ -181,7 +181,8 @@ codes! {
 }
 
 impl Code {
-    /// The usual severity: what [`super::Finding::new`] gives.
+    /// The usual severity: a finding of this code has it unless its site picks another of
+    /// [`Code::severities`] (and the variant says when).
     pub fn severity(self) -> Severity {
         self.severities()[0]
     }
@@ -318,6 +319,28 @@ mod tests {
             "docs/FSCK.md's table of findings differs from fsck::Code (crates/jffs2/src/fsck/code.rs); \
              replace it with:\n\n{want}"
         );
+    }
+
+    #[test]
+    fn findings_take_their_severity_from_the_code() {
+        use crate::fsck::Finding;
+        for c in Code::ALL {
+            let f = Finding::new(*c, String::new());
+            assert_eq!((f.code, f.severity), (*c, c.severity()));
+            for s in c.severities() {
+                assert_eq!(f.clone().with_severity(*s).severity, *s);
+            }
+        }
+    }
+
+    /// A severity the code does not list is a bug of the site (caught by the tests, which
+    /// build with debug assertions).
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "header-crc is never INFO")]
+    fn other_severities_are_refused() {
+        let _ =
+            crate::fsck::Finding::new(Code::HeaderCrc, String::new()).with_severity(Severity::Info);
     }
 
     /// Each problem of the model gets the code whose string the model gives it.

@@ -45,7 +45,7 @@
 //!   deleted files whose nodes are still on flash), or facts about the check itself.
 //!
 //! Kernel log levels map to severities where a message has no finding of its own: `pr_err` →
-//! Error, `pr_warn` → Warning, notice and info → Info.
+//! Error, `pr_warn` → Warning (notices and info are not findings; see [`Code::KernelMessage`]).
 //!
 //! # Finding codes
 //!
