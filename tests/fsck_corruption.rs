@@ -109,7 +109,7 @@ fn judge(img: &[u8], opts: &Options, node: usize) -> Outcome {
         .iter()
         .find(|f| f.severity == Severity::Warning && f.offset == at)
     {
-        Some(f) => Outcome::Warned(f.code),
+        Some(f) => Outcome::Warned(f.code.as_str()),
         None => Outcome::Missed,
     }
 }

@@ -42,7 +42,7 @@ fn codes(r: &Report) -> Vec<&'static str> {
     r.findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
-        .map(|f| f.code)
+        .map(|f| f.code.as_str())
         .collect()
 }
 

@@ -631,7 +631,7 @@ fn text_report(tool: &Tool, image: &str, r: &Report, verbose: bool) -> String {
 fn finding_json(f: &Finding) -> Value {
     json!({
         "severity": f.severity.lower(),
-        "code": f.code,
+        "code": f.code.as_str(),
         "offset": f.offset,
         "ino": f.ino,
         "path": f.path,

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rayon::prelude::*;
 
 use super::walk::{self, BlockWalk, Body, Fault, Junk, JunkKind, WNode};
+use super::Code;
 use super::{
     compare, BlockCounts, BlockDetail, Finding, FsckError, GeometryInfo, MountCost, NodeCounts,
     Options, ProgressFn, Report, Severity, TreeCounts,
@@ -104,8 +105,7 @@ impl EndMarker {
             ),
         };
         Finding::new(
-            Severity::Info,
-            "end-marker",
+            Code::EndMarker,
             format!(
                 "OpenWrt's end-of-filesystem marker (de ad c0 de) at the start of erase block {}: OpenWrt's kernel ends the filesystem here and erases this block and every later one at the first mount; {after}",
                 o / es.max(1)
@@ -310,8 +310,7 @@ pub(crate) fn run(
             .any(|p| matches!(p, Problem::InodeUnreadable { ino: 1, .. }))
         {
             cx.findings.push(Finding::new(
-                Severity::Error,
-                "mount-failure",
+                Code::MountFailure,
                 format!("the root directory cannot be read ({e}): the mount fails"),
             ));
         }
@@ -470,7 +469,7 @@ fn sort_findings(f: &mut Vec<Finding>) {
         (None, Some(i)) => (2, u64::from(i), 0),
     };
     f.sort_by_key(key);
-    let mut seen: HashSet<(&'static str, Option<u32>, Option<u32>, String)> = HashSet::new();
+    let mut seen: HashSet<(Code, Option<u32>, Option<u32>, String)> = HashSet::new();
     f.retain(|x| {
         let k = (
             x.code,
@@ -491,16 +490,14 @@ fn image_findings(cx: &mut Ctx<'_, '_>, info: &GeometryInfo, all_ff: bool, flash
     let g = info.geometry;
     if all_ff {
         cx.findings.push(Finding::new(
-            Severity::Info,
-            "empty-filesystem",
+            Code::EmptyFilesystem,
             "the image is erased flash (all 0xFF): Linux mounts it as an empty filesystem"
                 .to_string(),
         ));
     }
     if info.endian_given && det.confidence > 0.0 && det.geometry.endian != g.endian {
         cx.findings.push(Finding::new(
-            Severity::Error,
-            "endian-mismatch",
+            Code::EndianMismatch,
             format!(
                 "checked as {} endian as asked, but the image is {} endian: Linux on a {}-endian machine sees no valid node",
                 g.endian.name(),
@@ -511,8 +508,7 @@ fn image_findings(cx: &mut Ctx<'_, '_>, info: &GeometryInfo, all_ff: bool, flash
     }
     if !info.erase_size_given && !all_ff && det.confidence < 0.5 {
         cx.findings.push(Finding::new(
-            Severity::Info,
-            "erase-size-uncertain",
+            Code::EraseSizeUncertain,
             format!(
                 "nothing in the image tells its erase size for sure; checked with {} (give -e to be sure)",
                 kib(g.erase_size)
@@ -521,8 +517,7 @@ fn image_findings(cx: &mut Ctx<'_, '_>, info: &GeometryInfo, all_ff: bool, flash
     }
     if flash_len != cx.image_len {
         cx.findings.push(Finding::new(
-            Severity::Info,
-            "image-padded",
+            Code::ImagePadded,
             format!(
                 "the image is {} bytes, not {} whole erase blocks: checked as flashed into a {}-byte partition, the rest erased (0xFF)",
                 cx.image_len,
@@ -555,19 +550,18 @@ fn erase_size_finding(cx: &mut Ctx<'_, '_>, info: &GeometryInfo) {
         .filter(|f| {
             matches!(
                 f.code,
-                "node-crosses-block" | "cleanmarker-misplaced" | "summary-invalid"
+                Code::NodeCrossesBlock | Code::CleanmarkerMisplaced | Code::SummaryInvalid
             )
         })
         .count();
-    let crossing = cx.findings.iter().any(|f| f.code == "node-crosses-block");
+    let crossing = cx.findings.iter().any(|f| f.code == Code::NodeCrossesBlock);
     // One stray cleanmarker or summary is not a wrong geometry; a wrong one shows in every
     // block.
     if trouble < 2 && !crossing {
         return;
     }
     cx.findings.push(Finding::new(
-        Severity::Error,
-        "erase-size-mismatch",
+        Code::EraseSizeMismatch,
         format!(
             "the image was made for {} erase blocks, not {} (-e): on a flash with {} blocks Linux {} ({trouble} findings below); rebuild it with -e {}",
             kib(det.geometry.erase_size),
@@ -607,10 +601,10 @@ impl Ctx<'_, '_> {
     }
 
     /// The sentence added to a damaged item at the end of the written space.
-    fn torn_note(&self, offset: u32, len: u32) -> Option<(&'static str, String)> {
+    fn torn_note(&self, offset: u32, len: u32) -> Option<(Code, String)> {
         if self.truncated(offset, len) {
             return Some((
-                "truncated-image",
+                Code::TruncatedImage,
                 format!(
                     "; the image file ends inside it (at 0x{:08x}): the image is truncated",
                     self.image_len
@@ -619,7 +613,7 @@ impl Ctx<'_, '_> {
         }
         if self.torn(offset) {
             return Some((
-                "torn-node",
+                Code::TornNode,
                 "; it is the last thing written in its erase block and looks like an interrupted write (power cut)"
                     .to_string(),
             ));
@@ -628,24 +622,13 @@ impl Ctx<'_, '_> {
     }
 
     fn model_problem(&mut self, p: &Problem) {
-        let code = p.code();
+        let code = Code::of_problem(p);
+        debug_assert_eq!(code.as_str(), p.code());
         let mut sev = match p {
-            Problem::OrphanInode { .. } => Severity::Info,
-            // Linux reaches those inodes: a fact about paths, not an inconsistency.
-            Problem::PathTooLong { .. } => Severity::Info,
-            Problem::DataCrc { superseded, .. } => {
-                if *superseded {
-                    Severity::Warning
-                } else {
-                    Severity::Error
-                }
-            }
-            Problem::Xattr(x) => match x.code() {
-                "orphan-xref" | "orphan-xattr" => Severity::Info,
-                "duplicate-xattr" => Severity::Warning,
-                _ => Severity::Error,
-            },
-            _ => Severity::Error,
+            Problem::DataCrc {
+                superseded: true, ..
+            } => Severity::Warning,
+            _ => code.severity(),
         };
         let mut code = code;
         let mut message = p.to_string();
@@ -674,7 +657,10 @@ impl Ctx<'_, '_> {
             .path()
             .map(lossy)
             .or_else(|| ino.and_then(|i| self.path_of(i)));
-        let mut f = Finding::new(sev, code, message).ino(ino).path(path);
+        let mut f = Finding::new(code, message)
+            .with_severity(sev)
+            .ino(ino)
+            .path(path);
         f.offset = offset;
         self.findings.push(f);
     }
@@ -690,29 +676,26 @@ impl Ctx<'_, '_> {
     fn failure(&mut self, f: &MountFailure) {
         let finding = match f {
             MountFailure::Incompat { offset, nodetype } => Finding::new(
-                Severity::Error,
-                "incompat-node",
+                Code::IncompatNode,
                 format!(
                     "node type 0x{nodetype:04x} is marked INCOMPAT and Linux does not know it: the mount is refused"
                 ),
             )
             .at(*offset),
             MountFailure::RoCompat { offset, nodetype } => Finding::new(
-                Severity::Error,
-                "rocompat-node",
+                Code::RocompatNode,
                 format!(
                     "node type 0x{nodetype:04x} is marked ROCOMPAT: a read-write mount is refused"
                 ),
             )
+            .with_severity(Severity::Error)
             .at(*offset),
             MountFailure::TooFewBlocks(n) => Finding::new(
-                Severity::Error,
-                "mount-failure",
+                Code::MountFailure,
                 format!("only {n} erase blocks: Linux needs at least 5"),
             ),
             MountFailure::Other(why) => Finding::new(
-                Severity::Error,
-                "mount-failure",
+                Code::MountFailure,
                 format!("the mount fails: {why}"),
             ),
         };
@@ -744,8 +727,7 @@ impl Ctx<'_, '_> {
             if let Some(o) = first {
                 self.findings.push(
                     Finding::new(
-                        Severity::Error,
-                        "non-erased-free-space",
+                        Code::NonErasedFreeSpace,
                         format!(
                             "the erase block at 0x{start:08x} looks free to Linux (it reads only its first bytes), but it is not erased from 0x{o:08x} on: Linux will write over these bytes without erasing them and corrupt what it writes"
                         ),
@@ -763,8 +745,7 @@ impl Ctx<'_, '_> {
             if let Some(n) = live {
                 self.findings.push(
                     Finding::new(
-                        Severity::Error,
-                        "data-in-erased-block",
+                        Code::DataInErasedBlock,
                         format!(
                             "the erase block at 0x{start:08x} starts with {EMPTY_SCAN_SIZE} erased bytes, so Linux takes it for empty and erases it, but it holds nodes from 0x{:08x} on: they are lost",
                             n.offset
@@ -781,12 +762,12 @@ impl Ctx<'_, '_> {
             {
                 self.findings.push(
                     Finding::new(
-                        Severity::Info,
-                        "non-erased-free-space",
+                        Code::NonErasedFreeSpace,
                         format!(
                             "the erase block at 0x{start:08x} reads as erased at its start but is not erased from 0x{o:08x} on; Linux erases it before use"
                         ),
                     )
+                    .with_severity(Severity::Info)
                     .at(o),
                 );
             }
@@ -807,8 +788,7 @@ impl Ctx<'_, '_> {
             JunkKind::Crosses { totlen } => {
                 let end = (u64::from(j.offset / self.es) + 1) * u64::from(self.es);
                 let f = Finding::new(
-                    Severity::Error,
-                    "node-crosses-block",
+                    Code::NodeCrossesBlock,
                     format!(
                         "node of {totlen} bytes would run over the end of the erase block at 0x{end:08x}: Linux skips it as dirty space (was the image made for another erase size?)"
                     ),
@@ -818,25 +798,28 @@ impl Ctx<'_, '_> {
                 return;
             }
             JunkKind::HeaderCrc => (
-                "header-crc",
+                Code::HeaderCrc,
                 "node header CRC fails: Linux skips it, and the node is lost".to_string(),
             ),
             JunkKind::ShortTotlen => (
-                "header-crc",
+                Code::HeaderCrc,
                 "node header claims fewer than 12 bytes: Linux skips it".to_string(),
             ),
             JunkKind::OldMagic => (
-                "garbage",
+                Code::Garbage,
                 "old JFFS1 magic 0x1984: Linux refuses such nodes".to_string(),
             ),
             JunkKind::Swapped => (
-                "garbage",
+                Code::Garbage,
                 "magic in the other byte order (0x8519): is this image of the other endianness?"
                     .to_string(),
             ),
-            JunkKind::Zero => ("garbage", "zero words where a node should be".to_string()),
+            JunkKind::Zero => (
+                Code::Garbage,
+                "zero words where a node should be".to_string(),
+            ),
             JunkKind::BadMagic(m) => (
-                "garbage",
+                Code::Garbage,
                 format!("magic 0x{m:04x} instead of 0x1985: neither a node nor erased flash"),
             ),
         };
@@ -846,8 +829,7 @@ impl Ctx<'_, '_> {
             code = c;
             msg.push_str(&note);
         }
-        self.findings
-            .push(Finding::new(Severity::Error, code, msg).at(j.offset));
+        self.findings.push(Finding::new(code, msg).at(j.offset));
     }
 
     fn node(&mut self, w: &BlockWalk, n: &WNode) {
@@ -856,8 +838,7 @@ impl Ctx<'_, '_> {
         if n.bad_padding > 0 {
             self.findings.push(
                 Finding::new(
-                    Severity::Warning,
-                    "padding-not-erased",
+                    Code::PaddingNotErased,
                     format!(
                         "{} padding bytes of this node are not 0xFF: no CRC covers them and Linux ignores them, but JFFS2 writers leave them erased (altered image or failing flash?)",
                         n.bad_padding
@@ -869,8 +850,7 @@ impl Ctx<'_, '_> {
         if let Some(crc) = n.stray_data_crc {
             self.findings.push(
                 Finding::new(
-                    Severity::Warning,
-                    "stray-data-crc",
+                    Code::StrayDataCrc,
                     format!(
                         "inode node without data has data CRC 0x{crc:08x}: writers store 0, no CRC covers the field and Linux ignores it (altered image or failing flash?)"
                     ),
@@ -884,8 +864,7 @@ impl Ctx<'_, '_> {
                 if !n.accurate {
                     self.findings.push(
                         Finding::new(
-                            Severity::Error,
-                            "cleanmarker-obsolete",
+                            Code::CleanmarkerObsolete,
                             "cleanmarker with its ACCURATE bit cleared: Linux never obsoletes cleanmarkers (a flipped bit?)"
                                 .to_string(),
                         )
@@ -894,8 +873,7 @@ impl Ctx<'_, '_> {
                 } else if o != start {
                     self.findings.push(
                         Finding::new(
-                            Severity::Warning,
-                            "cleanmarker-misplaced",
+                            Code::CleanmarkerMisplaced,
                             format!(
                                 "cleanmarker not at the start of its erase block (0x{start:08x}): Linux ignores it (wrong erase size?)"
                             ),
@@ -905,8 +883,7 @@ impl Ctx<'_, '_> {
                 } else if n.totlen != cm {
                     self.findings.push(
                         Finding::new(
-                            Severity::Warning,
-                            "cleanmarker-size",
+                            Code::CleanmarkerSize,
                             format!(
                                 "cleanmarker of {} bytes where Linux expects {cm}: it is ignored and the block counts as dirty",
                                 n.totlen
@@ -921,8 +898,7 @@ impl Ctx<'_, '_> {
                 if o + n.totlen != start + self.es {
                     self.findings.push(
                         Finding::new(
-                            Severity::Error,
-                            "summary-invalid",
+                            Code::SummaryInvalid,
                             format!(
                                 "summary node of {} bytes does not end at the end of its erase block (0x{:08x}): Linux cannot find it (made for another erase size?)",
                                 n.totlen,
@@ -936,31 +912,22 @@ impl Ctx<'_, '_> {
             }
             Body::Unknown if n.accurate => {
                 let t = n.nodetype | NODE_ACCURATE;
-                let (sev, code, what) = match t & COMPAT_MASK {
-                    FEATURE_INCOMPAT => (
-                        Severity::Error,
-                        "incompat-node",
-                        "INCOMPAT: Linux refuses to mount",
-                    ),
+                let (code, what) = match t & COMPAT_MASK {
+                    FEATURE_INCOMPAT => (Code::IncompatNode, "INCOMPAT: Linux refuses to mount"),
                     FEATURE_ROCOMPAT => (
-                        Severity::Warning,
-                        "rocompat-node",
+                        Code::RocompatNode,
                         "ROCOMPAT: Linux mounts the filesystem read-only only",
                     ),
-                    FEATURE_RWCOMPAT_COPY => (
-                        Severity::Info,
-                        "unknown-node",
-                        "RWCOMPAT_COPY: Linux keeps it as it is",
-                    ),
+                    FEATURE_RWCOMPAT_COPY => {
+                        (Code::UnknownNode, "RWCOMPAT_COPY: Linux keeps it as it is")
+                    }
                     _ => (
-                        Severity::Info,
-                        "unknown-node",
+                        Code::UnknownNode,
                         "RWCOMPAT_DELETE: Linux treats it as dirty space",
                     ),
                 };
                 self.findings.push(
                     Finding::new(
-                        sev,
                         code,
                         format!("node type 0x{:04x} unknown to Linux, {what}", n.nodetype),
                     )
@@ -986,15 +953,15 @@ impl Ctx<'_, '_> {
         };
         let (code, what) = match fault {
             Fault::NodeCrc { stored, computed } => (
-                "node-crc",
+                Code::NodeCrc,
                 format!("{kind}: node CRC 0x{stored:08x}, calculated 0x{computed:08x}"),
             ),
             Fault::NameCrc { stored, computed } => (
-                "name-crc",
+                Code::NameCrc,
                 format!("{kind}: name CRC 0x{stored:08x}, calculated 0x{computed:08x}"),
             ),
             Fault::NulInName { at } => (
-                "name-crc",
+                Code::NameCrc,
                 format!("{kind}: the name has a NUL byte at {at}; Linux truncates it there"),
             ),
             // Linux's scan checks only the CRCs: it lists such an entry, but no path can
@@ -1006,17 +973,17 @@ impl Ctx<'_, '_> {
                     _ => String::new(),
                 };
                 (
-                    "bad-name",
+                    Code::BadName,
                     format!(
                         "{kind}: the name \"{name}\" cannot be a file name ({why}): Linux lists it, but no path reaches it"
                     ),
                 )
             }
             Fault::DataCrc { stored, computed } => (
-                "data-crc",
+                Code::DataCrc,
                 format!("{kind}: data CRC 0x{stored:08x}, calculated 0x{computed:08x}"),
             ),
-            Fault::Length(why) => ("bad-length", format!("{kind}: {why}")),
+            Fault::Length(why) => (Code::BadLength, format!("{kind}: {why}")),
             Fault::Data(err) => {
                 let compr = match n.body {
                     Body::Inode { compr, .. } => compr,
@@ -1024,7 +991,7 @@ impl Ctx<'_, '_> {
                 };
                 if walk::unavailable_compressor(err) {
                     (
-                        "unknown-compressor",
+                        Code::UnknownCompressor,
                         format!(
                             "{kind}: compressor {} ({compr}) is not available in Linux{}",
                             compr_name(compr),
@@ -1032,7 +999,7 @@ impl Ctx<'_, '_> {
                         ),
                     )
                 } else {
-                    ("unreadable-data", format!("{kind}: {err}"))
+                    (Code::UnreadableData, format!("{kind}: {err}"))
                 }
             }
         };
@@ -1077,8 +1044,13 @@ impl Ctx<'_, '_> {
             }
         }
         let path = ino.and_then(|i| self.path_of(i));
-        self.findings
-            .push(Finding::new(sev, code, msg).at(o).ino(ino).path(path));
+        self.findings.push(
+            Finding::new(code, msg)
+                .with_severity(sev)
+                .at(o)
+                .ino(ino)
+                .path(path),
+        );
     }
 
     /// Checks a block's summary against the nodes on flash.
@@ -1095,8 +1067,7 @@ impl Ctx<'_, '_> {
                 let at = sum_node.map_or(start, |n| n.offset);
                 self.findings.push(
                     Finding::new(
-                        Severity::Error,
-                        "summary-invalid",
+                        Code::SummaryInvalid,
                         format!(
                             "Linux rejects the summary of the erase block at 0x{start:08x} ({why}) and scans the block in full"
                         ),
@@ -1110,8 +1081,7 @@ impl Ctx<'_, '_> {
                 if let Some(n) = sum_node {
                     self.findings.push(
                         Finding::new(
-                            Severity::Error,
-                            "summary-invalid",
+                            Code::SummaryInvalid,
                             "summary node without a valid marker at the end of its erase block: Linux does not find it and scans the block in full"
                                 .to_string(),
                         )
@@ -1134,8 +1104,7 @@ impl Ctx<'_, '_> {
         {
             self.findings.push(
                 Finding::new(
-                    Severity::Error,
-                    "summary-mismatch",
+                    Code::SummaryMismatch,
                     "the summary marker does not give the summary's own offset".to_string(),
                 )
                 .at(sn.offset),
@@ -1146,8 +1115,7 @@ impl Ctx<'_, '_> {
             Err(err) => {
                 self.findings.push(
                     Finding::new(
-                        Severity::Error,
-                        "summary-mismatch",
+                        Code::SummaryMismatch,
                         format!("the summary's records cannot be read: {err}"),
                     )
                     .at(sn.offset),
@@ -1174,8 +1142,7 @@ impl Ctx<'_, '_> {
             described.insert(at);
             let bad = |what: String| {
                 Finding::new(
-                    Severity::Error,
-                    "summary-mismatch",
+                    Code::SummaryMismatch,
                     format!(
                         "summary record {i} of the erase block at 0x{start:08x} {what}: Linux believes the summary"
                     ),
@@ -1268,8 +1235,7 @@ impl Ctx<'_, '_> {
             if described_kind && n.accurate && !described.contains(&n.offset) {
                 self.findings.push(
                     Finding::new(
-                        Severity::Error,
-                        "summary-mismatch",
+                        Code::SummaryMismatch,
                         format!(
                             "this node is not in the summary of its erase block (0x{start:08x}): Linux, which reads only the summary, does not see it"
                         ),
@@ -1287,8 +1253,7 @@ impl Ctx<'_, '_> {
         if claimed != cm_on_flash {
             self.findings.push(
                 Finding::new(
-                    Severity::Warning,
-                    "summary-cleanmarker",
+                    Code::SummaryCleanmarker,
                     format!(
                         "the summary says {} but the block has {}",
                         claimed.map_or("no cleanmarker".to_string(), |c| format!(
@@ -1455,13 +1420,13 @@ impl Ctx<'_, '_> {
                             // collection dropped the deletion entry; suspicious in a fresh image.
                             warn.push(
                                 Finding::new(
-                                    Severity::Warning,
-                                    "lost-node",
+                                    Code::LostNode,
                                     format!(
                                         "entry \"{}\" for inode #{ino} is marked obsolete and nothing replaces or deletes it; the inode keeps another name (normal after garbage collection on NOR flash, a lost name in a fresh image)",
                                         crate::text::escape_if_needed(name.get(img))
                                     ),
                                 )
+                                .with_severity(Severity::Warning)
                                 .at(n.offset)
                                 .ino(Some(*pino))
                                 .path(self.path_of(*pino)),
@@ -1503,7 +1468,7 @@ impl Ctx<'_, '_> {
                 if let Some((ino, msg)) = lost {
                     let path = ino.and_then(|i| self.path_of(i));
                     out.push(
-                        Finding::new(Severity::Error, "lost-node", msg)
+                        Finding::new(Code::LostNode, msg)
                             .at(n.offset)
                             .ino(ino)
                             .path(path),
@@ -1533,12 +1498,11 @@ impl Ctx<'_, '_> {
             if !self
                 .findings
                 .iter()
-                .any(|f| f.code == "truncated-image" && f.offset == Some(o))
+                .any(|f| f.code == Code::TruncatedImage && f.offset == Some(o))
             {
                 self.findings.push(
                     Finding::new(
-                        Severity::Error,
-                        "truncated-image",
+                        Code::TruncatedImage,
                         format!(
                             "node of {len} bytes: the image file ends inside it (at 0x{:08x}): the image is truncated",
                             self.image_len
@@ -1574,8 +1538,7 @@ impl Ctx<'_, '_> {
         if let Some(o) = first {
             self.findings.push(
                 Finding::new(
-                    Severity::Info,
-                    "lzma-compression",
+                    Code::LzmaCompression,
                     format!(
                         "{count} data nodes ({bytes} bytes of data) are compressed with LZMA (compressor 8, OpenWrt's JFFS2 patch), the first at 0x{o:08x}: they were checked like the others and OpenWrt kernels read them, but Linux without OpenWrt's patch (Debian's, mainline) cannot read these files (compression type 0x08 not available); jffs2-convert -x lzma rewrites them with zlib"
                     ),
@@ -1592,8 +1555,7 @@ impl Ctx<'_, '_> {
         if let Some(o) = first {
             self.findings.push(
                 Finding::new(
-                    Severity::Info,
-                    "decompression-budget",
+                    Code::DecompressionBudget,
                     format!(
                         "decompression budget exhausted at 0x{o:08x}: {count} superseded or deleted data nodes not decompressed (their node and data CRCs are checked; Linux never reads them); each erase block decompresses at most {}x its size of such data",
                         walk::DEAD_DATA_PER_BYTE
@@ -1625,8 +1587,7 @@ impl Ctx<'_, '_> {
         if let Some(o) = first {
             self.findings.push(
                 Finding::new(
-                    Severity::Info,
-                    "large-data-node",
+                    Code::LargeDataNode,
                     format!(
                         "{count} data nodes cover more than {} KiB each (the largest page Linux uses), the first at 0x{o:08x}, the largest {largest} bytes: Linux writes at most a page per node and reads each whole into a buffer of its size (up to its 4 MiB allocation limit); made by mkfs.jffs2 -s with a large page size, or crafted",
                         LARGEST_PAGE / 1024
@@ -1665,7 +1626,8 @@ impl Ctx<'_, '_> {
                 },
             };
             if !covered {
-                let mut f = Finding::new(sev, "kernel-message", format!("Linux logs: {}", m.text));
+                let mut f = Finding::new(Code::KernelMessage, format!("Linux logs: {}", m.text))
+                    .with_severity(sev);
                 f.offset = m.offset;
                 add.push(f);
             }

@@ -45,67 +45,15 @@
 //!   deleted files whose nodes are still on flash), or facts about the check itself.
 //!
 //! Kernel log levels map to severities where a message has no finding of its own: `pr_err` →
-//! Error, `pr_warn` → Warning, notice and info → Info.
+//! Error, `pr_warn` → Warning (notices and info are not findings; see [`Code::KernelMessage`]).
 //!
 //! # Finding codes
 //!
-//! | code | severity | meaning |
-//! |---|---|---|
-//! | `empty-filesystem` | Info | the image is erased flash (all 0xFF): a valid empty filesystem |
-//! | `image-padded` | Info | the image is not a whole number of erase blocks (or fewer than 5): checked as flashed, the rest erased |
-//! | `erase-size-uncertain` | Info | nothing in the image tells the erase size for sure; the one assumed is named |
-//! | `erase-size-mismatch` | Error | the erase size given does not match the image; the likely right one is named |
-//! | `endian-mismatch` | Error | the byte order given does not match the image |
-//! | `truncated-image` | Error | the image file ends inside a node: it was cut short |
-//! | `torn-node` | Error | a damaged node (or partial header) is the last thing written in its block: it looks like an interrupted write (power cut) |
-//! | `header-crc` | Error | a node header whose CRC fails: the node is lost (Linux skips it as dirty space) |
-//! | `garbage` | Error | bytes that are neither a node nor erased flash (wrong magic, old JFFS1 magic, zero words) |
-//! | `node-crosses-block` | Error | a node runs over the end of its erase block: Linux ignores it (usually a wrong erase size) |
-//! | `bad-length` | Error | `totlen` disagrees with the node's contents (`csize`, `nsize`, xattr lengths, xref size, offset beyond size) |
-//! | `node-crc` | Error / Warning / Info | node CRC fails (live / superseded / obsolete node) |
-//! | `name-crc` | Error / Warning / Info | dirent name CRC fails, or the name holds a NUL byte |
-//! | `bad-name` | Error / Warning / Info | a dirent name no file system can hold (empty, `.`, `..`, containing `/`): Linux lists it, no path reaches it |
-//! | `data-crc` | Error / Warning / Info | data CRC fails (live data / superseded by newer data / obsolete node) |
-//! | `unreadable-data` | Error / Warning / Info | data cannot be decompressed to its `dsize`, or the kernel cannot allocate it |
-//! | `unknown-compressor` | Error / Warning / Info | a compressor Linux 6.1 (Debian) does not have: rubin, copy, unknown ids |
-//! | `decompression-budget` | Info | superseded or deleted data past its erase block's decompression budget: CRCs checked, not decompressed |
-//! | `large-data-node` | Info | data nodes covering more than 64 KiB, the largest page Linux writes a node of |
-//! | `lzma-compression` | Info | data nodes with OpenWrt's LZMA (compressor 8): verified like the others; OpenWrt kernels read them, stock Linux cannot |
-//! | `end-marker` | Info | OpenWrt's end-of-filesystem marker (`de ad c0 de` at a block start): the filesystem ends there, OpenWrt erases the rest at mount |
-//! | `lost-node` | Error | a node marked obsolete on flash that nothing supersedes: its data, inode or name is lost |
-//! | `lost-node` | Warning | an entry marked obsolete that nothing replaces, whose inode keeps another name (normal after GC on NOR flash) |
-//! | `padding-not-erased` | Warning | padding inside or after a node is not 0xFF (covered by no CRC; Linux ignores it) |
-//! | `stray-data-crc` | Warning | an inode node without data has a non-zero `data_crc` (covered by no CRC; Linux ignores it) |
-//! | `cleanmarker-misplaced` | Warning | a cleanmarker that is not at the start of its erase block |
-//! | `cleanmarker-size` | Warning | a cleanmarker whose size is not the one Linux expects |
-//! | `cleanmarker-obsolete` | Error | a cleanmarker with its ACCURATE bit cleared (Linux never does this) |
-//! | `non-erased-free-space` | Error | Linux believes this space is erased and will write into it without erasing |
-//! | `data-in-erased-block` | Error | a block whose first 256 bytes are erased but that holds nodes: Linux erases it at mount |
-//! | `summary-invalid` | Error | an erase-block summary Linux rejects (CRC, length, marker) and replaces by a full scan |
-//! | `summary-mismatch` | Error | a summary record that disagrees with the node on flash, or a node the summary omits |
-//! | `summary-cleanmarker` | Warning | the summary's cleanmarker field disagrees with the block |
-//! | `incompat-node` | Error | an INCOMPAT node: Linux refuses to mount |
-//! | `rocompat-node` | Warning | a ROCOMPAT node: Linux mounts read-only only |
-//! | `unknown-node` | Info | an unknown RWCOMPAT node (kept or deleted by Linux) |
-//! | `mount-failure` | Error | any other reason the mount fails (with the kernel's reason) |
-//! | `dirent-to-missing-inode` | Error | a directory entry names an inode that does not exist |
-//! | `orphan-inode` | Info | an inode no entry names (deleted, nodes not yet collected: normal on written images) |
-//! | `directory-hard-link` | Error | a directory with two parents |
-//! | `directory-reached-twice` | Error | a directory reached twice walking from the root (a cycle or a hard link) |
-//! | `unreachable-inode` | Error | an inode with links that cannot be reached from the root (a cycle) |
-//! | `nlink-mismatch` | Error | the link count Linux reports differs from the names found |
-//! | `size-beyond-data` | Error | a file's size is beyond its data: Linux shows it shorter |
-//! | `bad-node` | Error | a node Linux rejects when reading its inode |
-//! | `unreadable-inode` | Error | an inode that cannot be read (`stat` fails) |
-//! | `path-too-long` | Info | a path of `PATH_MAX` bytes or more: Linux reaches what lies below by relative lookups; checked, not listed |
-//! | `xref-crc`, `xref-inconsistent`, `bad-xattr`, `bad-acl` | Error | broken xattr references, datums, ACLs |
-//! | `duplicate-xattr` | Warning | an inode with the same attribute twice |
-//! | `orphan-xref`, `orphan-xattr` | Info | xattr references or datums nothing uses (normal after deletions) |
-//! | `kernel-message` | per level | a message Linux would log that no other finding explains |
-//!
-//! `docs/FSCK.md` has the same table with examples.
+//! Each code is a [`Code`], defined once with its severities and meaning;
+//! `docs/FSCK.md` has the same table ([`Code::table()`]) with examples.
 
 mod check;
+mod code;
 pub mod compare;
 mod walk;
 
@@ -117,6 +65,7 @@ use std::fmt;
 use crate::format::Endian;
 use crate::scan::{self, BlockClass, BlockList, Detection, Geometry, KernelMsg, SpaceTotals};
 
+pub use code::Code;
 pub use compare::{CompareOptions, Difference};
 
 /// How bad a finding is.
@@ -161,8 +110,8 @@ impl fmt::Display for Severity {
 pub struct Finding {
     /// How bad.
     pub severity: Severity,
-    /// Stable kebab-case code (see the module documentation).
-    pub code: &'static str,
+    /// What it is about: a stable kebab-case code ([`Code::as_str`]).
+    pub code: Code,
     /// Byte offset of the node (or range) in the image, when there is one.
     pub offset: Option<u32>,
     /// Inode, when known.
@@ -174,15 +123,27 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub(crate) fn new(severity: Severity, code: &'static str, message: String) -> Finding {
+    /// A finding of `code`'s usual severity.
+    pub(crate) fn new(code: Code, message: String) -> Finding {
         Finding {
-            severity,
+            severity: code.severity(),
             code,
             offset: None,
             ino: None,
             path: None,
             message,
         }
+    }
+
+    /// Another of the severities `code` is reported with ([`Code::severities`]).
+    pub(crate) fn with_severity(mut self, severity: Severity) -> Finding {
+        debug_assert!(
+            self.code.severities().contains(&severity),
+            "{} is never {severity}",
+            self.code
+        );
+        self.severity = severity;
+        self
     }
 
     pub(crate) fn at(mut self, offset: u32) -> Finding {
@@ -471,7 +432,7 @@ pub type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
 /// assert_eq!((report.verdict(), report.verdict().exit_code()), (Verdict::ErrorsFound, 4));
 /// let f = &report.findings[0];
 /// let node = data as u32 - 68; // the data follows the 68-byte inode node header
-/// assert_eq!((f.severity, f.code, f.offset), (Severity::Error, "data-crc", Some(node)));
+/// assert_eq!((f.severity, f.code.as_str(), f.offset), (Severity::Error, "data-crc", Some(node)));
 /// assert_eq!((f.ino, f.path.as_deref()), (Some(2), Some("noise")));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

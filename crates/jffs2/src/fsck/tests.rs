@@ -441,7 +441,7 @@ fn summary_records_must_match_their_block() {
 
 #[test]
 fn findings_print_as_documented() {
-    let f = Finding::new(Severity::Error, "data-crc", "bad".into())
+    let f = Finding::new(Code::DataCrc, "bad".into())
         .at(0xbe84)
         .ino(Some(19))
         .path(Some("var/log/messages".into()));
@@ -449,7 +449,7 @@ fn findings_print_as_documented() {
         f.to_string(),
         "ERROR data-crc 0x0000be84 ino 19 var/log/messages: bad"
     );
-    let g = Finding::new(Severity::Info, "image-padded", "x".into());
+    let g = Finding::new(Code::ImagePadded, "x".into());
     assert_eq!(g.to_string(), "INFO image-padded -: x");
 }
 
