@@ -108,7 +108,7 @@ fn blocks_summaries_and_svg() {
     let image = opened(img, e);
     let (f, _) = image.salvage();
     let img = image.flash();
-    let b = blocks(f.scan(), &img);
+    let b = blocks(f.scan(), img);
     assert_eq!(b.len(), img.len() / ES as usize);
     let with: Vec<_> = b.iter().filter(|x| x.summary_present).collect();
     assert!(with.len() >= 4, "{b:?}");
@@ -120,7 +120,7 @@ fn blocks_summaries_and_svg() {
         2,
         "{b:?}"
     );
-    let sums = summaries(f.scan(), &img);
+    let sums = summaries(f.scan(), img);
     let used: Vec<_> = sums.iter().filter(|s| s.node.is_some()).collect();
     assert_eq!(used.len(), with.len());
     for s in used {
@@ -165,7 +165,7 @@ fn verdicts_follow_the_scan() {
     let (f, _) = image.salvage();
     let img = image.flash();
     let kv = KernelView::new(f.scan());
-    let nodes: Vec<Box<NodeInfo>> = walk(&img, e)
+    let nodes: Vec<Box<NodeInfo>> = walk(img, e)
         .filter_map(|i| match i {
             Item::Node(n) => Some(n),
             Item::Gap { .. } => None,
