@@ -1,8 +1,10 @@
 //! Tests of the filesystem model: crafted images (`crafted.rs`), hostile images
 //! (`hostile.rs`), and whole images against what Linux showed (`images.rs`).
 //!
-//! Support here: an image builder on the format encoders and `layout::BlockWriter`; the scan
-//! of an image (`scan_image`); a JSON reader for the kernel listings; the comparison helper.
+//! Support here: an image builder on the format encoders and `layout::BlockWriter`; an image
+//! opened in the tests' geometry (`opened`, `crate::Image`), or only scanned (`scan_image`) for
+//! the tests that build the model on a scan they change; a JSON reader for the kernel
+//! listings; the comparison helper.
 
 mod crafted;
 mod hostile;
