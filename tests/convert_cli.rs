@@ -57,10 +57,10 @@ fn shown(image: &Path) -> Shown {
 fn shown_as(image: &Path, erase_size: Option<u32>) -> Shown {
     let bytes = std::fs::read(image).expect("read image");
     let src = Source::new(bytes, erase_size, None).expect("a JFFS2 image");
-    let mut scan = src.scan().expect("mountable");
-    let t = scan.totals();
-    let log: Vec<String> = scan.log.iter().map(|m| m.text.clone()).collect();
-    let fs = jffs2::fs::build(&src.image, &mut scan);
+    let fs = src.mount().expect("mountable");
+    // The build changes the state of refs only: the accounting and the log are the scan's.
+    let t = fs.scan().totals();
+    let log: Vec<String> = fs.scan().log.iter().map(|m| m.text.clone()).collect();
     let mut superseded = 0;
     let mut compressors = Vec::new();
     for ino in fs.live_inodes() {

@@ -55,11 +55,8 @@ fn assert_same(what: &str, a: &[u8], b: &[u8]) {
 
 /// Paths and modification times of an image, as Linux shows them.
 fn mtimes(img: &[u8]) -> BTreeMap<String, u32> {
-    let g = jffs2::scan::detect(img).geometry;
-    let flash = jffs2::scan::as_flashed(img, g.erase_size);
-    let mut scanned = jffs2::scan::scan(&flash, &g, &Default::default());
-    assert!(scanned.failure.is_none());
-    let fs = jffs2::fs::build(&flash, &mut scanned);
+    let image = jffs2::Image::from_bytes(img).expect("a JFFS2 image");
+    let fs = image.mount().expect("Linux mounts it");
     let tree = fs.tree(&jffs2::fs::TreeOptions::metadata());
     assert!(tree.problems.is_empty(), "{:?}", tree.problems);
     tree.entries

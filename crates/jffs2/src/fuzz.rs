@@ -332,19 +332,20 @@ pub fn convert(data: &[u8]) {
         &mut before,
         &crate::extract::ListOptions { xattrs: true },
     );
-    let geom = crate::scan::Geometry {
-        endian: cfg.layout.endian,
-        erase_size: cfg.layout.erase_size,
-        cleanmarker_size: cfg.layout.cleanmarker.unwrap_or(0),
+    // Read in the byte order and erase size it was written in; the cleanmarker size, which
+    // no option gives, is detected (the one written, 0 without): it changes the block
+    // accounting only, neither the mount verdict nor the tree compared.
+    let opts = crate::ImageOptions {
+        endian: Some(cfg.layout.endian),
+        erase_size: Some(cfg.layout.erase_size),
+        insist: true,
+        ..Default::default()
     };
-    let img = crate::scan::as_flashed(&out, geom.erase_size);
-    let mut s2 = crate::scan::scan(&img, &geom, &ScanOptions::default());
-    assert!(
-        s2.failure.is_none(),
-        "the converted image does not mount: {:?}",
-        s2.failure
-    );
-    let fs2 = crate::fs::build(&img, &mut s2);
+    let converted = crate::Image::from_vec_with(out, &opts).expect("the converted image opens");
+    let fs2 = match converted.mount() {
+        Ok(fs) => fs,
+        Err(e) => panic!("the converted image does not mount: {:?}", Some(e.0)),
+    };
     let mut after = Vec::new();
     let _ = crate::extract::list(
         &fs2,

@@ -5,8 +5,9 @@ use super::*;
 use crate::compress::COMPR_ZLIB;
 use crate::format::{dt, XattrNode, XrefNode};
 use crate::fs::{Tree, TreeOptions};
-use crate::scan::{scan, Geometry, ScanOptions};
+use crate::scan::Geometry;
 use crate::testing::Img;
+use crate::{Image, ImageOptions};
 
 const LE: Endian = Endian::Little;
 const BE: Endian = Endian::Big;
@@ -210,13 +211,31 @@ fn geometry(e: Endian, es: u32, cm: u32) -> Geometry {
     }
 }
 
+/// `img` opened in the geometry `g`, whatever the detection makes of it. The cleanmarker size
+/// is detected: checked to be `g`'s, so that the image is read as it was laid out.
+fn opened<'a>(img: &'a [u8], g: &Geometry) -> Image<'a> {
+    let opts = ImageOptions {
+        erase_size: Some(g.erase_size),
+        endian: Some(g.endian),
+        insist: true,
+        ..Default::default()
+    };
+    let image = Image::from_bytes_with(img, &opts).unwrap();
+    assert_eq!(
+        image.geometry(),
+        *g,
+        "the image is read in another geometry"
+    );
+    image
+}
+
 /// The tree Linux shows (paths, types, modes, owners, sizes, links, times, targets,
 /// devices, contents, xattrs), without inode numbers.
 fn shown(img: &[u8], g: &Geometry) -> (Tree, crate::scan::SpaceTotals) {
-    let mut s = scan(img, g, &ScanOptions::default());
-    let totals = s.totals();
-    let fs = crate::fs::build(img, &mut s);
-    (fs.tree(&TreeOptions::listing()), totals)
+    let image = opened(img, g);
+    let (fs, _) = image.salvage();
+    // The build obsoletes refs only: the scan's space accounting is the mount scan's.
+    (fs.tree(&TreeOptions::listing()), fs.scan().totals())
 }
 
 fn cfg(e: Endian, es: u32, cm: Option<u32>, summary: bool) -> ConvertConfig {
@@ -236,8 +255,8 @@ fn cfg(e: Endian, es: u32, cm: Option<u32>, summary: bool) -> ConvertConfig {
 }
 
 fn run(img: &[u8], g: &Geometry, c: &ConvertConfig) -> (Vec<u8>, ConvertReport) {
-    let mut s = scan(img, g, &ScanOptions::default());
-    let fs = crate::fs::build(img, &mut s);
+    let image = opened(img, g);
+    let (fs, _) = image.salvage();
     let (mut out, report) = convert(&fs, c, Vec::new()).expect("converts");
     // Five blocks at least, as a partition would have.
     let es = c.layout.erase_size as usize;
@@ -264,14 +283,16 @@ fn same_tree(a: &Tree, b: &Tree) {
 /// Nothing dead: no obsolete or superseded node, no deletion dirent, and every node of the
 /// output is one the fs reads as live.
 fn assert_clean(img: &[u8], g: &Geometry) {
-    let mut s = scan(img, g, &ScanOptions::default());
+    let image = opened(img, g);
+    let (fs, _) = image.salvage();
+    // The build obsoletes refs only: the accounting and the log are the mount scan's.
+    let s = fs.scan();
     assert_eq!(s.totals().dirty, 0, "dirty space");
     assert!(
         s.log.is_empty() || s.log.iter().all(|m| m.text.contains("xattr")),
         "{:?}",
         s.log
     );
-    let fs = crate::fs::build(img, &mut s);
     for ino in fs.live_inodes() {
         let i = fs.read_inode(ino).expect("readable");
         assert!(
@@ -330,7 +351,7 @@ fn every_geometry_byte_order_and_summary() {
         same_tree(&before, &after);
         assert_clean(&out, &g2);
         if summary {
-            let s = scan(&out, &g2, &ScanOptions::default());
+            let s = opened(&out, &g2).scan();
             let with_nodes = s.blocks.iter().filter(|b| b.used > 0).count();
             let summarised = s
                 .blocks
@@ -368,8 +389,8 @@ fn recompression_keeps_every_byte() {
     let (out, _) = run(&img, &g, &c);
     let (after, _) = shown(&out, &g);
     same_tree(&before, &after);
-    let mut s = scan(&out, &g, &ScanOptions::default());
-    let fs = crate::fs::build(&out, &mut s);
+    let image = opened(&out, &g);
+    let (fs, _) = image.salvage();
     for ino in fs.live_inodes() {
         let i = fs.read_inode(ino).expect("readable");
         for dn in &i.nodes {
@@ -393,8 +414,8 @@ fn output_does_not_depend_on_threads_and_pages_are_respected() {
     c.threads = 2;
     let (b, _) = run(&img, &g, &c);
     assert_same_bytes(&a, &b);
-    let mut s = scan(&a, &g, &ScanOptions::default());
-    let fs = crate::fs::build(&a, &mut s);
+    let image = opened(&a, &g);
+    let (fs, _) = image.salvage();
     for ino in fs.live_inodes() {
         let i = fs.read_inode(ino).expect("readable");
         for dn in i
@@ -443,8 +464,8 @@ fn unreadable_inodes_are_dropped_and_reported() {
 fn a_too_small_erase_size_is_an_error() {
     let img = dirty(LE);
     let g = geometry(LE, ES, 12);
-    let mut s = scan(&img, &g, &ScanOptions::default());
-    let fs = crate::fs::build(&img, &mut s);
+    let image = opened(&img, &g);
+    let (fs, _) = image.salvage();
     let mut c = cfg(LE, ES, Some(12), false);
     c.layout.erase_size = 4096;
     assert!(matches!(

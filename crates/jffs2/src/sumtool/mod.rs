@@ -889,7 +889,7 @@ pub fn write<W: Write>(
 /// ```
 /// use jffs2::format::Endian;
 /// use jffs2::mkfs::{build, MkfsConfig, NullSink};
-/// use jffs2::scan::{as_flashed, detect, scan, ScanOptions, SummaryUse};
+/// use jffs2::scan::SummaryUse;
 /// use jffs2::sumtool::{summarize, SumtoolConfig};
 ///
 /// let dir = tempfile::tempdir()?;
@@ -909,8 +909,7 @@ pub fn write<W: Write>(
 /// assert_eq!(summarised, built);
 ///
 /// // Linux reads the summary instead of the nodes.
-/// let g = detect(&summarised).geometry;
-/// let s = scan(&as_flashed(&summarised, g.erase_size), &g, &ScanOptions::default());
+/// let s = jffs2::Image::from_vec(summarised)?.scan();
 /// assert_eq!(s.blocks[0].summary, SummaryUse::Used);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

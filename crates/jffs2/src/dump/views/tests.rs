@@ -2,10 +2,9 @@
 
 use super::*;
 use crate::format::dt;
-use crate::fs;
 use crate::layout::EndPad;
-use crate::scan::{self, Geometry, ScanOptions};
 use crate::testing::Img;
+use crate::{Image, ImageOptions};
 
 const ES: u32 = 8192;
 
@@ -25,13 +24,16 @@ fn image(e: Endian, summary: bool, cleanmarker: Option<u32>, n: u32) -> Vec<u8> 
     img.build()
 }
 
-fn scan_of(img: &[u8], e: Endian, cm: u32) -> scan::Scan {
-    let g = Geometry {
-        endian: e,
-        erase_size: ES,
-        cleanmarker_size: cm,
+/// `img` opened in the byte order and erase size it was laid out with (the cleanmarker size is
+/// detected: the one it was laid out with, 0 without); the views are built on its model even
+/// where Linux would refuse the mount ([`Image::salvage`]).
+fn opened(img: Vec<u8>, e: Endian) -> Image<'static> {
+    let opts = ImageOptions {
+        erase_size: Some(ES),
+        endian: Some(e),
+        ..Default::default()
     };
-    scan::scan(img, &g, &ScanOptions::default())
+    Image::from_vec_with(img, &opts).unwrap()
 }
 
 #[test]
@@ -97,12 +99,16 @@ fn walk_never_loops_on_huge_totlen() {
 #[test]
 fn blocks_summaries_and_svg() {
     let e = Endian::Big;
-    let img = image(e, true, Some(12), 12);
-    let mut img = scan::as_flashed(&img, ES).into_owned();
-    img.extend_from_slice(&[0xFF; 2 * ES as usize]);
-    let mut s = scan_of(&img, e, 12);
-    let f = fs::build(&img, &mut s);
-    let b = blocks(f.scan(), &img);
+    let mut img = image(e, true, Some(12), 12);
+    // As flashed, then two more erased blocks.
+    img.resize(
+        crate::scan::flashed_len(img.len(), ES) + 2 * ES as usize,
+        0xFF,
+    );
+    let image = opened(img, e);
+    let (f, _) = image.salvage();
+    let img = image.flash();
+    let b = blocks(f.scan(), img);
     assert_eq!(b.len(), img.len() / ES as usize);
     let with: Vec<_> = b.iter().filter(|x| x.summary_present).collect();
     assert!(with.len() >= 4, "{b:?}");
@@ -114,7 +120,7 @@ fn blocks_summaries_and_svg() {
         2,
         "{b:?}"
     );
-    let sums = summaries(f.scan(), &img);
+    let sums = summaries(f.scan(), img);
     let used: Vec<_> = sums.iter().filter(|s| s.node.is_some()).collect();
     assert_eq!(used.len(), with.len());
     for s in used {
@@ -155,11 +161,11 @@ fn verdicts_follow_the_scan() {
     let mut img = image(e, false, None, 3);
     // Obsolete the first dirent on flash (clear ACCURATE): the scan counts it as dirt.
     img[3] &= !0x20;
-    let img = scan::as_flashed(&img, ES).into_owned();
-    let mut s = scan_of(&img, e, 0);
-    let f = fs::build(&img, &mut s);
+    let image = opened(img, e);
+    let (f, _) = image.salvage();
+    let img = image.flash();
     let kv = KernelView::new(f.scan());
-    let nodes: Vec<Box<NodeInfo>> = walk(&img, e)
+    let nodes: Vec<Box<NodeInfo>> = walk(img, e)
         .filter_map(|i| match i {
             Item::Node(n) => Some(n),
             Item::Gap { .. } => None,
@@ -181,11 +187,14 @@ fn verdicts_follow_the_scan() {
 fn info_reads_the_mkfs_options_back() {
     let e = Endian::Big;
     let raw = image(e, false, None, 5);
-    let img = scan::as_flashed(&raw, ES).into_owned();
-    let d = scan::detect(&raw);
-    let mut s = scan_of(&img, e, 0);
-    let f = fs::build(&img, &mut s);
-    let i = info(&raw, &d, &f, &InfoOptions::default());
+    let image = opened(raw, e);
+    let (f, _) = image.salvage();
+    let i = info(
+        image.file_bytes(),
+        image.detection(),
+        &f,
+        &InfoOptions::default(),
+    );
     assert_eq!(i.page_size, 4096);
     assert_eq!(i.max_dsize, 3000);
     assert!(i.times_zero);

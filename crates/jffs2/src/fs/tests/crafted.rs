@@ -4,14 +4,12 @@ use super::*;
 use crate::compress::{self, COMPR_LZO, COMPR_NONE, COMPR_RTIME, COMPR_ZERO, COMPR_ZLIB};
 use crate::format::xprefix;
 use crate::fs::{
-    build, build_with, FsError, FsOptions, InodeKind, Problem, ReadError, RubinMode, TreeOptions,
-    XattrError,
+    build, FsError, FsOptions, InodeKind, Problem, ReadError, RubinMode, TreeOptions, XattrError,
 };
 
-fn fs_of(img: &Img) -> (Vec<u8>, Scan) {
-    let image = img.build();
-    let scan = scan_image(&image, geometry(img.e, img.es));
-    (image, scan)
+fn fs_of(img: &Img) -> Image<'static> {
+    let g = geometry(img.e, img.es);
+    checked(Image::from_vec_with(img.build(), &options(g)), g)
 }
 
 fn has(problems: &[Problem], code: &str) -> bool {
@@ -25,8 +23,8 @@ fn root_is_faked_and_tree_lists_everything() {
     img.dir(1, 2, b"etc", 1)
         .file(2, 3, b"passwd", 2, b"root:x:0:0\n")
         .file(1, 4, b"hello", 3, b"hello world");
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let root = fs.read_inode(1).unwrap();
     assert!(root.faked);
     assert_eq!(root.mode, S_IFDIR | 0o755);
@@ -61,14 +59,15 @@ fn dirent_to_missing_inode_disappears() {
     let mut img = new_img();
     img.file(1, 2, b"a", 1, b"x")
         .dirent(1, 2, 99, dt::REG, b"ghost");
-    let (image, mut scan) = fs_of(&img);
-    let ghost = scan.inodes[&1]
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
+    // The build changes the state of refs only: the scan's dirents are as scanned.
+    let ghost = fs.scan().inodes[&1]
         .scan_dents
         .iter()
         .find(|d| d.ino == 99)
         .unwrap()
         .node;
-    let fs = build(&image, &mut scan);
     assert_eq!(fs.scan().refs[ghost].state, RefState::Obsolete);
     assert!(matches!(
         fs.build_problems()[0],
@@ -98,8 +97,8 @@ fn orphans_are_removed_recursively() {
         .file(11, 12, b"f", 1, b"lost")
         // A plain orphan file.
         .data(13, 1, 1, 0, b"o");
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     for ino in [10, 11, 12, 13] {
         assert!(fs.removed(ino), "ino {ino}");
         for &i in &fs.scan().inodes[&ino].nodes {
@@ -122,10 +121,11 @@ fn pino_zero_phantom_takes_back_its_link() {
     let mut img = new_img();
     img.file(1, 2, b"f", 1, b"data")
         .dirent(0, 5, 2, dt::REG, b"phantom-name");
-    let (image, mut scan) = fs_of(&img);
-    let phantom = scan.highest_ino;
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
+    // The build changes the state of refs only: the highest inode number is the scan's.
+    let phantom = fs.scan().highest_ino;
     assert!(phantom > 2);
-    let fs = build(&image, &mut scan);
     assert!(fs.removed(phantom));
     assert_eq!(fs.pino_nlink(2), Some(1));
     assert_eq!(fs.read_inode(2).unwrap().nlink, 1);
@@ -138,8 +138,8 @@ fn directory_hard_link() {
     img.dir(1, 2, b"a", 1)
         .dir(1, 3, b"b", 2)
         .dirent(2, 3, 3, dt::DIR, b"b-again");
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let p = fs
         .build_problems()
         .iter()
@@ -166,8 +166,8 @@ fn fragments_by_version_and_truncation() {
         .data(2, 3, 150, 50, &[b'c'; 100])
         .data(2, 2, 100, 10, &[b'b'; 10])
         .meta(2, 4, S_IFREG | 0o600, 120);
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let ino = fs.read_inode(2).unwrap();
     assert_eq!(ino.size, 120);
     assert_eq!(ino.perm(), 0o600);
@@ -185,8 +185,8 @@ fn size_beyond_data_is_clipped() {
     let mut img = new_img();
     img.dirent(1, 1, 2, dt::REG, b"f")
         .data(2, 1, 5000, 0, b"short");
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let ino = fs.read_inode(2).unwrap();
     assert_eq!(ino.size, 5);
     assert!(matches!(
@@ -222,8 +222,8 @@ fn holes_and_zero_nodes() {
             },
             &[],
         );
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let ino = fs.read_inode(2).unwrap();
     assert_eq!(ino.size, 20000);
     let d = fs.read_range(&ino, 0, 30000).unwrap();
@@ -253,8 +253,8 @@ fn data_crc_failure_falls_back_to_older_data() {
     let n = bad.len();
     bad[n - 1] = b'X'; // data no longer matches data_crc
     img.raw(bad);
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let ino = fs.read_inode(2).unwrap();
     assert_eq!(fs.read_range(&ino, 0, 10).unwrap(), b"old");
     assert_eq!(ino.mtime, 1001, "metadata from the older node");
@@ -290,8 +290,8 @@ fn superseded_bad_node_is_only_noted() {
     img.dirent(1, 1, 2, dt::REG, b"f")
         .raw(bad)
         .data(2, 2, 3, 0, b"new");
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let ino = fs.read_inode(2).unwrap();
     assert_eq!(fs.read_range(&ino, 0, 10).unwrap(), b"new");
     assert!(matches!(
@@ -353,8 +353,8 @@ fn symlinks_and_devices() {
             },
             &[1, 2, 3],
         );
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let l = fs.read_inode(2).unwrap();
     assert_eq!((l.kind, l.size), (InodeKind::Symlink, 6));
     assert_eq!(l.target.as_deref(), Some(&b"target"[..]));
@@ -408,8 +408,8 @@ fn bad_special_inodes() {
         b"target",
     )
     .dirent(1, 2, 3, dt::LNK, b"holey");
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     assert!(matches!(
         fs.read_inode(2),
         Err(FsError::SymlinkTooLong { len: 300, .. })
@@ -431,8 +431,8 @@ fn deletion_and_rename_by_version() {
         .dirent(1, 5, 0, dt::UNKNOWN, b"gone")
         .file(1, 3, b"name", 2, b"first")
         .file(1, 4, b"name", 6, b"second");
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let d = fs.list_dir(1).unwrap();
     assert_eq!(d.len(), 1);
     assert_eq!((d[0].name.as_bytes(), d[0].ino), (&b"name"[..], 4));
@@ -455,8 +455,8 @@ fn directory_mtime_from_mctime() {
     }
     .encode(LE, b"f", &mut b);
     img.raw(b).data(3, 1, 1, 0, b"z");
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let d = fs.read_inode(2).unwrap();
     assert_eq!((d.mtime, d.ctime), (777, 777));
 }
@@ -512,8 +512,8 @@ fn compressors() {
         .inode(compressed(10, compress::COMPR_LZMA, 0, &lz, 4096), &lz);
     img.dirent(1, 11, 11, dt::REG, b"f11")
         .inode(compressed(11, compress::COMPR_LZMA, 2, &lz, 4096), &lz);
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     for ino in [2, 3, 4, 9, 10] {
         assert_eq!(fs.read_data(ino, 0, 5000).unwrap(), text, "ino {ino}");
     }
@@ -551,15 +551,16 @@ fn compressors() {
     let _ = COMPR_NONE;
 
     // A kernel built with CONFIG_JFFS2_RUBIN reads id 3 with the dynamic-model decoder.
-    let mut scan = scan_image(&image, geometry(LE, ES));
-    let fs = build_with(
-        &image,
-        &mut scan,
-        FsOptions {
+    let g = geometry(LE, ES);
+    let opts = ImageOptions {
+        fs: FsOptions {
             rubin: RubinMode::KernelSwapped,
             ..FsOptions::default()
         },
-    );
+        ..options(g)
+    };
+    let rubin = checked(Image::from_bytes_with(image.file_bytes(), &opts), g);
+    let (fs, _) = rubin.salvage();
     assert_eq!(fs.read_data(8, 0, 5000).unwrap(), text);
 }
 
@@ -609,8 +610,8 @@ fn xattrs() {
     img.raw(bad).xref(2, 7, 16);
     // A newer version of datum 1 replaces the older.
     img.xattr(1, 2, xprefix::USER, b"color", b"green");
-    let (image, mut scan) = fs_of(&img);
-    let fs = build(&image, &mut scan);
+    let image = fs_of(&img);
+    let (fs, _) = image.salvage();
     let s = fs.xattr_summary();
     // Datum 3 is used only by a deleted xref, datum 4 by nothing.
     assert_eq!((s.xdatum, s.xdatum_orphan), (7, 2));

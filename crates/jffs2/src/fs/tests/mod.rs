@@ -1,8 +1,10 @@
 //! Tests of the filesystem model: crafted images (`crafted.rs`), hostile images
 //! (`hostile.rs`), and whole images against what Linux showed (`images.rs`).
 //!
-//! Support here: an image builder on the format encoders and `layout::BlockWriter`; the scan
-//! of an image (`scan_image`); a JSON reader for the kernel listings; the comparison helper.
+//! Support here: an image builder on the format encoders and `layout::BlockWriter`; an image
+//! opened in the tests' geometry (`opened`, `crate::Image`), or only scanned (`scan_image`) for
+//! the tests that build the model on a scan they change; a JSON reader for the kernel
+//! listings; the comparison helper.
 
 mod crafted;
 mod hostile;
@@ -14,6 +16,7 @@ use super::tree::ListingEntry;
 use crate::crc::crc32;
 use crate::format::{dt, DirentNode, Endian, InodeNode, NodeKind, XattrNode, MAGIC};
 pub(super) use crate::testing::Img;
+use crate::{Image, ImageError, ImageOptions};
 
 /// The builder these tests use: file and metadata nodes carry `mtime = 1000 + version`.
 pub(super) fn new_img() -> Img {
@@ -37,8 +40,35 @@ pub(super) fn geometry(e: Endian, erase_size: u32) -> Geometry {
     }
 }
 
-/// The one place that turns an image into a [`Scan`] for these tests: the mount scan
-/// (`scan::scan`), over the image padded with 0xFF to whole erase blocks.
+/// How these tests open an image: in the byte order and erase size `g` gives, whatever the
+/// detection makes of the image (a hostile one too).
+pub(super) fn options(g: Geometry) -> ImageOptions {
+    ImageOptions {
+        erase_size: Some(g.erase_size),
+        endian: Some(g.endian),
+        insist: true,
+        ..Default::default()
+    }
+}
+
+/// `image` as opened with [`options`]. The cleanmarker size, which no option gives, is
+/// detected: checked to be `g`'s, so that the image is read as these tests lay it out.
+pub(super) fn checked<'a>(image: Result<Image<'a>, ImageError>, g: Geometry) -> Image<'a> {
+    let image = image.unwrap();
+    assert_eq!(image.geometry(), g, "the image is read in another geometry");
+    image
+}
+
+/// `image` opened in the geometry `g` (see [`checked`]); mounted with `salvage`, which builds
+/// the model whether or not Linux would mount it, as these tests want.
+pub(super) fn opened(image: &[u8], g: Geometry) -> Image<'_> {
+    checked(Image::from_bytes_with(image, &options(g)), g)
+}
+
+/// The mount scan alone, for the tests that change the scan before they build the model on
+/// it (`fs::build` on a scan of the caller's, which [`Image::mount`] does not take), and for
+/// images of garbage, whose cleanmarker size the detection cannot be trusted to find: the
+/// image padded with 0xFF to whole erase blocks and scanned in exactly the geometry `g`.
 pub(super) fn scan_image(image: &[u8], g: Geometry) -> Scan {
     let img = crate::scan::as_flashed(image, g.erase_size);
     crate::scan::scan(&img, &g, &crate::scan::ScanOptions::default())
