@@ -3,5 +3,6 @@
 //! that tool.
 
 fn main() {
+    jffs2_tools::one_malloc_arena();
     std::process::exit(jffs2_tools::cli::dump_main());
 }
