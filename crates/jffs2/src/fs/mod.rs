@@ -32,7 +32,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! [`build`] mutates the scan the way the kernel mutates its node references during the build:
+//! [`build`] mutates the scan the way the kernel mutates its node references during the build
+//! (and empties its `scan_dents`, which the kernel frees there):
 //! refs the build obsoletes get [`RefState::Obsolete`]. Everything after the build is lazy and
 //! read-only, as in the kernel (an inode is read when it is looked up): [`Fs::read_inode`]
 //! returns what `readinode.c` would obsolete in [`Inode::obsoleted`] instead of changing the
