@@ -957,21 +957,22 @@ struct Batch {
     inodes: u64,
 }
 
-/// What reading an inode gave, for the walk of the tree Linux shows.
+/// What reading an inode gave, for the walk of the tree Linux shows. Boxed: the map holds
+/// one for every inode, most of them sent or failed, and an `Inode` is hundreds of bytes.
 enum Read {
     /// Read; its items are still to plan.
-    Held(Inode),
+    Held(Box<Inode>),
     /// Read, reached by a directory, its items sent already (never a directory).
     Sent(InodeKind),
     /// Linux cannot read it.
-    Failed(FsError),
+    Failed(Box<FsError>),
 }
 
 impl Read {
     fn of(r: Result<Inode, FsError>) -> Read {
         match r {
-            Ok(i) => Read::Held(i),
-            Err(e) => Read::Failed(e),
+            Ok(i) => Read::Held(Box::new(i)),
+            Err(e) => Read::Failed(Box::new(e)),
         }
     }
 }
@@ -1037,7 +1038,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 .map(|&i| (i, Read::of(fs.read_inode(i))))
                 .collect()
         });
-        reads.insert(1, Read::Held(root));
+        reads.insert(1, Read::Held(Box::new(root)));
         let early = reached_files(&reads);
 
         // 2. The other inodes; those already known to be shown are planned at once. The
@@ -1046,7 +1047,7 @@ impl<'f, 'a> Planner<'f, 'a> {
         let read_plan = |i: u32| match fs.read_inode(i) {
             Ok(inode) if inode.kind != InodeKind::Dir && early.contains(&i) => {
                 let items = self.items(&inode, &none);
-                (i, Read::Held(inode), Some(items))
+                (i, Read::Held(Box::new(inode)), Some(items))
             }
             r => (i, Read::of(r), None),
         };
@@ -1187,6 +1188,11 @@ impl<'f, 'a> Planner<'f, 'a> {
                 stack.pop();
                 continue;
             };
+            if rest.is_empty() {
+                // Done with this directory once this entry is: its frame goes now, so that
+                // a chain of 100 000 directories is not 100 000 frames.
+                stack.pop();
+            }
             let path = |named: &HashMap<u32, (u32, crate::name::Name)>| {
                 let mut p = path_of(named, dir);
                 p.push(b'/');
@@ -1281,7 +1287,7 @@ impl<'f, 'a> Planner<'f, 'a> {
         // would hold every directory's inode twice (here and in the map's table, which does
         // not shrink), the peak of a conversion of many directories.
         let mut held = shown.keys().filter_map(|ino| match reads.remove(ino) {
-            Some(Read::Held(i)) => Some(i),
+            Some(Read::Held(i)) => Some(*i),
             _ => None,
         });
         loop {
