@@ -376,6 +376,11 @@ impl Fs<'_> {
             } else {
                 join(dpath, &d.name)
             };
+            if rest.is_empty() {
+                // Its last entry: the frame goes now, so that a chain of 100 000
+                // directories is not 100 000 frames.
+                stack.pop();
+            }
             let deeper = deep || path.len() >= PATH_MAX;
             if deeper && !deep {
                 let mut p = path.clone();
