@@ -87,7 +87,10 @@ struct Ctx<'f, 'a> {
     es: u32,
     walks: &'f [BlockWalk],
     inodes: &'f BTreeMap<u32, InodeRead>,
-    paths: HashMap<u32, String>,
+    /// Each inode's first path.
+    first: &'f HashMap<u32, Vec<u8>>,
+    /// The paths of inodes the tree lists but cannot read, when they have no other.
+    unreadable_paths: HashMap<u32, String>,
     status: HashMap<u32, Status>,
     /// Offsets the model reported on (its findings win over the walk's).
     model_offsets: HashSet<u32>,
@@ -273,13 +276,13 @@ pub(crate) fn run(
     );
     drop(live);
 
-    // Paths (the first one, in path order).
-    let mut paths: HashMap<u32, String> = first.iter().map(|(&i, p)| (i, lossy(p))).collect();
+    // Paths: the first one, in path order (`first`, made text when a finding names it).
     // Inodes listed by their directory but unreadable have a path too.
+    let mut unreadable_paths: HashMap<u32, String> = HashMap::new();
     for p in &tree.problems {
         if let (Some(i), Some(path)) = (p.ino(), p.path()) {
-            if matches!(p, Problem::InodeUnreadable { .. }) {
-                paths.entry(i).or_insert_with(|| lossy(path));
+            if matches!(p, Problem::InodeUnreadable { .. }) && !first.contains_key(&i) {
+                unreadable_paths.entry(i).or_insert_with(|| lossy(path));
             }
         }
     }
@@ -291,7 +294,8 @@ pub(crate) fn run(
         es,
         walks: &walks,
         inodes: &inodes,
-        paths,
+        first: &first,
+        unreadable_paths,
         status,
         model_offsets: HashSet::new(),
         findings: Vec::new(),
@@ -601,7 +605,10 @@ fn erase_size_finding(cx: &mut Ctx<'_, '_>, info: &GeometryInfo) {
 
 impl Ctx<'_, '_> {
     fn path_of(&self, ino: u32) -> Option<String> {
-        self.paths.get(&ino).cloned()
+        match self.first.get(&ino) {
+            Some(p) => Some(lossy(p)),
+            None => self.unreadable_paths.get(&ino).cloned(),
+        }
     }
 
     fn block_index(&self, offset: u32) -> usize {
