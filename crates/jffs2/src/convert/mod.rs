@@ -962,6 +962,8 @@ struct Batch {
 enum Read {
     /// Read; its items are still to plan.
     Held(Box<Inode>),
+    /// A directory read; its items are still to plan.
+    Dir(Box<DirInode>),
     /// Read, reached by a directory, its items sent already (never a directory).
     Sent(InodeKind),
     /// Linux cannot read it.
@@ -971,8 +973,78 @@ enum Read {
 impl Read {
     fn of(r: Result<Inode, FsError>) -> Read {
         match r {
+            Ok(i) if i.kind == InodeKind::Dir => Read::Dir(Box::new(DirInode::of(i))),
             Ok(i) => Read::Held(Box::new(i)),
             Err(e) => Read::Failed(Box::new(e)),
+        }
+    }
+}
+
+/// A directory's inode while the tree is walked: what planning it reads (its attributes and
+/// entries), without the lists it never reads (data nodes, fragments, obsoleted refs,
+/// problems, log) — under half an [`Inode`], held for every directory of the image.
+struct DirInode {
+    ino: u32,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    atime: u32,
+    mtime: u32,
+    ctime: u32,
+    nlink: u32,
+    version: u32,
+    highest_version: u32,
+    faked: bool,
+    size: u64,
+    latest: Option<usize>,
+    dents: Vec<crate::fs::Dirent>,
+}
+
+impl DirInode {
+    fn of(i: Inode) -> DirInode {
+        DirInode {
+            ino: i.ino,
+            mode: i.mode,
+            uid: i.uid,
+            gid: i.gid,
+            atime: i.atime,
+            mtime: i.mtime,
+            ctime: i.ctime,
+            nlink: i.nlink,
+            version: i.version,
+            highest_version: i.highest_version,
+            faked: i.faked,
+            size: i.size,
+            latest: i.latest,
+            dents: i.dents,
+        }
+    }
+
+    /// The inode again, as planning reads it.
+    fn inode(self) -> Inode {
+        Inode {
+            ino: self.ino,
+            kind: InodeKind::Dir,
+            mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+            size: self.size,
+            atime: self.atime,
+            mtime: self.mtime,
+            ctime: self.ctime,
+            nlink: self.nlink,
+            version: self.version,
+            highest_version: self.highest_version,
+            latest: self.latest,
+            faked: self.faked,
+            rdev: None,
+            target: None,
+            dents: self.dents,
+            nodes: Vec::new(),
+            frags: Vec::new(),
+            obsoleted: Vec::new(),
+            problems: Vec::new(),
+            log: Vec::new(),
         }
     }
 }
@@ -1038,7 +1110,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 .map(|&i| (i, Read::of(fs.read_inode(i))))
                 .collect()
         });
-        reads.insert(1, Read::Held(Box::new(root)));
+        reads.insert(1, Read::of(Ok(root)));
         let early = reached_files(&reads);
 
         // 2. The other inodes; those already known to be shown are planned at once. The
@@ -1171,13 +1243,14 @@ impl<'f, 'a> Planner<'f, 'a> {
         shown.insert(1, InodeKind::Dir);
         // A directory's entries are taken, not copied: it is descended once, and from here on
         // only the entries kept are planned (a million entries are a million names).
-        let children = |d: &mut crate::fs::Inode| {
-            let mut v = std::mem::take(&mut d.dents);
+        let children = |d: &mut Vec<crate::fs::Dirent>| {
+            let mut v = std::mem::take(d);
             v.reverse();
             v
         };
         let root = match reads.get_mut(&1) {
-            Some(Read::Held(d)) if d.kind == InodeKind::Dir => children(d),
+            Some(Read::Dir(d)) => children(&mut d.dents),
+            Some(Read::Held(d)) if d.kind == InodeKind::Dir => children(&mut d.dents),
             _ => Vec::new(),
         };
         dents.insert(1, Vec::with_capacity(root.len()));
@@ -1231,11 +1304,20 @@ impl<'f, 'a> Planner<'f, 'a> {
                     shown.insert(de.ino, i.kind);
                     named.insert(de.ino, (dir, de.name.clone()));
                     if i.kind == InodeKind::Dir {
-                        let kids = children(i);
+                        let kids = children(&mut i.dents);
                         // Room for all at once: no doubling (both buffers alive) as it fills.
                         dents.entry(de.ino).or_default().reserve_exact(kids.len());
                         stack.push((de.ino, kids));
                     }
+                    dents.entry(dir).or_default().push(de);
+                }
+                Read::Dir(i) => {
+                    shown.insert(de.ino, InodeKind::Dir);
+                    named.insert(de.ino, (dir, de.name.clone()));
+                    let kids = children(&mut i.dents);
+                    // Room for all at once: no doubling (both buffers alive) as it fills.
+                    dents.entry(de.ino).or_default().reserve_exact(kids.len());
+                    stack.push((de.ino, kids));
                     dents.entry(dir).or_default().push(de);
                 }
                 Read::Sent(kind) => {
@@ -1271,7 +1353,10 @@ impl<'f, 'a> Planner<'f, 'a> {
             if kind == InodeKind::Dir {
                 report.dirents += dents.get(&ino).map_or(0, |d| d.len() as u64);
             }
-            if !matches!(reads.get(&ino), Some(Read::Held(_)) | Some(Read::Sent(_))) {
+            if !matches!(
+                reads.get(&ino),
+                Some(Read::Held(_) | Read::Dir(_) | Read::Sent(_))
+            ) {
                 return Err(ConvertError::Internal(format!("inode {ino} shown unread")));
             }
         }
@@ -1288,6 +1373,7 @@ impl<'f, 'a> Planner<'f, 'a> {
         // not shrink), the peak of a conversion of many directories.
         let mut held = shown.keys().filter_map(|ino| match reads.remove(ino) {
             Some(Read::Held(i)) => Some(*i),
+            Some(Read::Dir(d)) => Some(d.inode()),
             _ => None,
         });
         loop {
@@ -1768,15 +1854,19 @@ fn reached_files(reads: &HashMap<u32, Read>) -> std::collections::HashSet<u32> {
     let mut queue = VecDeque::from([1u32]);
     let mut files = std::collections::HashSet::new();
     while let Some(d) = queue.pop_front() {
-        let Some(Read::Held(inode)) = reads.get(&d) else {
-            continue;
+        let entries = match reads.get(&d) {
+            Some(Read::Dir(i)) => &i.dents,
+            Some(Read::Held(i)) if i.kind == InodeKind::Dir => &i.dents,
+            _ => continue,
         };
-        if inode.kind != InodeKind::Dir {
-            continue;
-        }
-        for de in &inode.dents {
+        for de in entries {
+            let is_dir = match reads.get(&de.ino) {
+                Some(Read::Dir(_)) => true,
+                Some(Read::Held(c)) => c.kind == InodeKind::Dir,
+                _ => false,
+            };
             match reads.get(&de.ino) {
-                Some(Read::Held(c)) if c.kind == InodeKind::Dir => {
+                _ if is_dir => {
                     if seen.insert(de.ino) {
                         queue.push_back(de.ino);
                     }
