@@ -237,10 +237,7 @@ fn one_byte_data_nodes_list_and_sumtool() {
     );
 }
 
-// Peaks of the debug builds (bound 82 MiB): fsck 90, --repair 118, convert 77 to 81 (just
-// under the bound, too close to assert), --extract 100.
 #[test]
-#[ignore = "not yet within the bound: jffs2-fsck, --repair, jffs2-convert, --extract"]
 fn hard_links_other_tools() {
     check(
         "links",
@@ -249,9 +246,7 @@ fn hard_links_other_tools() {
     );
 }
 
-// Peaks of the debug builds (bound 85 MiB): fsck 137, --repair 169 to 183, convert 115.
 #[test]
-#[ignore = "not yet within the bound: jffs2-fsck, --repair, jffs2-convert"]
 fn nested_directories_other_tools() {
     check(
         "nested",
@@ -260,10 +255,7 @@ fn nested_directories_other_tools() {
     );
 }
 
-// Peaks of the debug builds (bound 103 MiB): fsck 122, --repair 129 to 144, convert 138,
-// --extract 113.
 #[test]
-#[ignore = "not yet within the bound: jffs2-fsck, --repair, jffs2-convert, --extract"]
 fn one_byte_data_nodes_other_tools() {
     check(
         "bytes",
