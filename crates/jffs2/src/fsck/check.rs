@@ -1332,6 +1332,15 @@ impl Ctx<'_, '_> {
     /// Obsolete nodes with valid CRCs that nothing supersedes: a cleared ACCURATE bit (no CRC
     /// covers it) on a node Linux still needs.
     fn lost_nodes(&mut self) {
+        // Only a node marked obsolete whose CRCs pass can be lost: with none (an image as
+        // mkfs writes it), the maps below, an entry per inode and per name, are not built.
+        let candidates = self
+            .walks
+            .iter()
+            .any(|w| w.nodes.iter().any(|n| !n.accurate && n.fault.is_none()));
+        if !candidates {
+            return;
+        }
         // Valid nodes by inode / directory entry name / xattr.
         let mut inodes: HashMap<u32, Vec<(u32, u32)>> = HashMap::new(); // ino -> (version, isize)
         let img = self.img;
