@@ -3,5 +3,6 @@
 //! or compression), keeping exactly what Linux shows.
 
 fn main() {
+    jffs2_tools::bounded_malloc();
     std::process::exit(jffs2_tools::cli::convert_main());
 }

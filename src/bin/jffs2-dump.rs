@@ -3,5 +3,6 @@
 //! that tool.
 
 fn main() {
+    jffs2_tools::bounded_malloc();
     std::process::exit(jffs2_tools::cli::dump_main());
 }

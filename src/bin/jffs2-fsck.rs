@@ -2,5 +2,6 @@
 //! it and it accepts fsck's generic options.
 
 fn main() {
+    jffs2_tools::bounded_malloc();
     std::process::exit(jffs2_tools::cli::fsck_main());
 }

@@ -980,21 +980,94 @@ struct Batch {
     inodes: u64,
 }
 
-/// What reading an inode gave, for the walk of the tree Linux shows.
+/// What reading an inode gave, for the walk of the tree Linux shows. Boxed: the map holds
+/// one for every inode, most of them sent or failed, and an `Inode` is hundreds of bytes.
 enum Read {
     /// Read; its items are still to plan.
-    Held(Inode),
+    Held(Box<Inode>),
+    /// A directory read; its items are still to plan.
+    Dir(Box<DirInode>),
     /// Read, reached by a directory, its items sent already (never a directory).
     Sent(InodeKind),
     /// Linux cannot read it.
-    Failed(FsError),
+    Failed(Box<FsError>),
 }
 
 impl Read {
     fn of(r: Result<Inode, FsError>) -> Read {
         match r {
-            Ok(i) => Read::Held(i),
-            Err(e) => Read::Failed(e),
+            Ok(i) if i.kind == InodeKind::Dir => Read::Dir(Box::new(DirInode::of(i))),
+            Ok(i) => Read::Held(Box::new(i)),
+            Err(e) => Read::Failed(Box::new(e)),
+        }
+    }
+}
+
+/// A directory's inode while the tree is walked: what planning it reads (its attributes and
+/// entries), without the lists it never reads (data nodes, fragments, obsoleted refs,
+/// problems, log) — under half an [`Inode`], held for every directory of the image.
+struct DirInode {
+    ino: u32,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    atime: u32,
+    mtime: u32,
+    ctime: u32,
+    nlink: u32,
+    version: u32,
+    highest_version: u32,
+    faked: bool,
+    size: u64,
+    latest: Option<usize>,
+    dents: Vec<crate::fs::Dirent>,
+}
+
+impl DirInode {
+    fn of(i: Inode) -> DirInode {
+        DirInode {
+            ino: i.ino,
+            mode: i.mode,
+            uid: i.uid,
+            gid: i.gid,
+            atime: i.atime,
+            mtime: i.mtime,
+            ctime: i.ctime,
+            nlink: i.nlink,
+            version: i.version,
+            highest_version: i.highest_version,
+            faked: i.faked,
+            size: i.size,
+            latest: i.latest,
+            dents: i.dents,
+        }
+    }
+
+    /// The inode again, as planning reads it.
+    fn inode(self) -> Inode {
+        Inode {
+            ino: self.ino,
+            kind: InodeKind::Dir,
+            mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+            size: self.size,
+            atime: self.atime,
+            mtime: self.mtime,
+            ctime: self.ctime,
+            nlink: self.nlink,
+            version: self.version,
+            highest_version: self.highest_version,
+            latest: self.latest,
+            faked: self.faked,
+            rdev: None,
+            target: None,
+            dents: self.dents,
+            nodes: Vec::new(),
+            frags: Vec::new(),
+            obsoleted: Vec::new(),
+            problems: Vec::new(),
+            log: Vec::new(),
         }
     }
 }
@@ -1062,7 +1135,7 @@ impl<'f, 'a> Planner<'f, 'a> {
                 .map(|&i| (i, Read::of(fs.read_inode(i))))
                 .collect()
         });
-        reads.insert(1, Read::Held(root));
+        reads.insert(1, Read::of(Ok(root)));
         let early = reached_files(&reads);
 
         // 2. The other inodes; those already known to be shown are planned at once. The
@@ -1071,7 +1144,7 @@ impl<'f, 'a> Planner<'f, 'a> {
         let read_plan = |i: u32| match fs.read_inode(i) {
             Ok(inode) if inode.kind != InodeKind::Dir && early.contains(&i) => {
                 let items = self.items(&inode, &none);
-                (i, Read::Held(inode), Some(items))
+                (i, Read::Held(Box::new(inode)), Some(items))
             }
             r => (i, Read::of(r), None),
         };
@@ -1195,13 +1268,14 @@ impl<'f, 'a> Planner<'f, 'a> {
         shown.insert(1, InodeKind::Dir);
         // A directory's entries are taken, not copied: it is descended once, and from here on
         // only the entries kept are planned (a million entries are a million names).
-        let children = |d: &mut crate::fs::Inode| {
-            let mut v = std::mem::take(&mut d.dents);
+        let children = |d: &mut Vec<crate::fs::Dirent>| {
+            let mut v = std::mem::take(d);
             v.reverse();
             v
         };
         let root = match reads.get_mut(&1) {
-            Some(Read::Held(d)) if d.kind == InodeKind::Dir => children(d),
+            Some(Read::Dir(d)) => children(&mut d.dents),
+            Some(Read::Held(d)) if d.kind == InodeKind::Dir => children(&mut d.dents),
             _ => Vec::new(),
         };
         dents.insert(1, Vec::with_capacity(root.len()));
@@ -1212,6 +1286,11 @@ impl<'f, 'a> Planner<'f, 'a> {
                 stack.pop();
                 continue;
             };
+            if rest.is_empty() {
+                // Done with this directory once this entry is: its frame goes now, so that
+                // a chain of 100 000 directories is not 100 000 frames.
+                stack.pop();
+            }
             let path = |named: &HashMap<u32, (u32, crate::name::Name)>| {
                 let mut p = path_of(named, dir);
                 p.push(b'/');
@@ -1250,11 +1329,20 @@ impl<'f, 'a> Planner<'f, 'a> {
                     shown.insert(de.ino, i.kind);
                     named.insert(de.ino, (dir, de.name.clone()));
                     if i.kind == InodeKind::Dir {
-                        let kids = children(i);
+                        let kids = children(&mut i.dents);
                         // Room for all at once: no doubling (both buffers alive) as it fills.
                         dents.entry(de.ino).or_default().reserve_exact(kids.len());
                         stack.push((de.ino, kids));
                     }
+                    dents.entry(dir).or_default().push(de);
+                }
+                Read::Dir(i) => {
+                    shown.insert(de.ino, InodeKind::Dir);
+                    named.insert(de.ino, (dir, de.name.clone()));
+                    let kids = children(&mut i.dents);
+                    // Room for all at once: no doubling (both buffers alive) as it fills.
+                    dents.entry(de.ino).or_default().reserve_exact(kids.len());
+                    stack.push((de.ino, kids));
                     dents.entry(dir).or_default().push(de);
                 }
                 Read::Sent(kind) => {
@@ -1290,7 +1378,10 @@ impl<'f, 'a> Planner<'f, 'a> {
             if kind == InodeKind::Dir {
                 report.dirents += dents.get(&ino).map_or(0, |d| d.len() as u64);
             }
-            if !matches!(reads.get(&ino), Some(Read::Held(_)) | Some(Read::Sent(_))) {
+            if !matches!(
+                reads.get(&ino),
+                Some(Read::Held(_) | Read::Dir(_) | Read::Sent(_))
+            ) {
                 return Err(ConvertError::Internal(format!("inode {ino} shown unread")));
             }
         }
@@ -1306,7 +1397,8 @@ impl<'f, 'a> Planner<'f, 'a> {
         // would hold every directory's inode twice (here and in the map's table, which does
         // not shrink), the peak of a conversion of many directories.
         let mut held = shown.keys().filter_map(|ino| match reads.remove(ino) {
-            Some(Read::Held(i)) => Some(i),
+            Some(Read::Held(i)) => Some(*i),
+            Some(Read::Dir(d)) => Some(d.inode()),
             _ => None,
         });
         loop {
@@ -1432,16 +1524,30 @@ impl<'f, 'a> Planner<'f, 'a> {
 
     fn plan_file(&self, inode: &Inode, items: &mut Vec<Item>) {
         let page = u64::from(self.cfg.page_size);
-        // The visible ranges of each node, in file order.
-        let mut ranges: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
-        for f in &inode.frags {
-            let r = ranges.entry(f.node).or_default();
-            match r.last_mut() {
-                Some(last) if last.1 == f.start => last.1 = f.end,
-                _ => r.push((f.start, f.end)),
+        // The visible ranges of each node, in file order: the fragments grouped by node (a
+        // stable sort keeps each node's in file order), adjacent ones merged. One flat
+        // vector, not a list per node: a file of 290 000 one-byte nodes held tens of MiB of
+        // small lists.
+        let mut runs: Vec<(usize, u64, u64)> = inode
+            .frags
+            .iter()
+            .map(|f| (f.node, f.start, f.end))
+            .collect();
+        runs.sort_by_key(|r| r.0);
+        runs.dedup_by(|cur, prev| {
+            let merge = cur.0 == prev.0 && prev.2 == cur.1;
+            if merge {
+                prev.2 = cur.2;
+            }
+            merge
+        });
+        // Each node's runs, `runs[begin..end]`, in the order of their first byte.
+        let mut order: Vec<(u64, usize)> = Vec::new();
+        for (k, r) in runs.iter().enumerate() {
+            if k == 0 || runs.get(k - 1).is_some_and(|p| p.0 != r.0) {
+                order.push((r.1, k));
             }
         }
-        let mut order: Vec<(u64, usize)> = ranges.iter().map(|(&n, r)| (r[0].0, n)).collect();
         order.sort_unstable();
         // A file of many nodes is held planned until written: no growth slack, and no
         // doubling (the old and new buffers alive at once).
@@ -1449,15 +1555,21 @@ impl<'f, 'a> Planner<'f, 'a> {
         let latest = inode.latest;
         let mut latest_copied = false;
         let tmpl = Arc::new(self.template(inode));
-        for (_, n) in order {
+        for (_, begin) in order {
+            let Some(&(n, _, _)) = runs.get(begin) else {
+                continue;
+            };
+            let end = runs
+                .get(begin..)
+                .unwrap_or(&[])
+                .iter()
+                .position(|r| r.0 != n)
+                .map_or(runs.len(), |l| begin + l);
             let Some(dn) = inode.nodes.get(n) else {
                 continue;
             };
-            // Moved out, not copied: each node is planned once.
-            let Some(r) = ranges.remove(&n) else {
-                continue;
-            };
-            let whole = r.len() == 1 && r[0] == (u64::from(dn.ofs), dn.end());
+            let r = runs.get(begin..end).unwrap_or(&[]);
+            let whole = r.len() == 1 && (r[0].1, r[0].2) == (u64::from(dn.ofs), dn.end());
             let crosses = dn.size > 0 && u64::from(dn.ofs) / page != (dn.end() - 1) / page;
             let copy = whole
                 && !self.cfg.recompress
@@ -1478,10 +1590,11 @@ impl<'f, 'a> Planner<'f, 'a> {
                 items.push(Item::Data {
                     tmpl: tmpl.clone(),
                     dn: dn.clone(),
-                    ranges: r,
+                    ranges: r.iter().map(|&(_, s, e)| (s, e)).collect(),
                 });
             }
         }
+        drop(runs);
         if !latest_copied {
             // The current attributes must be on the node with the highest version: the
             // metadata node is copied when it is the latest and nothing of the inode got a
@@ -1768,15 +1881,19 @@ fn reached_files(reads: &HashMap<u32, Read>) -> std::collections::HashSet<u32> {
     let mut queue = VecDeque::from([1u32]);
     let mut files = std::collections::HashSet::new();
     while let Some(d) = queue.pop_front() {
-        let Some(Read::Held(inode)) = reads.get(&d) else {
-            continue;
+        let entries = match reads.get(&d) {
+            Some(Read::Dir(i)) => &i.dents,
+            Some(Read::Held(i)) if i.kind == InodeKind::Dir => &i.dents,
+            _ => continue,
         };
-        if inode.kind != InodeKind::Dir {
-            continue;
-        }
-        for de in &inode.dents {
+        for de in entries {
+            let is_dir = match reads.get(&de.ino) {
+                Some(Read::Dir(_)) => true,
+                Some(Read::Held(c)) => c.kind == InodeKind::Dir,
+                _ => false,
+            };
             match reads.get(&de.ino) {
-                Some(Read::Held(c)) if c.kind == InodeKind::Dir => {
+                _ if is_dir => {
                     if seen.insert(de.ino) {
                         queue.push_back(de.ino);
                     }

@@ -86,8 +86,9 @@ impl FileData {
 pub enum EntryKind {
     /// A directory.
     Dir,
-    /// A regular file (its first name).
-    File(FileData),
+    /// A regular file (its first name). Boxed: the other kinds are a few bytes, and a tree of
+    /// many names carries this enum in every entry.
+    File(Box<FileData>),
     /// Another name of the non-directory inode first extracted as entry `first`.
     HardLink {
         /// Index of the first entry of the inode.
@@ -282,7 +283,7 @@ impl Plan {
             let meta = Meta::of(&inode);
             let kind = match inode.kind {
                 InodeKind::Dir => EntryKind::Dir,
-                InodeKind::File => EntryKind::File(FileData::take(&mut inode)),
+                InodeKind::File => EntryKind::File(Box::new(FileData::take(&mut inode))),
                 InodeKind::Symlink => {
                     let t = inode.target.clone().unwrap_or_default();
                     let t = match t.iter().position(|&b| b == 0) {
@@ -338,6 +339,10 @@ impl Plan {
                 first_name.insert(d.ino, idx);
             }
         }
+        // The plan is kept while everything is written: without the slack of its growth
+        // (up to as much again on a tree of many names).
+        plan.entries.shrink_to_fit();
+        plan.refused.shrink_to_fit();
         Ok(plan)
     }
 
@@ -383,7 +388,7 @@ impl Plan {
             .iter()
             .enumerate()
             .filter_map(|(i, e)| match &e.kind {
-                EntryKind::File(f) => Some((i, f)),
+                EntryKind::File(f) => Some((i, &**f)),
                 _ => None,
             })
             .collect()

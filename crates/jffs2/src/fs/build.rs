@@ -43,7 +43,8 @@ pub(crate) fn hash_order(inos: impl Iterator<Item = u32>, hashsize: u32) -> Vec<
 /// 3. §5.5: with `dir_hardlinks`, every directory's count is cleared, then each DT_DIR dirent
 ///    sets its child's `pino_nlink` to the parent; a second parent is logged
 ///    ([`Problem::DirHardLink`]) and the last one visited wins. Without it the same loop
-///    silently replaces the count by the parent.
+///    silently replaces the count by the parent. The scan's `scan_dents` are emptied then,
+///    as the kernel frees them there.
 ///
 /// The visiting order is the kernel's hash order for the flash size (the image length rounded
 /// down to whole erase blocks); within a directory, the order of the scan's `scan_dents`.
@@ -199,6 +200,12 @@ pub(super) fn build_into<'a>(image: &'a [u8], mut held: ScanMut<'a>, opts: FsOpt
 
     for idx in obsolete {
         mark_obsolete(scan, idx);
+    }
+    // The kernel frees `scan_dents` in that last loop (§5.5): nothing reads them after the
+    // build (readinode reads the dirent nodes), and a directory of a million entries would
+    // hold them for the whole run.
+    for ic in scan.inodes.values_mut() {
+        ic.scan_dents = Vec::new();
     }
 
     // The xattr subsystem (§9.4).

@@ -32,7 +32,8 @@
 //!
 //! [`crate::Image::mount`] is the way in (the detection, the padding as flashed, the scan and
 //! the build, in one call; the model owns its scan). [`build`], on a scan of the caller's,
-//! mutates the scan the way the kernel mutates its node references during the build:
+//! mutates the scan the way the kernel mutates its node references during the build (and
+//! empties its `scan_dents`, which the kernel frees there):
 //! refs the build obsoletes get [`RefState::Obsolete`]. Everything after the build is lazy and
 //! read-only, as in the kernel (an inode is read when it is looked up): [`Fs::read_inode`]
 //! returns what `readinode.c` would obsolete in [`Inode::obsoleted`] instead of changing the

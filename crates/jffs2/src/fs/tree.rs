@@ -227,6 +227,39 @@ fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     }
 }
 
+/// Where the walk first reached a directory: its parent and its name there, and whether that
+/// was below `PATH_MAX` (then its path is `…/name`).
+struct Reached {
+    parent: u32,
+    deep: bool,
+    name: crate::name::Name,
+}
+
+/// The path at which the walk first reached directory `ino`, as it was listed.
+fn first_path(dirs: &HashMap<u32, Reached>, ino: u32) -> Vec<u8> {
+    // Up to the root or the first step below PATH_MAX; each parent was reached before its
+    // child, so the chain ends.
+    let mut names: Vec<&[u8]> = Vec::new();
+    let mut at = ino;
+    let mut path = b".".to_vec();
+    while at != 1 {
+        let Some(r) = dirs.get(&at) else {
+            break;
+        };
+        if r.deep {
+            path = "…/".as_bytes().to_vec();
+            path.extend_from_slice(&r.name);
+            break;
+        }
+        names.push(&r.name);
+        at = r.parent;
+    }
+    for name in names.iter().rev() {
+        path = join(&path, name);
+    }
+    path
+}
+
 struct Walk<'f, 'a, 'o> {
     fs: &'f Fs<'a>,
     opts: TreeOptions,
@@ -347,25 +380,26 @@ impl Fs<'_> {
         };
         let e = w.entry(&root, b".".to_vec());
         (w.on_entry)(e);
-        let mut dirs: HashMap<u32, Vec<u8>> = HashMap::new();
-        dirs.insert(1, b".".to_vec());
+        // Where each directory was first reached; its path is rebuilt from these only when
+        // it is reached again (a full path for each would cost its depth each).
+        let mut dirs: HashMap<u32, Reached> = HashMap::new();
         // Depth first, each directory's entries in order: the readers' walk (`jffs2-dump
         // --list`, `--extract`), so that a directory reached twice is first reached where
         // they show it. Frames: directory, its path, whether that path reached PATH_MAX,
         // its remaining entries reversed.
-        let mut stack: Vec<(Vec<u8>, bool, Vec<super::Dirent>)> =
-            vec![(b".".to_vec(), false, Vec::new())];
+        let mut stack: Vec<(u32, Vec<u8>, bool, Vec<super::Dirent>)> =
+            vec![(1, b".".to_vec(), false, Vec::new())];
         if root.kind == InodeKind::Dir {
             // Taken, not copied: two copies of a huge root are not kept.
-            stack[0].2 = rev(std::mem::take(&mut root.dents));
+            stack[0].3 = rev(std::mem::take(&mut root.dents));
         }
         drop(root);
-        while let Some((dpath, ddeep, rest)) = stack.last_mut() {
+        while let Some((dir, dpath, ddeep, rest)) = stack.last_mut() {
             let Some(d) = rest.pop() else {
                 stack.pop();
                 continue;
             };
-            let deep = *ddeep;
+            let (dir, deep) = (*dir, *ddeep);
             // Below PATH_MAX the walk goes on: Linux reaches those inodes (lookups relative
             // to an open directory have no length limit), only absolute paths fail. They
             // are checked but not listed, named by `…/name` (a full path would cost its
@@ -377,6 +411,11 @@ impl Fs<'_> {
             } else {
                 join(dpath, &d.name)
             };
+            if rest.is_empty() {
+                // Its last entry: the frame goes now, so that a chain of 100 000
+                // directories is not 100 000 frames.
+                stack.pop();
+            }
             let deeper = deep || path.len() >= PATH_MAX;
             if deeper && !deep {
                 let mut p = path.clone();
@@ -411,16 +450,22 @@ impl Fs<'_> {
                 (w.on_entry)(e);
             }
             if child.kind == InodeKind::Dir {
-                match dirs.get(&d.ino) {
-                    Some(first) => w.problems.push(Problem::DirReachedTwice {
+                if d.ino == 1 || dirs.contains_key(&d.ino) {
+                    w.problems.push(Problem::DirReachedTwice {
                         ino: d.ino,
                         path,
-                        first_path: first.clone(),
-                    }),
-                    None => {
-                        dirs.insert(d.ino, path.clone());
-                        stack.push((path, deeper, rev(child.dents)));
-                    }
+                        first_path: first_path(&dirs, d.ino),
+                    });
+                } else {
+                    dirs.insert(
+                        d.ino,
+                        Reached {
+                            parent: dir,
+                            deep,
+                            name: d.name.clone(),
+                        },
+                    );
+                    stack.push((d.ino, path, deeper, rev(child.dents)));
                 }
             }
         }

@@ -51,6 +51,36 @@ enum Status {
     Superseded(u32),
 }
 
+/// What the checks after the model need of an inode read: its kernel messages, or why it
+/// cannot be read.
+type InodeRead = Result<Vec<KernelMsg>, Box<ReadFailure>>;
+
+/// Inodes read at once before their records are reduced to [`InodeRead`].
+const READ_CHUNK: usize = 2048;
+
+/// Records how `inode` (read fine) treats its nodes: superseded, shown.
+fn note_status(status: &mut HashMap<u32, Status>, refs: &[scan::NodeRef], ino: u32, inode: &Inode) {
+    let sup: HashSet<u32> = inode
+        .obsoleted
+        .iter()
+        .filter_map(|&i| refs.get(i).map(|r| r.offset))
+        .collect();
+    for o in &sup {
+        status.insert(*o, Status::Superseded(ino));
+    }
+    for dn in &inode.nodes {
+        if !sup.contains(&dn.offset) {
+            status.insert(dn.offset, Status::Used(ino));
+        }
+    }
+    if let Some(l) = inode.latest.and_then(|i| refs.get(i)) {
+        status.insert(l.offset, Status::Used(ino));
+    }
+    for d in &inode.dents {
+        status.insert(d.offset, Status::Used(ino));
+    }
+}
+
 /// Everything the combination step needs.
 struct Ctx<'f, 'a> {
     img: &'a [u8],
@@ -58,8 +88,11 @@ struct Ctx<'f, 'a> {
     fs: &'f Fs<'a>,
     es: u32,
     walks: &'f [BlockWalk],
-    inodes: &'f BTreeMap<u32, Result<Inode, ReadFailure>>,
-    paths: HashMap<u32, String>,
+    inodes: &'f BTreeMap<u32, InodeRead>,
+    /// Each inode's first path.
+    first: &'f HashMap<u32, Vec<u8>>,
+    /// The paths of inodes the tree lists but cannot read, when they have no other.
+    unreadable_paths: HashMap<u32, String>,
     status: HashMap<u32, Status>,
     /// Offsets the model reported on (its findings win over the walk's).
     model_offsets: HashSet<u32>,
@@ -147,18 +180,36 @@ pub(crate) fn run(
 
     let fs = fs::build(img, &mut scan);
     // The inodes first: the walk must know which data nodes Linux shows (always
-    // decompressed) from dead ones (decompressed within a budget).
-    let (mut inodes, full_scan) = rayon::join(
+    // decompressed) from dead ones (decompressed within a budget). Each inode is read in
+    // chunks of a few thousand and kept only as what the later checks need (whether it
+    // reads, and its kernel messages): a whole `Inode` for each of 100 000 directories is
+    // tens of MiB, and the tree walk reads them again anyway.
+    let ((inodes, status), full_scan) = rayon::join(
         || {
+            let refs = &fs.scan().refs;
             let mut inos: Vec<u32> = fs.live_inodes().collect();
             if !inos.contains(&1) {
                 inos.push(1);
             }
-            inos.par_iter()
-                .map(|&i| (i, fs.read_inode_logged(i)))
-                .collect::<Vec<_>>()
-                .into_iter()
-                .collect::<BTreeMap<u32, Result<Inode, ReadFailure>>>()
+            inos.sort_unstable();
+            inos.dedup();
+            let mut inodes: BTreeMap<u32, InodeRead> = BTreeMap::new();
+            let mut status: HashMap<u32, Status> = HashMap::new();
+            for chunk in inos.chunks(READ_CHUNK) {
+                let read: Vec<Result<Inode, ReadFailure>> =
+                    chunk.par_iter().map(|&i| fs.read_inode_logged(i)).collect();
+                for (&ino, r) in chunk.iter().zip(read) {
+                    let kept = match r {
+                        Ok(inode) => {
+                            note_status(&mut status, refs, ino, &inode);
+                            Ok(inode.log)
+                        }
+                        Err(f) => Err(Box::new(f)),
+                    };
+                    inodes.insert(ino, kept);
+                }
+            }
+            (inodes, status)
         },
         || {
             if any_summary {
@@ -172,37 +223,6 @@ pub(crate) fn run(
             }
         },
     );
-
-    // Node status.
-    let refs = &fs.scan().refs;
-    let mut status: HashMap<u32, Status> = HashMap::new();
-    for (&ino, r) in &inodes {
-        let Ok(inode) = r else { continue };
-        let sup: HashSet<u32> = inode
-            .obsoleted
-            .iter()
-            .filter_map(|&i| refs.get(i).map(|r| r.offset))
-            .collect();
-        for o in &sup {
-            status.insert(*o, Status::Superseded(ino));
-        }
-        for dn in &inode.nodes {
-            if !sup.contains(&dn.offset) {
-                status.insert(dn.offset, Status::Used(ino));
-            }
-        }
-        if let Some(l) = inode.latest.and_then(|i| refs.get(i)) {
-            status.insert(l.offset, Status::Used(ino));
-        }
-        for d in &inode.dents {
-            status.insert(d.offset, Status::Used(ino));
-        }
-    }
-    // Nothing further needs the entries kept here (the tree walk reads each directory
-    // again): freed before it, a large directory is not held twice.
-    for inode in inodes.values_mut().flatten() {
-        inode.dents = Vec::new();
-    }
     let live: HashSet<u32> = status
         .iter()
         .filter(|(_, s)| matches!(s, Status::Used(_)))
@@ -257,13 +277,13 @@ pub(crate) fn run(
     );
     drop(live);
 
-    // Paths (the first one, in path order).
-    let mut paths: HashMap<u32, String> = first.iter().map(|(&i, p)| (i, lossy(p))).collect();
+    // Paths: the first one, in path order (`first`, made text when a finding names it).
     // Inodes listed by their directory but unreadable have a path too.
+    let mut unreadable_paths: HashMap<u32, String> = HashMap::new();
     for p in &tree.problems {
         if let (Some(i), Some(path)) = (p.ino(), p.path()) {
-            if matches!(p, Problem::InodeUnreadable { .. }) {
-                paths.entry(i).or_insert_with(|| lossy(path));
+            if matches!(p, Problem::InodeUnreadable { .. }) && !first.contains_key(&i) {
+                unreadable_paths.entry(i).or_insert_with(|| lossy(path));
             }
         }
     }
@@ -275,7 +295,8 @@ pub(crate) fn run(
         es,
         walks: &walks,
         inodes: &inodes,
-        paths,
+        first: &first,
+        unreadable_paths,
         status,
         model_offsets: HashSet::new(),
         findings: Vec::new(),
@@ -335,7 +356,7 @@ pub(crate) fn run(
         // `Fs::mount_log`, with the root as already read.
         kernel_log.extend(fs.kernel_log().iter().cloned());
         match inodes.get(&1) {
-            Some(Ok(root)) => kernel_log.extend(root.log.iter().cloned()),
+            Some(Ok(root)) => kernel_log.extend(root.iter().cloned()),
             Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
             None => {}
         }
@@ -359,7 +380,7 @@ pub(crate) fn run(
             for (_, ino) in met {
                 if seen.insert(ino) {
                     match inodes.get(&ino) {
-                        Some(Ok(i)) => kernel_log.extend(i.log.iter().cloned()),
+                        Some(Ok(log)) => kernel_log.extend(log.iter().cloned()),
                         // A listing meets the inode and fails to read it: what was printed
                         // up to the failure is in the log all the same.
                         Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
@@ -579,7 +600,10 @@ fn erase_size_finding(cx: &mut Ctx<'_, '_>, info: &GeometryInfo) {
 
 impl Ctx<'_, '_> {
     fn path_of(&self, ino: u32) -> Option<String> {
-        self.paths.get(&ino).cloned()
+        match self.first.get(&ino) {
+            Some(p) => Some(lossy(p)),
+            None => self.unreadable_paths.get(&ino).cloned(),
+        }
     }
 
     fn block_index(&self, offset: u32) -> usize {
@@ -1274,6 +1298,15 @@ impl Ctx<'_, '_> {
     /// Obsolete nodes with valid CRCs that nothing supersedes: a cleared ACCURATE bit (no CRC
     /// covers it) on a node Linux still needs.
     fn lost_nodes(&mut self) {
+        // Only a node marked obsolete whose CRCs pass can be lost: with none (an image as
+        // mkfs writes it), the maps below, an entry per inode and per name, are not built.
+        let candidates = self
+            .walks
+            .iter()
+            .any(|w| w.nodes.iter().any(|n| !n.accurate && n.fault.is_none()));
+        if !candidates {
+            return;
+        }
         // Valid nodes by inode / directory entry name / xattr.
         let mut inodes: HashMap<u32, Vec<(u32, u32)>> = HashMap::new(); // ino -> (version, isize)
         let img = self.img;
@@ -1345,6 +1378,8 @@ impl Ctx<'_, '_> {
         let live = |fs: &Fs<'_>, ino: u32| fs.exists(ino) && !fs.removed(ino);
         let mut out = Vec::new();
         let mut warn = Vec::new();
+        // The last inode read again for its fragments (the model keeps none).
+        let mut reread: Option<(u32, Option<Inode>)> = None;
         for w in self.walks {
             for n in w.nodes.iter().filter(|n| !n.accurate && n.fault.is_none()) {
                 let lost: Option<(Option<u32>, String)> = match &n.body {
@@ -1381,8 +1416,21 @@ impl Ctx<'_, '_> {
                                 let end =
                                     (u64::from(*ofs) + u64::from(*size)).min(u64::from(trunc));
                                 match self.inodes.get(ino) {
-                                    Some(Ok(inode)) => {
-                                        covered_by_newer(inode, u64::from(*ofs), end, *version)
+                                    Some(Ok(_)) => {
+                                        // Read again: the model keeps no inode whole (a
+                                        // file's lost nodes come in a row, one read each).
+                                        if reread.as_ref().map(|(i, _)| *i) != Some(*ino) {
+                                            reread = Some((*ino, self.fs.read_inode(*ino).ok()));
+                                        }
+                                        match reread.as_ref().and_then(|(_, r)| r.as_ref()) {
+                                            Some(inode) => covered_by_newer(
+                                                inode,
+                                                u64::from(*ofs),
+                                                end,
+                                                *version,
+                                            ),
+                                            None => true,
+                                        }
                                     }
                                     _ => true,
                                 }

@@ -167,7 +167,8 @@ pub struct InodeCache {
     /// Indices into [`Scan::refs`] of every node linked to this inode, in scan order
     /// (inode nodes, and the dirent nodes *in* this directory).
     pub nodes: Vec<usize>,
-    /// Dirents in this directory after scan-time de-duplication (§5.2).
+    /// Dirents in this directory after scan-time de-duplication (§5.2); emptied by
+    /// [`crate::fs::build`], as the kernel frees them at the end of its build (§5.5).
     pub scan_dents: Vec<ScanDirent>,
     /// Link count during build (`pino_nlink`; 1 for ino 1 at creation).
     pub pino_nlink: u32,

@@ -60,14 +60,15 @@ fn dirent_to_missing_inode_disappears() {
     img.file(1, 2, b"a", 1, b"x")
         .dirent(1, 2, 99, dt::REG, b"ghost");
     let image = fs_of(&img);
-    let (fs, _) = image.salvage();
-    // The build changes the state of refs only: the scan's dirents are as scanned.
-    let ghost = fs.scan().inodes[&1]
+    // The build empties the scan's dirents (the kernel frees them there): the ghost's node
+    // is found in a scan of its own, whose ref numbering is the mount's.
+    let ghost = image.scan().inodes[&1]
         .scan_dents
         .iter()
         .find(|d| d.ino == 99)
         .unwrap()
         .node;
+    let (fs, _) = image.salvage();
     assert_eq!(fs.scan().refs[ghost].state, RefState::Obsolete);
     assert!(matches!(
         fs.build_problems()[0],
