@@ -598,91 +598,98 @@ fn verdict_line(tool: &Tool, image: &str, r: &Report) -> String {
 
 /// The statistics, one `  key: value` line each.
 fn statistics_text(r: &Report) -> String {
-    let mut s = String::new();
-    let line = |k: &str, v: String| format!("  {k:<12}{v}\n");
-    s.push_str(&line("geometry:", geometry_line(r)));
-    s.push_str(&line(
-        "image:",
-        format!(
-            "{} bytes, checked as {} ({} erase blocks)",
-            r.image_len, r.flash_len, r.blocks.total
+    let rows = [
+        ("geometry:", geometry_line(r)),
+        (
+            "image:",
+            format!(
+                "{} bytes, checked as {} ({} erase blocks)",
+                r.image_len, r.flash_len, r.blocks.total
+            ),
         ),
-    ));
+        ("tree:", tree_line(r)),
+        ("nodes:", nodes_line(r)),
+        ("space:", space_line(r)),
+        ("blocks:", blocks_line(r)),
+        (
+            "summaries:",
+            format!(
+                "{} of {} blocks with nodes ({})",
+                r.summary_blocks,
+                r.node_blocks,
+                pct(u64::from(r.summary_blocks), u64::from(r.node_blocks))
+            ),
+        ),
+        (
+            "mount cost:",
+            format!(
+                "Linux reads {} at mount; {} if every block were scanned in full",
+                size(r.mount_cost.with_summaries),
+                size(r.mount_cost.full_scan)
+            ),
+        ),
+        ("mount:", mount_line(r).to_string()),
+    ];
+    rows.iter()
+        .map(|(k, v)| format!("  {k:<12}{v}\n"))
+        .collect()
+}
+
+fn tree_line(r: &Report) -> String {
     let t = &r.tree;
-    s.push_str(&line(
-        "tree:",
-        format!(
-            "{} directories, {} files ({}), {} symlinks, {} devices/fifos/sockets",
-            t.dirs,
-            t.files,
-            size(t.bytes),
-            t.symlinks,
-            t.special
-        ),
-    ));
+    format!(
+        "{} directories, {} files ({}), {} symlinks, {} devices/fifos/sockets",
+        t.dirs,
+        t.files,
+        size(t.bytes),
+        t.symlinks,
+        t.special
+    )
+}
+
+fn nodes_line(r: &Report) -> String {
     let n = &r.nodes;
-    s.push_str(&line(
-        "nodes:",
-        format!(
-            "{} on flash ({} obsolete); {} data nodes decompressed and verified ({})",
-            n.nodes,
-            n.obsolete,
-            n.data_checked,
-            size(n.data_bytes)
-        ),
-    ));
+    format!(
+        "{} on flash ({} obsolete); {} data nodes decompressed and verified ({})",
+        n.nodes,
+        n.obsolete,
+        n.data_checked,
+        size(n.data_bytes)
+    )
+}
+
+fn space_line(r: &Report) -> String {
     let sp = &r.space;
     let fl = r.flash_len;
-    s.push_str(&line(
-        "space:",
-        format!(
-            "used {} ({}), unchecked {}, dirty {} ({}), wasted {}, free {} ({})",
-            size(sp.used),
-            pct(sp.used, fl),
-            size(sp.unchecked),
-            size(sp.dirty),
-            pct(sp.dirty, fl),
-            size(sp.wasted),
-            size(sp.free),
-            pct(sp.free, fl)
-        ),
-    ));
+    format!(
+        "used {} ({}), unchecked {}, dirty {} ({}), wasted {}, free {} ({})",
+        size(sp.used),
+        pct(sp.used, fl),
+        size(sp.unchecked),
+        size(sp.dirty),
+        pct(sp.dirty, fl),
+        size(sp.wasted),
+        size(sp.free),
+        pct(sp.free, fl)
+    )
+}
+
+fn blocks_line(r: &Report) -> String {
     let b = &r.blocks;
-    s.push_str(&line(
-        "blocks:",
-        format!(
-            "{} clean, {} partly dirty, {} all dirty, {} free (cleanmarker), {} erased",
-            b.clean, b.partly_dirty, b.all_dirty, b.cleanmarker, b.empty
-        ),
-    ));
-    s.push_str(&line(
-        "summaries:",
-        format!(
-            "{} of {} blocks with nodes ({})",
-            r.summary_blocks,
-            r.node_blocks,
-            pct(u64::from(r.summary_blocks), u64::from(r.node_blocks))
-        ),
-    ));
-    s.push_str(&line(
-        "mount cost:",
-        format!(
-            "Linux reads {} at mount; {} if every block were scanned in full",
-            size(r.mount_cost.with_summaries),
-            size(r.mount_cost.full_scan)
-        ),
-    ));
-    s.push_str(&line(
-        "mount:",
-        if !r.mount_ok {
-            "Linux refuses to mount it".to_string()
-        } else if r.read_only {
-            "Linux mounts it read-only only".to_string()
-        } else {
-            "Linux mounts it".to_string()
-        },
-    ));
-    s
+    format!(
+        "{} clean, {} partly dirty, {} all dirty, {} free (cleanmarker), {} erased",
+        b.clean, b.partly_dirty, b.all_dirty, b.cleanmarker, b.empty
+    )
+}
+
+fn mount_line(r: &Report) -> &'static str {
+    if !r.mount_ok {
+        "Linux refuses to mount it"
+    } else if r.read_only {
+        "Linux mounts it read-only only"
+    } else {
+        "Linux mounts it"
+    }
 }
 
 fn finding_json(f: &Finding) -> Value {
