@@ -2,7 +2,7 @@
 //! ([`jffs2::convert`]). The output options are mkfs.jffs2's, with its grammar.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use jffs2::compress::{Compressors, Mode};
 use jffs2::convert::{self, ConvertConfig, ConvertReport, Source};
@@ -32,6 +32,7 @@ const EXIT_USAGE: i32 = 16;
 
 pub use super::flags::convert::help;
 
+/// The options, as they stand after the command line has been read in order.
 struct Args {
     input: Option<OsString>,
     output: Option<OsString>,
@@ -52,6 +53,9 @@ struct Args {
     json: bool,
     threads: usize,
     progress: bool,
+    /// The priority of the last `-y` whose number parsed (mkfs.jffs2's grammar: a later
+    /// `-y` without a number keeps it); -1 while there is none.
+    compr_prior: i64,
 }
 
 /// Runs jffs2-convert with `args` (without the program name); returns the exit status.
@@ -63,12 +67,16 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
     run(tool, &a)
 }
 
+/// Reports a usage error and gives its exit status.
+fn usage(tool: &Tool, msg: &str) -> i32 {
+    tool.error(msg);
+    eprintln!("Try '{} --help' for more information.", tool.name);
+    EXIT_USAGE
+}
+
+/// Reads the command line in order (an error or `-h`/`-V` ends it with the status in
+/// `Err`), then checks what the options need together.
 fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
-    let usage = |msg: &str| -> i32 {
-        tool.error(msg);
-        eprintln!("Try '{} --help' for more information.", tool.name);
-        EXIT_USAGE
-    };
     let mut a = Args {
         input: None,
         output: None,
@@ -89,138 +97,92 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
         json: false,
         threads: 0,
         progress: true,
+        compr_prior: -1,
     };
-    let mut compr_prior = -1i64;
     let mut operands = Vec::new();
     for p in flags::getopt(args, FLAGS, ALL) {
-        let (id, arg) = match p {
-            Parsed::Opt { id, arg } => (id, arg),
-            Parsed::Operand(w) => {
-                operands.push(w);
-                continue;
-            }
-            Parsed::Error(msg) => return Err(usage(&msg)),
-        };
+        match p {
+            Parsed::Opt { id, arg } => a.apply(tool, id, arg)?,
+            Parsed::Operand(w) => operands.push(w),
+            Parsed::Error(msg) => return Err(usage(tool, &msg)),
+        }
+    }
+    if let Some(w) = operands.first() {
+        return Err(usage(tool, &format!("unexpected operand '{}'", text(w))));
+    }
+    if a.input.is_none() || a.output.is_none() {
+        return Err(usage(tool, "an input (-i) and an output (-o) are required"));
+    }
+    if a.no_cleanmarkers && a.cleanmarker.is_some() {
+        return Err(usage(tool, "-c and -n contradict each other"));
+    }
+    Ok(a)
+}
+
+impl Args {
+    /// Applies one option; `Err` holds the exit status when it ends the run (a usage
+    /// error, or `-h`/`-V` done).
+    fn apply(&mut self, tool: &Tool, id: u32, arg: Option<OsString>) -> Result<(), i32> {
         let s = arg.as_deref().map(text).unwrap_or_default();
-        let size = |what: &str| -> Result<u32, i32> {
-            match erase_size(&s) {
-                Ok((v, raised)) => {
-                    if let Some(orig) = raised {
-                        tool.warning(&format!(
-                            "{what}: erase size 0x{:x} too small. Increasing to 8KiB minimum",
-                            orig as u32
-                        ));
-                    }
-                    Ok(v)
-                }
-                Err(EraseSizeError::Unrecognisable) => {
-                    Err(usage(&format!("{what}: unrecognisable size '{s}'")))
-                }
-                Err(EraseSizeError::UnknownUnits) => {
-                    Err(usage(&format!("{what}: unknown units in '{s}'")))
-                }
-                Err(EraseSizeError::OutOfRange) => {
-                    Err(usage(&format!("{what}: '{s}' is out of range")))
-                }
-            }
-        };
         match id {
-            0x69 /* i */ => a.input = arg,
-            0x6f /* o */ => a.output = arg,
-            0x65 /* e */ => a.erase = Some(size("--eraseblock")?),
+            0x69 /* i */ => self.input = arg,
+            0x6f /* o */ => self.output = arg,
+            0x65 /* e */ => self.erase = Some(size_arg(tool, "--eraseblock", &s)?),
             0x73 /* s */ => {
                 let v = strtol_i32(&s).unwrap_or(0);
                 if !(512..=1 << 20).contains(&v) || v.count_ones() != 1 {
-                    return Err(usage(&format!(
+                    return Err(usage(tool, &format!(
                         "--pagesize: {s} is not a power of two between 512 and 1MiB"
                     )));
                 }
-                a.page_size = v as u32;
+                self.page_size = v as u32;
             }
             0x63 /* c */ => {
                 let v = strtol_i32(&s).unwrap_or(0);
                 if v < 12 || v % 4 != 0 {
-                    return Err(usage("cleanmarker size must be >= 12 and a multiple of 4"));
+                    return Err(usage(tool, "cleanmarker size must be >= 12 and a multiple of 4"));
                 }
-                a.cleanmarker = Some(v as u32);
+                self.cleanmarker = Some(v as u32);
             }
-            0x6e /* n */ => a.no_cleanmarkers = true,
-            0x6c /* l */ => a.endian = Some(Endian::Little),
-            0x62 /* b */ => a.endian = Some(Endian::Big),
-            0x70 /* p */ => {
-                a.pad = match arg {
-                    None => EndPad::Block,
-                    // Up to the 4 GiB an image can hold; never wrapped.
-                    Some(_) => match super::num::size_up_to(&s, jffs2::input::MAX_IMAGE_LEN) {
-                        Some(-1) => EndPad::Block,
-                        Some(v) => EndPad::Size(v),
-                        None => {
-                            return Err(usage(&format!(
-                                "--pad: bad size '{s}' (at most 4GiB; KiB, MiB, GiB suffixes)"
-                            )))
-                        }
-                    },
-                }
-            }
-            OPT_SUMMARY => a.summary = Some(true),
-            OPT_NO_SUMMARY => a.summary = Some(false),
-            0x6d /* m */ => match s.parse::<Mode>() {
-                Ok(m) => {
-                    a.compressors.set_mode(m);
-                    a.recompress = true;
-                }
-                Err(_) => return Err(usage(&format!("Unknown compression mode {s}"))),
-            },
-            0x78 | 0x58 /* x X */ => {
-                if a.compressors.set_enabled(&s, id == 0x58).is_err() {
-                    return Err(usage(&format!("Unknown compressor name {s}")));
-                }
-                a.recompress = true;
-            }
-            0x79 /* y */ => {
-                let (v, rest) = strtol(&s);
-                if rest.len() != s.len() {
-                    compr_prior = i64::from(v as i32);
-                }
-                let name = rest.strip_prefix(':').unwrap_or("");
-                if compr_prior < 0 || a.compressors.set_priority(name, compr_prior as i32).is_err()
-                {
-                    return Err(usage(&format!("Cannot parse {s}")));
-                }
-                a.recompress = true;
-            }
-            OPT_INPUT_ERASEBLOCK => a.input_erase = Some(size("--input-eraseblock")?),
+            0x6e /* n */ => self.no_cleanmarkers = true,
+            0x6c /* l */ => self.endian = Some(Endian::Little),
+            0x62 /* b */ => self.endian = Some(Endian::Big),
+            0x70 /* p */ => self.pad = pad_arg(tool, arg.is_some(), &s)?,
+            OPT_SUMMARY => self.summary = Some(true),
+            OPT_NO_SUMMARY => self.summary = Some(false),
+            0x6d | 0x78 | 0x58 | 0x79 /* m x X y */ => self.apply_compression(tool, id, &s)?,
+            OPT_INPUT_ERASEBLOCK => self.input_erase = Some(size_arg(tool, "--input-eraseblock", &s)?),
             OPT_INPUT_ENDIAN => {
-                a.input_endian = Some(match s.as_str() {
+                self.input_endian = Some(match s.as_str() {
                     "little" | "le" | "l" => Endian::Little,
                     "big" | "be" | "b" => Endian::Big,
-                    _ => return Err(usage(&format!("--input-endian: '{s}' is not little or big"))),
+                    _ => return Err(usage(tool, &format!("--input-endian: '{s}' is not little or big"))),
                 })
             }
             OPT_OOBSIZE | OPT_INPUT_PAGESIZE => {
                 let v = strtol_i32(&s).unwrap_or(0);
                 if v <= 0 {
-                    return Err(usage(&format!("bad size '{s}'")));
+                    return Err(usage(tool, &format!("bad size '{s}'")));
                 }
                 if id == OPT_OOBSIZE {
-                    a.oobsize = v as usize;
+                    self.oobsize = v as usize;
                 } else {
-                    a.input_pagesize = v as usize;
+                    self.input_pagesize = v as usize;
                 }
             }
-            0x76 /* v */ => a.verbose = true,
-            OPT_JSON => a.json = true,
+            0x76 /* v */ => self.verbose = true,
+            OPT_JSON => self.json = true,
             OPT_THREADS => {
                 let (v, rest) = strtol(&s);
                 if !rest.is_empty() || !(1..=jffs2::mkfs::MAX_THREADS as i64).contains(&v) {
-                    return Err(usage(&format!(
+                    return Err(usage(tool, &format!(
                         "--threads: '{s}' is not between 1 and {}",
                         jffs2::mkfs::MAX_THREADS
                     )));
                 }
-                a.threads = v as usize;
+                self.threads = v as usize;
             }
-            OPT_NO_PROGRESS => a.progress = false,
+            OPT_NO_PROGRESS => self.progress = false,
             0x68 /* h */ => {
                 return Err(tool.print(&help()).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
@@ -230,117 +192,145 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
             }
             _ => {}
         }
+        Ok(())
     }
-    if let Some(w) = operands.first() {
-        return Err(usage(&format!("unexpected operand '{}'", text(w))));
+
+    /// `-m`, `-x`, `-X`, `-y`: each asks for the data to be compressed anew.
+    fn apply_compression(&mut self, tool: &Tool, id: u32, s: &str) -> Result<(), i32> {
+        match id {
+            0x6d /* m */ => match s.parse::<Mode>() {
+                Ok(m) => self.compressors.set_mode(m),
+                Err(_) => return Err(usage(tool, &format!("Unknown compression mode {s}"))),
+            },
+            0x78 | 0x58 /* x X */ => {
+                if self.compressors.set_enabled(s, id == 0x58).is_err() {
+                    return Err(usage(tool, &format!("Unknown compressor name {s}")));
+                }
+            }
+            _ /* y */ => {
+                let (v, rest) = strtol(s);
+                if rest.len() != s.len() {
+                    self.compr_prior = i64::from(v as i32);
+                }
+                let name = rest.strip_prefix(':').unwrap_or("");
+                if self.compr_prior < 0
+                    || self
+                        .compressors
+                        .set_priority(name, self.compr_prior as i32)
+                        .is_err()
+                {
+                    return Err(usage(tool, &format!("Cannot parse {s}")));
+                }
+            }
+        }
+        self.recompress = true;
+        Ok(())
     }
-    if a.input.is_none() || a.output.is_none() {
-        return Err(usage("an input (-i) and an output (-o) are required"));
+}
+
+/// An erase size in mkfs.jffs2's grammar, for the option `what`.
+fn size_arg(tool: &Tool, what: &str, s: &str) -> Result<u32, i32> {
+    match erase_size(s) {
+        Ok((v, raised)) => {
+            if let Some(orig) = raised {
+                tool.warning(&format!(
+                    "{what}: erase size 0x{:x} too small. Increasing to 8KiB minimum",
+                    orig as u32
+                ));
+            }
+            Ok(v)
+        }
+        Err(EraseSizeError::Unrecognisable) => {
+            Err(usage(tool, &format!("{what}: unrecognisable size '{s}'")))
+        }
+        Err(EraseSizeError::UnknownUnits) => {
+            Err(usage(tool, &format!("{what}: unknown units in '{s}'")))
+        }
+        Err(EraseSizeError::OutOfRange) => {
+            Err(usage(tool, &format!("{what}: '{s}' is out of range")))
+        }
     }
-    if a.no_cleanmarkers && a.cleanmarker.is_some() {
-        return Err(usage("-c and -n contradict each other"));
+}
+
+/// `-p`, with its optional argument (`given`) `s`.
+fn pad_arg(tool: &Tool, given: bool, s: &str) -> Result<EndPad, i32> {
+    if !given {
+        return Ok(EndPad::Block);
     }
-    Ok(a)
+    // Up to the 4 GiB an image can hold; never wrapped.
+    match super::num::size_up_to(s, jffs2::input::MAX_IMAGE_LEN) {
+        Some(-1) => Ok(EndPad::Block),
+        Some(v) => Ok(EndPad::Size(v)),
+        None => Err(usage(
+            tool,
+            &format!("--pad: bad size '{s}' (at most 4GiB; KiB, MiB, GiB suffixes)"),
+        )),
+    }
+}
+
+/// The input's name and whether it changed while mapped: what the error messages need.
+struct InputState<'a> {
+    tool: &'a Tool,
+    path: PathBuf,
+    /// Whether the input changed while mapped (see `Watch`), set once it is mapped.
+    watch: std::cell::OnceCell<Watch>,
+}
+
+impl InputState<'_> {
+    /// Reports an operational error.
+    fn fail(&self, msg: &str) -> i32 {
+        self.tool.error(msg);
+        EXIT_OPERATIONAL
+    }
+
+    fn changed(&self) -> bool {
+        self.watch.get().is_some_and(Watch::changed)
+    }
+
+    /// Reports that the input shrank while it was read.
+    fn shrank(&self) -> i32 {
+        self.fail(&format!(
+            "{}: changed (shrank) while being read",
+            self.path.display()
+        ))
+    }
+
+    /// Reports an error about the input (or, if it changed while read, that instead).
+    fn named(&self, e: &dyn std::fmt::Display) -> i32 {
+        if self.changed() {
+            return self.shrank();
+        }
+        self.fail(&format!("{}: {e}", self.path.display()))
+    }
 }
 
 fn run(tool: &Tool, a: &Args) -> i32 {
-    let fail = |msg: &str| -> i32 {
-        tool.error(msg);
-        EXIT_OPERATIONAL
-    };
     let (Some(input), Some(output)) = (&a.input, &a.output) else {
         return EXIT_USAGE;
     };
-    let in_path = PathBuf::from(input);
-    // Whether the input changed while mapped (see `Watch`), set once it is mapped.
-    let watch: std::cell::OnceCell<Watch> = std::cell::OnceCell::new();
-    let input_changed = || watch.get().is_some_and(Watch::changed);
-    let shrank = || {
-        fail(&format!(
-            "{}: changed (shrank) while being read",
-            in_path.display()
-        ))
+    let st = InputState {
+        tool,
+        path: PathBuf::from(input),
+        watch: std::cell::OnceCell::new(),
     };
-    let named = |e: &dyn std::fmt::Display| {
-        if input_changed() {
-            return shrank();
-        }
-        fail(&format!("{}: {e}", in_path.display()))
-    };
-    // The output (a temporary file until complete; removed on any error) is opened first,
-    // so that its space is reserved on another core while the input is read. The input's
-    // size is the estimate: a conversion writes at most about what the input holds.
     let shown = PathBuf::from(output);
-    let mut out = match Output::file(shown.clone()) {
+    let mut out = match open_output(&st, &shown) {
         Ok(o) => o,
-        Err(e) => return fail(&format!("{}: {}", shown.display(), super::errno_text(&e))),
+        Err(code) => return code,
     };
-    if let Ok(m) = std::fs::metadata(&in_path) {
-        if m.is_file() {
-            out.preallocate(m.len());
-        }
-    }
-    // The input is mapped (no copy of its bytes; it is never written), unless OOB bytes
-    // must be peeled out of it first.
     let mut mapped: Option<Input> = None;
-    let src = if a.oobsize > 0 {
-        let mut raw = match jffs2::input::read_image_path(&in_path) {
-            Ok(b) => b,
-            Err(e) => return named(&super::errno_text(&e)),
-        };
-        if let Err(e) = jffs2::dump::peel_oob(&mut raw, a.input_pagesize, a.oobsize) {
-            return named(&e);
-        }
-        Source::new(raw, a.input_erase, a.input_endian)
-    } else {
-        let file = match std::fs::File::open(&in_path) {
-            Ok(f) => f,
-            Err(e) => return named(&super::errno_text(&e)),
-        };
-        let input = match Input::load(&file) {
-            Ok(i) => mapped.insert(i),
-            Err(e) => return named(&super::errno_text(&e)),
-        };
-        let _ = watch.set(input.watch());
-        let len = input.len;
-        Source::in_place(input.buf_mut(), len, a.input_erase, a.input_endian)
-    };
-    let src = match src {
+    let src = match load_source(&st, a, &mut mapped) {
         Ok(s) => s,
-        Err(e) => return named(&e),
+        Err(code) => return code,
     };
     let fs = match src.mount() {
         Ok(fs) => fs,
-        Err(e) => return named(&e),
+        Err(e) => return st.named(&e),
     };
     let had = convert::input_layout(fs.scan());
-    let g = src.geometry;
-    let erase = a.erase.unwrap_or(g.erase_size);
-    if erase < 8192 || erase % 4 != 0 {
-        return fail(&format!(
-            "erase size 0x{erase:x}: a JFFS2 erase block is a multiple of 4 of at least 8KiB"
-        ));
-    }
-    let cleanmarker = if a.no_cleanmarkers {
-        None
-    } else {
-        a.cleanmarker.or(had.cleanmarker)
-    };
-    if cleanmarker.is_some_and(|c| c >= erase) {
-        return fail("cleanmarker size must be < eraseblock size");
-    }
-    let cfg = ConvertConfig {
-        layout: LayoutConfig {
-            endian: a.endian.unwrap_or(g.endian),
-            erase_size: erase,
-            cleanmarker,
-            summary: a.summary.unwrap_or(had.summary),
-        },
-        page_size: a.page_size,
-        recompress: a.recompress,
-        compressors: a.compressors.clone(),
-        pad: a.pad,
-        threads: a.threads,
+    let cfg = match config(&st, a, &src, &had) {
+        Ok(c) => c,
+        Err(code) => return code,
     };
     let bar = if a.progress && !a.json {
         Progress::new("jffs2-convert")
@@ -363,9 +353,9 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     // The input shrank while mapped (rebuilt in place): what was read of it is not its
     // contents, so nothing derived from it is kept (checked before any other error: a write
     // from a vanished page fails with EFAULT).
-    if input_changed() {
+    if st.changed() {
         out.abandon();
-        return shrank();
+        return st.shrank();
     }
     let report = match result {
         Ok(r) => r,
@@ -373,16 +363,114 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         Err(convert::ConvertError::Write(e)) => {
             out.abandon();
             let why = super::errno_text(&e);
-            return fail(&format!("{}: writing the image: {why}", shown.display()));
+            return st.fail(&format!("{}: writing the image: {why}", shown.display()));
         }
         Err(e) => {
             out.abandon();
-            return fail(&e.to_string());
+            return st.fail(&e.to_string());
         }
     };
     if let Err(e) = out.commit() {
-        return fail(&format!("{}: {}", shown.display(), super::errno_text(&e)));
+        return st.fail(&format!("{}: {}", shown.display(), super::errno_text(&e)));
     }
+    report_result(tool, a, &report, &cfg, src.input_len, had.used)
+}
+
+/// Opens the output (a temporary file until complete; removed on any error) before the
+/// input is read, so that its space is reserved on another core meanwhile. The input's
+/// size is the estimate: a conversion writes at most about what the input holds.
+fn open_output(st: &InputState, shown: &Path) -> Result<Output, i32> {
+    let mut out = match Output::file(shown.to_path_buf()) {
+        Ok(o) => o,
+        Err(e) => return Err(st.fail(&format!("{}: {}", shown.display(), super::errno_text(&e)))),
+    };
+    if let Ok(m) = std::fs::metadata(&st.path) {
+        if m.is_file() {
+            out.preallocate(m.len());
+        }
+    }
+    Ok(out)
+}
+
+/// The input: mapped into `mapped` (no copy of its bytes; it is never written), unless OOB
+/// bytes must be peeled out of it first.
+fn load_source<'m>(
+    st: &InputState,
+    a: &Args,
+    mapped: &'m mut Option<Input>,
+) -> Result<Source<'m>, i32> {
+    let src = if a.oobsize > 0 {
+        let mut raw = match jffs2::input::read_image_path(&st.path) {
+            Ok(b) => b,
+            Err(e) => return Err(st.named(&super::errno_text(&e))),
+        };
+        if let Err(e) = jffs2::dump::peel_oob(&mut raw, a.input_pagesize, a.oobsize) {
+            return Err(st.named(&e));
+        }
+        Source::new(raw, a.input_erase, a.input_endian)
+    } else {
+        let file = match std::fs::File::open(&st.path) {
+            Ok(f) => f,
+            Err(e) => return Err(st.named(&super::errno_text(&e))),
+        };
+        let input = match Input::load(&file) {
+            Ok(i) => mapped.insert(i),
+            Err(e) => return Err(st.named(&super::errno_text(&e))),
+        };
+        let _ = st.watch.set(input.watch());
+        let len = input.len;
+        Source::in_place(input.buf_mut(), len, a.input_erase, a.input_endian)
+    };
+    src.map_err(|e| st.named(&e))
+}
+
+/// The output's layout: the options, else what the input was built with.
+fn config(
+    st: &InputState,
+    a: &Args,
+    src: &Source,
+    had: &convert::InputLayout,
+) -> Result<ConvertConfig, i32> {
+    let g = src.geometry;
+    let erase = a.erase.unwrap_or(g.erase_size);
+    if erase < 8192 || erase % 4 != 0 {
+        return Err(st.fail(&format!(
+            "erase size 0x{erase:x}: a JFFS2 erase block is a multiple of 4 of at least 8KiB"
+        )));
+    }
+    let cleanmarker = if a.no_cleanmarkers {
+        None
+    } else {
+        a.cleanmarker.or(had.cleanmarker)
+    };
+    if cleanmarker.is_some_and(|c| c >= erase) {
+        return Err(st.fail("cleanmarker size must be < eraseblock size"));
+    }
+    Ok(ConvertConfig {
+        layout: LayoutConfig {
+            endian: a.endian.unwrap_or(g.endian),
+            erase_size: erase,
+            cleanmarker,
+            summary: a.summary.unwrap_or(had.summary),
+        },
+        page_size: a.page_size,
+        recompress: a.recompress,
+        compressors: a.compressors.clone(),
+        pad: a.pad,
+        threads: a.threads,
+    })
+}
+
+/// After a committed conversion: what was left out, the report (`--json`, `-v`) and the
+/// exit status.
+fn report_result(
+    tool: &Tool,
+    a: &Args,
+    report: &ConvertReport,
+    cfg: &ConvertConfig,
+    input_len: u64,
+    used: u64,
+) -> i32 {
     for d in &report.dropped {
         let path = d.path.as_deref().map_or_else(String::new, |p| {
             format!(" {}", jffs2::text::escape_if_needed(p))
@@ -390,12 +478,12 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         tool.warning(&format!("left out (inode #{}{path}): {}", d.ino, d.what));
     }
     if a.json {
-        let doc = format!("{}\n", json(&report, &cfg, src.input_len, had.used));
+        let doc = format!("{}\n", json(report, cfg, input_len, used));
         if tool.print(&doc).is_err() {
             return EXIT_OPERATIONAL;
         }
     } else if a.verbose {
-        eprintln!("{}", summary(&report, &cfg, src.input_len, had.used));
+        eprintln!("{}", summary(report, cfg, input_len, used));
     }
     if report.dropped.is_empty() {
         EXIT_OK

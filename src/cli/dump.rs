@@ -26,7 +26,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use jffs2::dump::{self, ContentOptions, ConvertOptions, ConvertReport};
 use jffs2::extract::ImageMap;
@@ -133,162 +133,58 @@ impl Write for Log<'_> {
     }
 }
 
+/// The options, as they stand after the command line has been read.
+#[derive(Default)]
+struct Opts {
+    endian: Option<Endian>,
+    content: bool,
+    verbose: bool,
+    convert: Option<OsString>,
+    recalc: bool,
+    datsize: i32,
+    oobsize: i32,
+    /// A usage error was reported (the help follows once the command line is read).
+    error: bool,
+    operands: Vec<OsString>,
+    va: views::ViewArgs,
+}
+
+/// What reading the command line came to.
+enum Command {
+    /// Dump with these options.
+    Run(Box<Opts>),
+    /// Exit now with this status (`-h`, `-V`, ...).
+    Exit(i32),
+}
+
 fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     let drop_in = tool.name == "jffs2dump";
-    let names = if drop_in { DROP_IN } else { OURS };
-    let mut endian = Endian::host();
-    let mut content = false;
-    let mut verbose = false;
-    let mut convert: Option<OsString> = None;
-    let mut recalc = false;
-    let mut datsize = 0i32;
-    let mut oobsize = 0i32;
-    let mut error = false;
-    let mut operands = Vec::new();
-    let mut va = views::ViewArgs::default();
-    for p in flags::getopt(args, FLAGS, names) {
-        let (id, arg) = match p {
-            Parsed::Opt { id, arg } => (id, arg),
-            Parsed::Operand(w) => {
-                operands.push(w);
-                continue;
-            }
-            Parsed::Error(msg) => {
-                eprintln!("{}: {msg}", tool.name);
-                error = true;
-                continue;
-            }
-        };
-        let a = arg.as_deref().map(text).unwrap_or_default();
-        match u8::try_from(id).unwrap_or(0) {
-            b'h' => {
-                print_out(tool, &help(&tool.name))?;
-                return Ok(0);
-            }
-            b'V' => {
-                let v = format!(
-                    "{} (jffs2-tools) {}\n",
-                    tool.name,
-                    env!("CARGO_PKG_VERSION")
-                );
-                print_out(tool, &v)?;
-                return Ok(0);
-            }
-            b'v' => verbose = true,
-            b'b' => {
-                endian = Endian::Big;
-                va.endian = Some(endian);
-            }
-            b'l' => {
-                endian = Endian::Little;
-                va.endian = Some(endian);
-            }
-            b'c' => content = true,
-            b'd' => datsize = atoi(&a),
-            b'o' => oobsize = atoi(&a),
-            b'e' => convert = arg,
-            b'r' => recalc = true,
-            _ => match id {
-                OPT_JSON => va.json = true,
-                OPT_SUMMARY => va.summary = true,
-                OPT_BLOCKS => va.blocks = true,
-                OPT_MAP => va.map = arg.map(PathBuf::from),
-                OPT_INFO => va.info = true,
-                OPT_LIST => va.list = true,
-                OPT_CAT => va.cat = arg,
-                OPT_EXTRACT => va.extract = arg.map(PathBuf::from),
-                OPT_FORCE => va.force = true,
-                OPT_NO_XATTRS => va.no_xattrs = true,
-                OPT_NO_OWNERS => va.no_owners = true,
-                OPT_DEVTABLE => va.devtable = arg.map(PathBuf::from),
-                OPT_ERASE => {
-                    // mkfs.jffs2's grammar, without its 8 KiB minimum (4 KiB sectors
-                    // exist on SPI NOR).
-                    let es = match super::num::erase_size(&a) {
-                        Ok((_, Some(raw))) => u32::try_from(raw).unwrap_or(0),
-                        Ok((es, None)) => es,
-                        Err(_) => 0,
-                    };
-                    if es < 128 || es % 4 != 0 {
-                        tool.error(&format!(
-                            "--erase-size {a}: not an erase size (a multiple of 4 of at least 128 bytes; KiB and MiB suffixes)"
-                        ));
-                        return Err(Exit(1));
-                    }
-                    va.erase_size = Some(es);
-                }
-                _ => {}
-            },
-        }
-    }
-    va.verbose = verbose;
-    if error {
-        print_out(tool, &help(&tool.name))?;
-        return Err(Exit(1));
-    }
-    let image = match operands.as_slice() {
-        [one] => PathBuf::from(one),
-        _ if drop_in => {
-            print_out(tool, &help(&tool.name))?;
-            return Ok(0);
-        }
-        _ => {
-            tool.error(&format!(
-                "exactly one INPUTFILE is needed, {} given",
-                operands.len()
-            ));
-            print_out(tool, &help(&tool.name))?;
-            return Err(Exit(1));
-        }
+    let o = match parse(tool, args, drop_in)? {
+        Command::Run(o) => *o,
+        Command::Exit(code) => return Ok(code),
+    };
+    let Some(image) = image_operand(tool, &o, drop_in)? else {
+        return Ok(0);
     };
     let shown = image.display();
+    let endian = o.endian.unwrap_or_else(Endian::host);
 
-    let peel = datsize != 0 && oobsize != 0;
-    if va.any() && !content && convert.is_none() && !peel {
+    let peel = o.datsize != 0 && o.oobsize != 0;
+    if o.va.any() && !o.content && o.convert.is_none() && !peel {
         let stdout = io::stdout();
         let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-        let code = views::run(tool, &image, None, &va, &mut out);
+        let code = views::run(tool, &image, None, &o.va, &mut out);
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
         input_unchanged(tool, &shown)?;
         return code;
     }
-
-    // Mapped, with its resident pages dropped as the walk goes (memory does not grow with
-    // the image); read into memory when the OOB bytes must be peeled out, or when the input
-    // cannot be mapped (a pipe, a character device).
-    let open_error = |e: &io::Error| {
-        tool.error(&format!("open input file {shown}: {}", io_text(e)));
-        Exit(1)
-    };
-    let mut input = if peel {
-        Input::Owned(jffs2::input::read_image_path(image.as_ref()).map_err(|e| open_error(&e))?)
-    } else {
-        match ImageMap::open(&image, None) {
-            Ok(m) => Input::Mapped(m),
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => Input::Owned(
-                jffs2::input::read_image_path(image.as_ref()).map_err(|e| open_error(&e))?,
-            ),
-            Err(e) => return Err(open_error(&e)),
-        }
-    };
+    let mut input = open_input(tool, &image, peel)?;
 
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
 
     if let (true, Input::Owned(data)) = (peel, &mut input) {
-        writeln!(out, "Peeling data out of combined data/oob image")
-            .map_err(|e| stdout_failed(tool, &e))?;
-        let peeled = match (usize::try_from(datsize), usize::try_from(oobsize)) {
-            (Ok(d), Ok(o)) => dump::peel_oob(data, d, o).map_err(|e| e.to_string()),
-            _ => Err(format!(
-                "the data and OOB sizes must be positive (got {datsize} and {oobsize})"
-            )),
-        };
-        if let Err(msg) = peeled {
-            out.flush().map_err(|e| stdout_failed(tool, &e))?;
-            tool.error(&format!("{shown}: {msg}"));
-            return Err(Exit(1));
-        }
+        peel_oob(tool, &o, data, &mut out, &shown)?;
     }
 
     let trimmer = match &input {
@@ -299,83 +195,29 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         Input::Mapped(m) => m.bytes(),
         Input::Owned(v) => v,
     };
-
-    if content {
-        let opts = ContentOptions { endian, verbose };
-        let report =
-            dump::dump_content(data, &opts, &mut out).map_err(|e| stdout_failed(tool, &e))?;
-        out.flush().map_err(|e| stdout_failed(tool, &e))?;
-        for d in &report.deviations {
-            tool.warning(&format!("{shown}: {d}"));
-        }
-        if report.deviations_omitted > 0 {
-            tool.warning(&format!(
-                "{shown}: {} more such places not listed",
-                report.deviations_omitted
-            ));
-        }
-    }
-
-    if let Some(dest) = convert {
-        let dest = PathBuf::from(dest);
-        let mut output = match Output::file(dest.clone()) {
-            Ok(o) => o,
-            Err(e) => {
-                out.flush().map_err(|e| stdout_failed(tool, &e))?;
-                tool.error(&format!(
-                    "Cannot open / create file: {}: {}",
-                    dest.display(),
-                    io_text(&e)
-                ));
-                return Err(Exit(1));
-            }
+    if o.content {
+        let opts = ContentOptions {
+            endian,
+            verbose: o.verbose,
         };
+        dump_content(tool, data, &opts, &mut out, &shown)?;
+    }
+    if let Some(dest) = &o.convert {
         let opts = ConvertOptions {
             from: endian,
-            recalc_crc: recalc,
+            recalc_crc: o.recalc,
         };
-        let mut log = Log {
-            out: &mut out,
-            failed: false,
-        };
-        let result = dump::convert_endian(data, &opts, output.writer(), &mut log);
-        let log_failed = log.failed;
-        let report = match result {
-            Ok(r) => r,
-            Err(e) => {
-                output.abandon();
-                if log_failed {
-                    return Err(stdout_failed(tool, &e));
-                }
-                tool.error(&format!("write {}: {}", dest.display(), io_text(&e)));
-                return Err(Exit(1));
-            }
-        };
-        out.flush().map_err(|e| {
-            // The image is complete; only the log was lost.
-            stdout_failed(tool, &e)
-        })?;
-        if let Err(e) = input_unchanged(tool, &shown) {
-            output.abandon();
-            return Err(e);
-        }
-        if let Err(e) = output.commit() {
-            tool.error(&format!("write {}: {}", dest.display(), io_text(&e)));
-            return Err(Exit(1));
-        }
-        if verbose {
-            eprintln!("{}", convert_summary(&report, &dest.display().to_string()));
-        }
+        convert(tool, data, &opts, o.verbose, dest, &mut out, &shown)?;
     }
     drop(trimmer);
-    if va.any() {
+    if o.va.any() {
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
         // A mapped image is mapped again (padded) by the views.
         let owned = match input {
             Input::Owned(v) => Some(v),
             Input::Mapped(_) => None,
         };
-        let code = views::run(tool, &image, owned, &va, &mut out);
+        let code = views::run(tool, &image, owned, &o.va, &mut out);
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
         input_unchanged(tool, &shown)?;
         return code;
@@ -383,6 +225,260 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     out.flush().map_err(|e| stdout_failed(tool, &e))?;
     input_unchanged(tool, &shown)?;
     Ok(0)
+}
+
+/// Reads the command line in order; a usage error is reported as it comes and the help
+/// printed once the whole line is read.
+fn parse(tool: &Tool, args: &[OsString], drop_in: bool) -> Result<Command, Exit> {
+    let names = if drop_in { DROP_IN } else { OURS };
+    let mut o = Opts::default();
+    for p in flags::getopt(args, FLAGS, names) {
+        match p {
+            Parsed::Opt { id, arg } => {
+                if let Some(code) = o.apply(tool, id, arg)? {
+                    return Ok(Command::Exit(code));
+                }
+            }
+            Parsed::Operand(w) => o.operands.push(w),
+            Parsed::Error(msg) => {
+                eprintln!("{}: {msg}", tool.name);
+                o.error = true;
+            }
+        }
+    }
+    o.va.verbose = o.verbose;
+    if o.error {
+        print_out(tool, &help(&tool.name))?;
+        return Err(Exit(1));
+    }
+    Ok(Command::Run(Box::new(o)))
+}
+
+impl Opts {
+    /// Applies one option; `Some(status)` when it ends the run at once (`-h`, `-V`).
+    fn apply(&mut self, tool: &Tool, id: u32, arg: Option<OsString>) -> Result<Option<i32>, Exit> {
+        let a = arg.as_deref().map(text).unwrap_or_default();
+        match u8::try_from(id).unwrap_or(0) {
+            b'h' => {
+                print_out(tool, &help(&tool.name))?;
+                return Ok(Some(0));
+            }
+            b'V' => {
+                let v = format!(
+                    "{} (jffs2-tools) {}\n",
+                    tool.name,
+                    env!("CARGO_PKG_VERSION")
+                );
+                print_out(tool, &v)?;
+                return Ok(Some(0));
+            }
+            b'v' => self.verbose = true,
+            b'b' => {
+                self.endian = Some(Endian::Big);
+                self.va.endian = self.endian;
+            }
+            b'l' => {
+                self.endian = Some(Endian::Little);
+                self.va.endian = self.endian;
+            }
+            b'c' => self.content = true,
+            b'd' => self.datsize = atoi(&a),
+            b'o' => self.oobsize = atoi(&a),
+            b'e' => self.convert = arg,
+            b'r' => self.recalc = true,
+            _ => apply_view(&mut self.va, tool, id, arg, &a)?,
+        }
+        Ok(None)
+    }
+}
+
+/// Applies one of the views' options (`jffs2-dump` only).
+fn apply_view(
+    va: &mut views::ViewArgs,
+    tool: &Tool,
+    id: u32,
+    arg: Option<OsString>,
+    a: &str,
+) -> Result<(), Exit> {
+    match id {
+        OPT_JSON => va.json = true,
+        OPT_SUMMARY => va.summary = true,
+        OPT_BLOCKS => va.blocks = true,
+        OPT_MAP => va.map = arg.map(PathBuf::from),
+        OPT_INFO => va.info = true,
+        OPT_LIST => va.list = true,
+        OPT_CAT => va.cat = arg,
+        OPT_EXTRACT => va.extract = arg.map(PathBuf::from),
+        OPT_FORCE => va.force = true,
+        OPT_NO_XATTRS => va.no_xattrs = true,
+        OPT_NO_OWNERS => va.no_owners = true,
+        OPT_DEVTABLE => va.devtable = arg.map(PathBuf::from),
+        OPT_ERASE => {
+            // mkfs.jffs2's grammar, without its 8 KiB minimum (4 KiB sectors
+            // exist on SPI NOR).
+            let es = match super::num::erase_size(a) {
+                Ok((_, Some(raw))) => u32::try_from(raw).unwrap_or(0),
+                Ok((es, None)) => es,
+                Err(_) => 0,
+            };
+            if es < 128 || es % 4 != 0 {
+                tool.error(&format!(
+                    "--erase-size {a}: not an erase size (a multiple of 4 of at least 128 bytes; KiB and MiB suffixes)"
+                ));
+                return Err(Exit(1));
+            }
+            va.erase_size = Some(es);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The one IMAGE operand; `None` (exit 0) for jffs2dump's help on a wrong count.
+fn image_operand(tool: &Tool, o: &Opts, drop_in: bool) -> Result<Option<PathBuf>, Exit> {
+    match o.operands.as_slice() {
+        [one] => Ok(Some(PathBuf::from(one))),
+        _ if drop_in => {
+            print_out(tool, &help(&tool.name))?;
+            Ok(None)
+        }
+        _ => {
+            tool.error(&format!(
+                "exactly one INPUTFILE is needed, {} given",
+                o.operands.len()
+            ));
+            print_out(tool, &help(&tool.name))?;
+            Err(Exit(1))
+        }
+    }
+}
+
+/// Opens the image for `-c`/`-e`: mapped, with its resident pages dropped as the walk goes
+/// (memory does not grow with the image); read into memory when the OOB bytes must be
+/// peeled out (`peel`), or when the input cannot be mapped (a pipe, a character device).
+fn open_input(tool: &Tool, image: &Path, peel: bool) -> Result<Input, Exit> {
+    let open_error = |e: &io::Error| {
+        tool.error(&format!(
+            "open input file {}: {}",
+            image.display(),
+            io_text(e)
+        ));
+        Exit(1)
+    };
+    Ok(if peel {
+        Input::Owned(jffs2::input::read_image_path(image).map_err(|e| open_error(&e))?)
+    } else {
+        match ImageMap::open(image, None) {
+            Ok(m) => Input::Mapped(m),
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                Input::Owned(jffs2::input::read_image_path(image).map_err(|e| open_error(&e))?)
+            }
+            Err(e) => return Err(open_error(&e)),
+        }
+    })
+}
+
+/// `-d`/`-o`: peels the OOB bytes out of `data` in place.
+fn peel_oob(
+    tool: &Tool,
+    o: &Opts,
+    data: &mut Vec<u8>,
+    out: &mut dyn Write,
+    shown: &dyn std::fmt::Display,
+) -> Result<(), Exit> {
+    writeln!(out, "Peeling data out of combined data/oob image")
+        .map_err(|e| stdout_failed(tool, &e))?;
+    let (datsize, oobsize) = (o.datsize, o.oobsize);
+    let peeled = match (usize::try_from(datsize), usize::try_from(oobsize)) {
+        (Ok(d), Ok(o)) => dump::peel_oob(data, d, o).map_err(|e| e.to_string()),
+        _ => Err(format!(
+            "the data and OOB sizes must be positive (got {datsize} and {oobsize})"
+        )),
+    };
+    if let Err(msg) = peeled {
+        out.flush().map_err(|e| stdout_failed(tool, &e))?;
+        tool.error(&format!("{shown}: {msg}"));
+        return Err(Exit(1));
+    }
+    Ok(())
+}
+
+/// `-c`: jffs2dump's listing on stdout, then the warnings about where it differs.
+fn dump_content(
+    tool: &Tool,
+    data: &[u8],
+    opts: &ContentOptions,
+    out: &mut dyn Write,
+    shown: &dyn std::fmt::Display,
+) -> Result<(), Exit> {
+    let report = dump::dump_content(data, opts, out).map_err(|e| stdout_failed(tool, &e))?;
+    out.flush().map_err(|e| stdout_failed(tool, &e))?;
+    for d in &report.deviations {
+        tool.warning(&format!("{shown}: {d}"));
+    }
+    if report.deviations_omitted > 0 {
+        tool.warning(&format!(
+            "{shown}: {} more such places not listed",
+            report.deviations_omitted
+        ));
+    }
+    Ok(())
+}
+
+/// `-e DEST`: converts the image's byte order into DEST, replaced only when all went well;
+/// the log goes to `out`.
+fn convert(
+    tool: &Tool,
+    data: &[u8],
+    opts: &ConvertOptions,
+    verbose: bool,
+    dest: &OsString,
+    out: &mut dyn Write,
+    shown: &dyn std::fmt::Display,
+) -> Result<(), Exit> {
+    let dest = PathBuf::from(dest);
+    let mut output = match Output::file(dest.clone()) {
+        Ok(o) => o,
+        Err(e) => {
+            out.flush().map_err(|e| stdout_failed(tool, &e))?;
+            tool.error(&format!(
+                "Cannot open / create file: {}: {}",
+                dest.display(),
+                io_text(&e)
+            ));
+            return Err(Exit(1));
+        }
+    };
+    let mut log = Log { out, failed: false };
+    let result = dump::convert_endian(data, opts, output.writer(), &mut log);
+    let log_failed = log.failed;
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            output.abandon();
+            if log_failed {
+                return Err(stdout_failed(tool, &e));
+            }
+            tool.error(&format!("write {}: {}", dest.display(), io_text(&e)));
+            return Err(Exit(1));
+        }
+    };
+    out.flush().map_err(|e| {
+        // The image is complete; only the log was lost.
+        stdout_failed(tool, &e)
+    })?;
+    if let Err(e) = input_unchanged(tool, shown) {
+        output.abandon();
+        return Err(e);
+    }
+    if let Err(e) = output.commit() {
+        tool.error(&format!("write {}: {}", dest.display(), io_text(&e)));
+        return Err(Exit(1));
+    }
+    if verbose {
+        eprintln!("{}", convert_summary(&report, &dest.display().to_string()));
+    }
+    Ok(())
 }
 
 /// One stderr line about a conversion (`-v`), naming what jffs2dump would have got wrong.

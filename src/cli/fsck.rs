@@ -45,6 +45,7 @@ const MAX_ERASE: u32 = 16 << 20;
 
 pub use super::flags::fsck::help;
 
+/// The options, as they stand after the command line has been read in order.
 struct Args {
     erase: Option<u32>,
     endian: Option<Endian>,
@@ -60,11 +61,22 @@ struct Args {
     progress: bool,
     image: Option<OsString>,
     repair: Option<PathBuf>,
+    /// The `--with-*` selections so far (`xattr` once the command line is read).
+    xattr_sel: XattrSelect,
+    /// Whether any `--with-*` was given.
+    xattr_given: bool,
 }
 
 enum Parse {
     Run(Box<Args>),
     Exit(i32),
+}
+
+/// Reports a usage error and gives its exit status.
+fn usage_error(tool: &Tool, msg: &str) -> i32 {
+    tool.error(msg);
+    eprintln!("Try '{} --help' for more information.", tool.name);
+    EXIT_USAGE
 }
 
 fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
@@ -84,119 +96,124 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
         progress: true,
         image: None,
         repair: None,
+        xattr_sel: XattrSelect::NONE,
+        xattr_given: false,
     };
-    let usage_error = |msg: &str| {
-        tool.error(msg);
-        eprintln!("Try '{} --help' for more information.", tool.name);
-        Parse::Exit(EXIT_USAGE)
-    };
-    let mut xattr = XattrSelect::NONE;
-    let mut xattr_given = false;
     for p in flags::getopt(argv, FLAGS, names) {
-        match p {
-            Parsed::Error(m) => return usage_error(&m),
+        let applied = match p {
+            Parsed::Error(m) => Err(usage_error(tool, &m)),
             Parsed::Operand(o) => {
                 if a.image.is_some() {
-                    return usage_error("more than one image given");
-                }
-                a.image = Some(o);
-            }
-            Parsed::Opt { id, arg } => {
-                let arg = arg.map(|s| text(&s)).unwrap_or_default();
-                match id {
-                    x if x == u32::from(b'e') => match erase_size(&arg) {
-                        Ok((size, _)) if size > MAX_ERASE => {
-                            return usage_error(&format!(
-                                "erase size '{arg}' is larger than {} MiB",
-                                MAX_ERASE >> 20
-                            ))
-                        }
-                        Ok((size, raised)) => {
-                            if let Some(orig) = raised {
-                                tool.warning(&format!(
-                                    "Erase size 0x{orig:x} too small. Increasing to 8KiB minimum"
-                                ));
-                            }
-                            a.erase = Some(size);
-                        }
-                        Err(EraseSizeError::Unrecognisable) => {
-                            return usage_error(&format!("unrecognisable erase size '{arg}'"))
-                        }
-                        Err(EraseSizeError::UnknownUnits) => {
-                            return usage_error(&format!(
-                                "unknown units in erasesize '{arg}' (KiB or MiB)"
-                            ))
-                        }
-                        Err(EraseSizeError::OutOfRange) => {
-                            return usage_error(&format!(
-                                "erase size '{arg}' is larger than {} MiB",
-                                MAX_ERASE >> 20
-                            ))
-                        }
-                    },
-                    x if x == u32::from(b'l') => a.endian = Some(Endian::Little),
-                    x if x == u32::from(b'b') => a.endian = Some(Endian::Big),
-                    x if x == u32::from(b'v') => a.verbose = true,
-                    x if x == u32::from(b'h') => {
-                        return Parse::Exit(
-                            tool.print(&help()).map_or(EXIT_OPERATIONAL, |()| EXIT_OK),
-                        );
-                    }
-                    // fsck(8) generic options: accepted, no effect (the check never writes).
-                    x if [b'a', b'p', b'n', b'y', b'f', b'V']
-                        .iter()
-                        .any(|&c| x == u32::from(c)) => {}
-                    x if x == u32::from(b'C') => a.progress = true,
-                    OPT_JSON => a.json = true,
-                    OPT_COMPARE => a.compare = Some(PathBuf::from(arg)),
-                    OPT_KERNEL_LOG => a.kernel_log = true,
-                    OPT_SQUASH => {
-                        a.squash_uids = true;
-                        a.squash_perms = true;
-                    }
-                    OPT_SQUASH_UIDS => a.squash_uids = true,
-                    OPT_SQUASH_PERMS => a.squash_perms = true,
-                    OPT_FAKETIME => a.faketime = true,
-                    OPT_WITH_XATTR => {
-                        xattr |= XattrSelect::ALL;
-                        xattr_given = true;
-                    }
-                    OPT_WITH_SELINUX => {
-                        xattr |= XattrSelect::SECURITY;
-                        xattr_given = true;
-                    }
-                    OPT_WITH_POSIX_ACL => {
-                        xattr |= XattrSelect::POSIX_ACL;
-                        xattr_given = true;
-                    }
-                    OPT_IGNORE_MTIME => a.ignore_mtime = true,
-                    OPT_NO_PROGRESS => a.progress = false,
-                    OPT_REPAIR => a.repair = Some(PathBuf::from(arg)),
-                    OPT_VERSION => {
-                        let v = format!(
-                            "{} (jffs2-tools) {}\n",
-                            tool.name,
-                            env!("CARGO_PKG_VERSION")
-                        );
-                        return Parse::Exit(tool.print(&v).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
-                    }
-                    _ => return usage_error("unknown option"),
+                    Err(usage_error(tool, "more than one image given"))
+                } else {
+                    a.image = Some(o);
+                    Ok(())
                 }
             }
+            Parsed::Opt { id, arg } => a.apply(tool, id, arg.map(|s| text(&s)).unwrap_or_default()),
+        };
+        if let Err(code) = applied {
+            return Parse::Exit(code);
         }
     }
-    if xattr_given {
-        a.xattr = Some(xattr);
+    if a.xattr_given {
+        a.xattr = Some(a.xattr_sel);
     }
     if a.image.is_none() {
-        return usage_error("no image given");
+        return Parse::Exit(usage_error(tool, "no image given"));
     }
     if a.compare.is_none()
-        && (a.squash_uids || a.squash_perms || a.faketime || xattr_given || a.ignore_mtime)
+        && (a.squash_uids || a.squash_perms || a.faketime || a.xattr_given || a.ignore_mtime)
     {
-        return usage_error("--squash, --faketime, --with-* and --ignore-mtime need --compare");
+        return Parse::Exit(usage_error(
+            tool,
+            "--squash, --faketime, --with-* and --ignore-mtime need --compare",
+        ));
     }
     Parse::Run(Box::new(a))
+}
+
+impl Args {
+    /// Applies one option; `Err` holds the exit status when it ends the run (a usage
+    /// error, or `-h`/`--version` done).
+    fn apply(&mut self, tool: &Tool, id: u32, arg: String) -> Result<(), i32> {
+        match id {
+            x if x == u32::from(b'e') => self.erase = Some(erase_arg(tool, &arg)?),
+            x if x == u32::from(b'l') => self.endian = Some(Endian::Little),
+            x if x == u32::from(b'b') => self.endian = Some(Endian::Big),
+            x if x == u32::from(b'v') => self.verbose = true,
+            x if x == u32::from(b'h') => {
+                return Err(tool.print(&help()).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
+            }
+            // fsck(8) generic options: accepted, no effect (the check never writes).
+            x if [b'a', b'p', b'n', b'y', b'f', b'V']
+                .iter()
+                .any(|&c| x == u32::from(c)) => {}
+            x if x == u32::from(b'C') => self.progress = true,
+            OPT_JSON => self.json = true,
+            OPT_COMPARE => self.compare = Some(PathBuf::from(arg)),
+            OPT_KERNEL_LOG => self.kernel_log = true,
+            OPT_SQUASH => {
+                self.squash_uids = true;
+                self.squash_perms = true;
+            }
+            OPT_SQUASH_UIDS => self.squash_uids = true,
+            OPT_SQUASH_PERMS => self.squash_perms = true,
+            OPT_FAKETIME => self.faketime = true,
+            OPT_WITH_XATTR => self.with_xattr(XattrSelect::ALL),
+            OPT_WITH_SELINUX => self.with_xattr(XattrSelect::SECURITY),
+            OPT_WITH_POSIX_ACL => self.with_xattr(XattrSelect::POSIX_ACL),
+            OPT_IGNORE_MTIME => self.ignore_mtime = true,
+            OPT_NO_PROGRESS => self.progress = false,
+            OPT_REPAIR => self.repair = Some(PathBuf::from(arg)),
+            OPT_VERSION => {
+                let v = format!(
+                    "{} (jffs2-tools) {}\n",
+                    tool.name,
+                    env!("CARGO_PKG_VERSION")
+                );
+                return Err(tool.print(&v).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
+            }
+            _ => return Err(usage_error(tool, "unknown option")),
+        }
+        Ok(())
+    }
+
+    /// `--with-*`.
+    fn with_xattr(&mut self, sel: XattrSelect) {
+        self.xattr_sel |= sel;
+        self.xattr_given = true;
+    }
+}
+
+/// `-e`: an erase size in mkfs.jffs2's grammar, at most [`MAX_ERASE`].
+fn erase_arg(tool: &Tool, arg: &str) -> Result<u32, i32> {
+    match erase_size(arg) {
+        Ok((size, _)) if size > MAX_ERASE => Err(usage_error(
+            tool,
+            &format!("erase size '{arg}' is larger than {} MiB", MAX_ERASE >> 20),
+        )),
+        Ok((size, raised)) => {
+            if let Some(orig) = raised {
+                tool.warning(&format!(
+                    "Erase size 0x{orig:x} too small. Increasing to 8KiB minimum"
+                ));
+            }
+            Ok(size)
+        }
+        Err(EraseSizeError::Unrecognisable) => Err(usage_error(
+            tool,
+            &format!("unrecognisable erase size '{arg}'"),
+        )),
+        Err(EraseSizeError::UnknownUnits) => Err(usage_error(
+            tool,
+            &format!("unknown units in erasesize '{arg}' (KiB or MiB)"),
+        )),
+        Err(EraseSizeError::OutOfRange) => Err(usage_error(
+            tool,
+            &format!("erase size '{arg}' is larger than {} MiB", MAX_ERASE >> 20),
+        )),
+    }
 }
 
 /// Runs the tool with `argv` (without the program name); returns the exit code.
@@ -209,25 +226,10 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         return EXIT_USAGE;
     };
     let shown = image_path.to_string_lossy().into_owned();
-    // --repair's output is opened first: IMAGE is never written, so an OUT that is IMAGE
-    // (through a link, a hard link) is refused before anything is done.
-    let mut repair_out = None;
-    if let Some(out) = &a.repair {
-        match Output::file(out.clone()) {
-            Ok(o) if o.is_same_file(std::path::Path::new(&image_path)) => {
-                o.abandon();
-                let msg = is_input_message(out, std::path::Path::new(&image_path));
-                tool.error(&format!("--repair: {msg}"));
-                return EXIT_USAGE;
-            }
-            Ok(o) => repair_out = Some(o),
-            Err(e) => {
-                let why = super::errno_text(&e);
-                tool.error(&format!("--repair: {}: {why}", out.display()));
-                return EXIT_OPERATIONAL;
-            }
-        }
-    }
+    let mut repair_out = match open_repair(tool, &a, &image_path) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
     // Mapped, not read: its pages are dropped as the check goes (`cli::input`).
     let mut image = match File::open(&image_path).and_then(|f| Input::load_trimmed(&f)) {
         Ok(v) => v,
@@ -236,59 +238,9 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
             return EXIT_OPERATIONAL;
         }
     };
-    let opts = Options {
-        erase_size: a.erase,
-        endian: a.endian,
-        compare: a.compare.as_ref().map(|dir| CompareOptions {
-            dir: dir.clone(),
-            squash_uids: a.squash_uids,
-            squash_perms: a.squash_perms,
-            faketime: a.faketime,
-            xattr: a.xattr,
-            ignore_mtime: a.ignore_mtime,
-        }),
-    };
-    let bar = if a.progress && image.len >= 32 << 20 {
-        Progress::new("checking")
-    } else {
-        None
-    };
-    let cb = |done: u64, total: u64| {
-        if let Some(b) = &bar {
-            b.set(done, total);
-        }
-    };
-    let len = image.len;
-    let watch = image.watch();
-    let result = fsck::check_in_place(image.buf_mut(), len, &opts, Some(&cb));
-    if let Some(b) = bar {
-        b.finish();
-    }
-    // A mapped image that shrank meanwhile read as zeros where it vanished (`jffs2::mapguard`):
-    // no verdict on what is no longer there.
-    if watch.changed() {
-        if let Some(o) = repair_out.take() {
-            o.abandon();
-        }
-        tool.error(&format!("{shown}: changed (shrank) while being read"));
-        return EXIT_OPERATIONAL;
-    }
-    let report = match result {
+    let report = match check(tool, &a, &mut image, &shown, &mut repair_out) {
         Ok(r) => r,
-        Err(err) => {
-            let msg = match &err {
-                FsckError::Compare(e) => format!("--compare: {e}"),
-                e => format!("{shown}: {e}"),
-            };
-            if a.json {
-                let doc = json!({ "image": shown, "error": msg, "exit_code": EXIT_OPERATIONAL });
-                let doc = serde_json::to_string_pretty(&doc).unwrap_or_default();
-                // Exits EXIT_OPERATIONAL either way.
-                let _ = tool.print(&format!("{doc}\n"));
-            }
-            tool.error(&msg);
-            return EXIT_OPERATIONAL;
-        }
+        Err(code) => return code,
     };
     let mut code = report.verdict().exit_code();
     if let (Some(out), Some(output)) = (&a.repair, repair_out) {
@@ -325,6 +277,90 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         return EXIT_OPERATIONAL;
     }
     code
+}
+
+/// `--repair`'s output, opened first: IMAGE is never written, so an OUT that is IMAGE
+/// (through a link, a hard link) is refused before anything is done.
+fn open_repair(tool: &Tool, a: &Args, image_path: &OsString) -> Result<Option<Output>, i32> {
+    let Some(out) = &a.repair else {
+        return Ok(None);
+    };
+    match Output::file(out.clone()) {
+        Ok(o) if o.is_same_file(std::path::Path::new(image_path)) => {
+            o.abandon();
+            let msg = is_input_message(out, std::path::Path::new(image_path));
+            tool.error(&format!("--repair: {msg}"));
+            Err(EXIT_USAGE)
+        }
+        Ok(o) => Ok(Some(o)),
+        Err(e) => {
+            let why = super::errno_text(&e);
+            tool.error(&format!("--repair: {}: {why}", out.display()));
+            Err(EXIT_OPERATIONAL)
+        }
+    }
+}
+
+/// Checks the image (with a progress bar for a large one); an error is reported (in JSON
+/// too with `--json`) and its exit status returned.
+fn check(
+    tool: &Tool,
+    a: &Args,
+    image: &mut Input,
+    shown: &str,
+    repair_out: &mut Option<Output>,
+) -> Result<Report, i32> {
+    let opts = Options {
+        erase_size: a.erase,
+        endian: a.endian,
+        compare: a.compare.as_ref().map(|dir| CompareOptions {
+            dir: dir.clone(),
+            squash_uids: a.squash_uids,
+            squash_perms: a.squash_perms,
+            faketime: a.faketime,
+            xattr: a.xattr,
+            ignore_mtime: a.ignore_mtime,
+        }),
+    };
+    let bar = if a.progress && image.len >= 32 << 20 {
+        Progress::new("checking")
+    } else {
+        None
+    };
+    let cb = |done: u64, total: u64| {
+        if let Some(b) = &bar {
+            b.set(done, total);
+        }
+    };
+    let len = image.len;
+    let watch = image.watch();
+    let result = fsck::check_in_place(image.buf_mut(), len, &opts, Some(&cb));
+    if let Some(b) = bar {
+        b.finish();
+    }
+    // A mapped image that shrank meanwhile read as zeros where it vanished (`jffs2::mapguard`):
+    // no verdict on what is no longer there.
+    if watch.changed() {
+        if let Some(o) = repair_out.take() {
+            o.abandon();
+        }
+        tool.error(&format!("{shown}: changed (shrank) while being read"));
+        return Err(EXIT_OPERATIONAL);
+    }
+    result.map_err(|err| {
+        let msg = match &err {
+            FsckError::Compare(e) => format!("--compare: {e}"),
+            e => format!("{shown}: {e}"),
+        };
+        if a.json {
+            let doc = json!({ "image": shown, "error": msg, "exit_code": EXIT_OPERATIONAL });
+            let doc = serde_json::to_string_pretty(&doc).unwrap_or_default();
+            // Exits EXIT_OPERATIONAL either way.
+            let _ = tool.print(&format!("{doc}\n"));
+        }
+        tool.error(&msg);
+        EXIT_OPERATIONAL
+    })
 }
 
 /// fsck(8): "filesystem errors corrected".
@@ -484,33 +520,12 @@ fn geometry_line(r: &Report) -> String {
     )
 }
 
+/// The text report: with `verbose` the detection and the erase blocks first, then the
+/// findings and differences, the verdict line and the statistics.
 fn text_report(tool: &Tool, image: &str, r: &Report, verbose: bool) -> String {
     let mut s = String::new();
     if verbose {
-        s.push_str("detection:\n");
-        for e in &r.geometry.detection.evidence {
-            s.push_str(&format!("  {e}\n"));
-        }
-        s.push_str("erase blocks:\n");
-        s.push_str("  index  offset      class         list           used    unchecked  dirty   wasted  free    read    nodes (obsolete)  summary\n");
-        for b in &r.block_details {
-            s.push_str(&format!(
-                "  {:<6} 0x{:08x}  {:<13} {:<14} {:<7} {:<10} {:<7} {:<7} {:<7} {:<7} {:>5} ({})  {}\n",
-                b.index,
-                b.offset,
-                b.class.name(),
-                b.list.name(),
-                b.used,
-                b.unchecked,
-                b.dirty,
-                b.wasted,
-                b.free,
-                b.bytes_read,
-                b.nodes,
-                b.obsolete,
-                b.summary
-            ));
-        }
+        s.push_str(&detail_text(r));
     }
     for f in &r.findings {
         s.push_str(&f.to_string());
@@ -521,6 +536,43 @@ fn text_report(tool: &Tool, image: &str, r: &Report, verbose: bool) -> String {
             s.push_str(&format!("DIFF {x}\n"));
         }
     }
+    s.push_str(&verdict_line(tool, image, r));
+    s.push_str(&statistics_text(r));
+    s
+}
+
+/// `-v`: the detection's evidence and the table of erase blocks.
+fn detail_text(r: &Report) -> String {
+    let mut s = String::new();
+    s.push_str("detection:\n");
+    for e in &r.geometry.detection.evidence {
+        s.push_str(&format!("  {e}\n"));
+    }
+    s.push_str("erase blocks:\n");
+    s.push_str("  index  offset      class         list           used    unchecked  dirty   wasted  free    read    nodes (obsolete)  summary\n");
+    for b in &r.block_details {
+        s.push_str(&format!(
+            "  {:<6} 0x{:08x}  {:<13} {:<14} {:<7} {:<10} {:<7} {:<7} {:<7} {:<7} {:>5} ({})  {}\n",
+            b.index,
+            b.offset,
+            b.class.name(),
+            b.list.name(),
+            b.used,
+            b.unchecked,
+            b.dirty,
+            b.wasted,
+            b.free,
+            b.bytes_read,
+            b.nodes,
+            b.obsolete,
+            b.summary
+        ));
+    }
+    s
+}
+
+/// The line with the verdict, its exit status and the counts.
+fn verdict_line(tool: &Tool, image: &str, r: &Report) -> String {
     let (e, w, i) = (
         r.count(Severity::Error),
         r.count(Severity::Warning),
@@ -529,7 +581,7 @@ fn text_report(tool: &Tool, image: &str, r: &Report, verbose: bool) -> String {
     let v = r.verdict();
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    s.push_str(&format!(
+    format!(
         "{}: {image}: {} (exit {}): {}, {}, {}{}\n",
         tool.name,
         v.name(),
@@ -541,91 +593,103 @@ fn text_report(tool: &Tool, image: &str, r: &Report, verbose: bool) -> String {
             .as_ref()
             .map(|d| format!(", {}", plural(d.len(), "difference", "differences")))
             .unwrap_or_default()
-    ));
-    let line = |k: &str, v: String| format!("  {k:<12}{v}\n");
-    s.push_str(&line("geometry:", geometry_line(r)));
-    s.push_str(&line(
-        "image:",
-        format!(
-            "{} bytes, checked as {} ({} erase blocks)",
-            r.image_len, r.flash_len, r.blocks.total
+    )
+}
+
+/// The statistics, one `  key: value` line each.
+fn statistics_text(r: &Report) -> String {
+    let rows = [
+        ("geometry:", geometry_line(r)),
+        (
+            "image:",
+            format!(
+                "{} bytes, checked as {} ({} erase blocks)",
+                r.image_len, r.flash_len, r.blocks.total
+            ),
         ),
-    ));
+        ("tree:", tree_line(r)),
+        ("nodes:", nodes_line(r)),
+        ("space:", space_line(r)),
+        ("blocks:", blocks_line(r)),
+        (
+            "summaries:",
+            format!(
+                "{} of {} blocks with nodes ({})",
+                r.summary_blocks,
+                r.node_blocks,
+                pct(u64::from(r.summary_blocks), u64::from(r.node_blocks))
+            ),
+        ),
+        (
+            "mount cost:",
+            format!(
+                "Linux reads {} at mount; {} if every block were scanned in full",
+                size(r.mount_cost.with_summaries),
+                size(r.mount_cost.full_scan)
+            ),
+        ),
+        ("mount:", mount_line(r).to_string()),
+    ];
+    rows.iter()
+        .map(|(k, v)| format!("  {k:<12}{v}\n"))
+        .collect()
+}
+
+fn tree_line(r: &Report) -> String {
     let t = &r.tree;
-    s.push_str(&line(
-        "tree:",
-        format!(
-            "{} directories, {} files ({}), {} symlinks, {} devices/fifos/sockets",
-            t.dirs,
-            t.files,
-            size(t.bytes),
-            t.symlinks,
-            t.special
-        ),
-    ));
+    format!(
+        "{} directories, {} files ({}), {} symlinks, {} devices/fifos/sockets",
+        t.dirs,
+        t.files,
+        size(t.bytes),
+        t.symlinks,
+        t.special
+    )
+}
+
+fn nodes_line(r: &Report) -> String {
     let n = &r.nodes;
-    s.push_str(&line(
-        "nodes:",
-        format!(
-            "{} on flash ({} obsolete); {} data nodes decompressed and verified ({})",
-            n.nodes,
-            n.obsolete,
-            n.data_checked,
-            size(n.data_bytes)
-        ),
-    ));
+    format!(
+        "{} on flash ({} obsolete); {} data nodes decompressed and verified ({})",
+        n.nodes,
+        n.obsolete,
+        n.data_checked,
+        size(n.data_bytes)
+    )
+}
+
+fn space_line(r: &Report) -> String {
     let sp = &r.space;
     let fl = r.flash_len;
-    s.push_str(&line(
-        "space:",
-        format!(
-            "used {} ({}), unchecked {}, dirty {} ({}), wasted {}, free {} ({})",
-            size(sp.used),
-            pct(sp.used, fl),
-            size(sp.unchecked),
-            size(sp.dirty),
-            pct(sp.dirty, fl),
-            size(sp.wasted),
-            size(sp.free),
-            pct(sp.free, fl)
-        ),
-    ));
+    format!(
+        "used {} ({}), unchecked {}, dirty {} ({}), wasted {}, free {} ({})",
+        size(sp.used),
+        pct(sp.used, fl),
+        size(sp.unchecked),
+        size(sp.dirty),
+        pct(sp.dirty, fl),
+        size(sp.wasted),
+        size(sp.free),
+        pct(sp.free, fl)
+    )
+}
+
+fn blocks_line(r: &Report) -> String {
     let b = &r.blocks;
-    s.push_str(&line(
-        "blocks:",
-        format!(
-            "{} clean, {} partly dirty, {} all dirty, {} free (cleanmarker), {} erased",
-            b.clean, b.partly_dirty, b.all_dirty, b.cleanmarker, b.empty
-        ),
-    ));
-    s.push_str(&line(
-        "summaries:",
-        format!(
-            "{} of {} blocks with nodes ({})",
-            r.summary_blocks,
-            r.node_blocks,
-            pct(u64::from(r.summary_blocks), u64::from(r.node_blocks))
-        ),
-    ));
-    s.push_str(&line(
-        "mount cost:",
-        format!(
-            "Linux reads {} at mount; {} if every block were scanned in full",
-            size(r.mount_cost.with_summaries),
-            size(r.mount_cost.full_scan)
-        ),
-    ));
-    s.push_str(&line(
-        "mount:",
-        if !r.mount_ok {
-            "Linux refuses to mount it".to_string()
-        } else if r.read_only {
-            "Linux mounts it read-only only".to_string()
-        } else {
-            "Linux mounts it".to_string()
-        },
-    ));
-    s
+    format!(
+        "{} clean, {} partly dirty, {} all dirty, {} free (cleanmarker), {} erased",
+        b.clean, b.partly_dirty, b.all_dirty, b.cleanmarker, b.empty
+    )
+}
+
+fn mount_line(r: &Report) -> &'static str {
+    if !r.mount_ok {
+        "Linux refuses to mount it"
+    } else if r.read_only {
+        "Linux mounts it read-only only"
+    } else {
+        "Linux mounts it"
+    }
 }
 
 fn finding_json(f: &Finding) -> Value {

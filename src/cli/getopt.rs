@@ -61,108 +61,135 @@ pub fn getopt_long(args: &[OsString], short: &str, long: &[LongOpt]) -> Vec<Pars
             out.extend(args[i..].iter().cloned().map(Parsed::Operand));
             break;
         }
-        if let Some(body) = word.strip_prefix(b"--") {
-            let (name, attached) = match body.iter().position(|&c| c == b'=') {
-                Some(p) => (&body[..p], Some(&body[p + 1..])),
-                None => (body, None),
-            };
-            let name_s = String::from_utf8_lossy(name);
-            let opt = match find_long(long, name) {
-                Ok(o) => o,
-                Err(Some(cands)) => {
-                    let list: Vec<String> = cands.iter().map(|c| format!("'--{c}'")).collect();
-                    out.push(Parsed::Error(format!(
-                        "option '--{name_s}' is ambiguous; possibilities: {}",
-                        list.join(" ")
-                    )));
-                    continue;
-                }
-                Err(None) => {
-                    out.push(Parsed::Error(format!("unrecognized option '--{name_s}'")));
-                    continue;
-                }
-            };
-            match (opt.has_arg, attached) {
-                (HasArg::No, Some(_)) => out.push(Parsed::Error(format!(
-                    "option '--{}' doesn't allow an argument",
-                    opt.name
-                ))),
-                (HasArg::No, None) => out.push(Parsed::Opt {
-                    id: opt.id,
-                    arg: None,
-                }),
-                (_, Some(a)) => out.push(Parsed::Opt {
-                    id: opt.id,
-                    arg: Some(OsString::from_vec(a.to_vec())),
-                }),
-                (HasArg::Optional, None) => out.push(Parsed::Opt {
-                    id: opt.id,
-                    arg: None,
-                }),
-                (HasArg::Required, None) => {
-                    if i < args.len() {
-                        out.push(Parsed::Opt {
-                            id: opt.id,
-                            arg: Some(args[i].clone()),
-                        });
-                        i += 1;
-                    } else {
-                        out.push(Parsed::Error(format!(
-                            "option '--{}' requires an argument",
-                            opt.name
-                        )));
-                    }
-                }
-            }
-            continue;
+        // The word after this one, which a required argument may take.
+        let next = args.get(i);
+        let took_next = if let Some(body) = word.strip_prefix(b"--") {
+            long_option(body, next, long, &mut out)
+        } else if word.len() > 1 && word[0] == b'-' {
+            short_options(word, next, &shorts, &mut out)
+        } else {
+            out.push(Parsed::Operand(OsString::from_vec(word.to_vec())));
+            false
+        };
+        if took_next {
+            i += 1;
         }
-        if word.len() > 1 && word[0] == b'-' {
-            let mut j = 1;
-            while j < word.len() {
-                let c = word[j];
-                j += 1;
-                let Some(&(_, has_arg)) = shorts.iter().find(|(s, _)| *s == c) else {
-                    out.push(Parsed::Error(format!(
-                        "invalid option -- '{}'",
-                        char::from(c)
-                    )));
-                    continue;
-                };
-                let id = u32::from(c);
-                match has_arg {
-                    HasArg::No => out.push(Parsed::Opt { id, arg: None }),
-                    HasArg::Optional => {
-                        let arg = (j < word.len()).then(|| OsString::from_vec(word[j..].to_vec()));
-                        out.push(Parsed::Opt { id, arg });
-                        break;
-                    }
-                    HasArg::Required => {
-                        if j < word.len() {
-                            out.push(Parsed::Opt {
-                                id,
-                                arg: Some(OsString::from_vec(word[j..].to_vec())),
-                            });
-                        } else if i < args.len() {
-                            out.push(Parsed::Opt {
-                                id,
-                                arg: Some(args[i].clone()),
-                            });
-                            i += 1;
-                        } else {
-                            out.push(Parsed::Error(format!(
-                                "option requires an argument -- '{}'",
-                                char::from(c)
-                            )));
-                        }
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
-        out.push(Parsed::Operand(OsString::from_vec(word.to_vec())));
     }
     out
+}
+
+/// One `--name[=arg]` word (`body` without the `--`); returns whether it took `next` as
+/// its argument.
+fn long_option(
+    body: &[u8],
+    next: Option<&OsString>,
+    long: &[LongOpt],
+    out: &mut Vec<Parsed>,
+) -> bool {
+    let (name, attached) = match body.iter().position(|&c| c == b'=') {
+        Some(p) => (&body[..p], Some(&body[p + 1..])),
+        None => (body, None),
+    };
+    let name_s = String::from_utf8_lossy(name);
+    let opt = match find_long(long, name) {
+        Ok(o) => o,
+        Err(Some(cands)) => {
+            let list: Vec<String> = cands.iter().map(|c| format!("'--{c}'")).collect();
+            out.push(Parsed::Error(format!(
+                "option '--{name_s}' is ambiguous; possibilities: {}",
+                list.join(" ")
+            )));
+            return false;
+        }
+        Err(None) => {
+            out.push(Parsed::Error(format!("unrecognized option '--{name_s}'")));
+            return false;
+        }
+    };
+    match (opt.has_arg, attached) {
+        (HasArg::No, Some(_)) => out.push(Parsed::Error(format!(
+            "option '--{}' doesn't allow an argument",
+            opt.name
+        ))),
+        (HasArg::No, None) => out.push(Parsed::Opt {
+            id: opt.id,
+            arg: None,
+        }),
+        (_, Some(a)) => out.push(Parsed::Opt {
+            id: opt.id,
+            arg: Some(OsString::from_vec(a.to_vec())),
+        }),
+        (HasArg::Optional, None) => out.push(Parsed::Opt {
+            id: opt.id,
+            arg: None,
+        }),
+        (HasArg::Required, None) => match next {
+            Some(a) => {
+                out.push(Parsed::Opt {
+                    id: opt.id,
+                    arg: Some(a.clone()),
+                });
+                return true;
+            }
+            None => out.push(Parsed::Error(format!(
+                "option '--{}' requires an argument",
+                opt.name
+            ))),
+        },
+    }
+    false
+}
+
+/// One `-abc` word of short options; returns whether the last took `next` as its
+/// argument.
+fn short_options(
+    word: &[u8],
+    next: Option<&OsString>,
+    shorts: &[(u8, HasArg)],
+    out: &mut Vec<Parsed>,
+) -> bool {
+    let mut j = 1;
+    while j < word.len() {
+        let c = word[j];
+        j += 1;
+        let Some(&(_, has_arg)) = shorts.iter().find(|(s, _)| *s == c) else {
+            out.push(Parsed::Error(format!(
+                "invalid option -- '{}'",
+                char::from(c)
+            )));
+            continue;
+        };
+        let id = u32::from(c);
+        match has_arg {
+            HasArg::No => out.push(Parsed::Opt { id, arg: None }),
+            HasArg::Optional => {
+                let arg = (j < word.len()).then(|| OsString::from_vec(word[j..].to_vec()));
+                out.push(Parsed::Opt { id, arg });
+                return false;
+            }
+            HasArg::Required => {
+                if j < word.len() {
+                    out.push(Parsed::Opt {
+                        id,
+                        arg: Some(OsString::from_vec(word[j..].to_vec())),
+                    });
+                } else if let Some(a) = next {
+                    out.push(Parsed::Opt {
+                        id,
+                        arg: Some(a.clone()),
+                    });
+                    return true;
+                } else {
+                    out.push(Parsed::Error(format!(
+                        "option requires an argument -- '{}'",
+                        char::from(c)
+                    )));
+                }
+                return false;
+            }
+        }
+    }
+    false
 }
 
 /// The letters of a getopt short-option string with their argument kinds.

@@ -36,6 +36,13 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
 /// An exit with this status; the message has already been printed.
 struct Fatal(i32);
 
+/// Prints `msg` as an error and gives the exit status mkfs.jffs2's `errmsg_die` gives.
+fn die(tool: &Tool, msg: &str) -> Fatal {
+    tool.error(msg);
+    Fatal(255)
+}
+
+/// The options, as they stand after the command line has been read in order.
 struct Opts {
     root: Option<OsString>,
     output: Option<OsString>,
@@ -54,6 +61,9 @@ struct Opts {
     summary: bool,
     threads: usize,
     progress: bool,
+    /// The priority of the last `-y` whose number parsed: a later `-y` whose number does
+    /// not parse keeps it (§3.1); -1 while there is none.
+    compr_prior: i64,
 }
 
 fn host_page_size() -> i64 {
@@ -66,11 +76,46 @@ fn host_page_size() -> i64 {
     }
 }
 
+/// What reading the command line came to: build an image, or exit now (`-h`, `-V`, ...).
+enum Command {
+    Build(Box<Opts>),
+    Exit(i32),
+}
+
 fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
-    let die = |msg: &str| -> Fatal {
-        tool.error(msg);
-        Fatal(255)
+    let mut o = match parse(tool, args)? {
+        Command::Build(o) => *o,
+        Command::Exit(code) => return Ok(code),
     };
+    check(tool, &o)?;
+    let to_stdout = o.output.is_none();
+    if to_stdout && std::io::stdout().is_terminal() {
+        return Err(die(tool, HELP));
+    }
+    let (root_given, root) = resolve_root(tool, &o)?;
+
+    // Everything mkfs.jffs2 prints on stdout goes through this one buffered stream; its
+    // first error is reported at the end.
+    let mut listing = Noted::new(listing_stream(to_stdout));
+    let first_ino = incremental_max_ino(tool, &o, &mut listing)?;
+    let tree = scan_tree(tool, &mut o, &root_given, &root, &mut listing)?;
+    let cfg = config(tool, &o, first_ino)?;
+    let output = open_output(tool, &o)?;
+    let sink = CliSink {
+        tool,
+        listing,
+        progress: if o.progress && !o.verbose {
+            Progress::new("mkfs")
+        } else {
+            None
+        },
+    };
+    build(tool, &o, &tree, &cfg, output, sink)
+}
+
+/// Reads the command line in order, each option taking effect as it comes (as in
+/// mkfs.jffs2, some are checked or acted on at once); then warns of operands.
+fn parse(tool: &Tool, args: &[OsString]) -> Result<Command, Fatal> {
     let mut o = Opts {
         root: None,
         output: None,
@@ -89,190 +134,22 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         summary: false,
         threads: 0,
         progress: true,
+        compr_prior: -1,
     };
     let mut operands = Vec::new();
-    // -y keeps the priority of an earlier -y when its number does not parse (§3.1).
-    let mut compr_prior: i64 = -1;
     for p in flags::getopt(args, FLAGS, ALL) {
-        let (id, arg) = match p {
-            Parsed::Opt { id, arg } => (id, arg),
-            Parsed::Operand(w) => {
-                operands.push(w);
-                continue;
+        match p {
+            Parsed::Opt { id, arg } => {
+                if let Some(code) = o.apply(tool, id, arg)? {
+                    return Ok(Command::Exit(code));
+                }
             }
+            Parsed::Operand(w) => operands.push(w),
             Parsed::Error(msg) => {
                 eprintln!("{}: {msg}", tool.name);
                 let _ = tool.print(&format!("{HELP}\n"));
                 return Err(Fatal(1));
             }
-        };
-        let a = arg.as_deref().map(text).unwrap_or_default();
-        match id {
-            0x44 /* D */ => {
-                let path = arg.unwrap_or_default();
-                match std::fs::metadata(&path) {
-                    Err(e) => {
-                        tool.sys_error(&text(&path), &e);
-                        return Err(Fatal(255));
-                    }
-                    Ok(m) if m.len() < 10 => {
-                        return Err(die(&format!("{a}: not a proper device table file")));
-                    }
-                    Ok(_) => o.devtable = Some(path),
-                }
-            }
-            0x72 | 0x64 /* r d */ => {
-                if o.root.is_some() {
-                    return Err(die("root directory specified more than once"));
-                }
-                o.root = arg;
-            }
-            0x73 /* s */ => {
-                // A value beyond mkfs.jffs2's int would wrap there; refused here.
-                o.page_size = match strtol_i32(&a) {
-                    Some(v) => i64::from(v),
-                    None => return Err(die(&format!("Page size '{a}' is out of range"))),
-                };
-                o.page_size_given = true;
-            }
-            0x6f /* o */ => {
-                if o.output.is_some() {
-                    return Err(die("output filename specified more than once"));
-                }
-                o.output = arg;
-            }
-            0x71 /* q */ => {
-                o.scan.squash_uids = true;
-                o.scan.squash_perms = true;
-            }
-            0x55 /* U */ => o.scan.squash_uids = true,
-            0x50 /* P */ => o.scan.squash_perms = true,
-            0x66 /* f */ => o.scan.faketime = true,
-            0x68 /* h */ => {
-                tool.print(&format!("{HELP}\n")).map_err(|_| Fatal(255))?;
-                return Ok(0);
-            }
-            0x3f /* ? */ => {
-                let _ = tool.print(&format!("{HELP}\n"));
-                return Err(Fatal(1));
-            }
-            0x76 /* v */ => o.verbose = true,
-            0x56 /* V */ => {
-                let v = format!("{} (jffs2-tools) {}\n", tool.name, env!("CARGO_PKG_VERSION"));
-                tool.print(&v).map_err(|_| Fatal(255))?;
-                return Ok(0);
-            }
-            0x65 /* e */ => match erase_size(&a) {
-                Ok((size, raised)) => {
-                    if let Some(orig) = raised {
-                        eprintln!(
-                            "Erase size 0x{:x} too small. Increasing to 8KiB minimum",
-                            orig as u32
-                        );
-                    }
-                    o.erase_size = size;
-                }
-                Err(EraseSizeError::Unrecognisable) => {
-                    return Err(die("Unrecognisable erase size\n"))
-                }
-                Err(EraseSizeError::UnknownUnits) => {
-                    return Err(die("Unknown units in erasesize\n"))
-                }
-                // mkfs.jffs2 wraps it (4096MiB becomes 8 KiB); refused here.
-                Err(EraseSizeError::OutOfRange) => {
-                    return Err(die(&format!("Erase size '{a}' is out of range\n")))
-                }
-            },
-            0x6c /* l */ => o.endian = Endian::Little,
-            0x62 /* b */ => o.endian = Endian::Big,
-            0x70 /* p */ => {
-                o.pad = match arg {
-                    None => EndPad::Block,
-                    // mkfs.jffs2 keeps strtol's value in an int; -1 means "no size".
-                    Some(_) => match strtol_i32(&a) {
-                        Some(-1) => EndPad::Block,
-                        Some(v) => EndPad::Size(i64::from(v)),
-                        // Beyond mkfs.jffs2's int it would wrap; refused here.
-                        None => return Err(die(&format!("Pad size '{a}' is out of range"))),
-                    },
-                }
-            }
-            0x6e /* n */ => o.cleanmarkers = false,
-            0x63 /* c */ => {
-                // A value beyond an int (which would wrap) is as wrong as a small one.
-                let v = strtol_i32(&a).unwrap_or(0);
-                if v < 12 {
-                    return Err(die("cleanmarker size must be >= 12"));
-                }
-                // Checked against the erase size known *now* (§8 B-5).
-                if v as i64 >= i64::from(o.erase_size) {
-                    return Err(die("cleanmarker size must be < eraseblock size"));
-                }
-                o.cleanmarker_size = v as u32;
-            }
-            0x6d /* m */ => match a.parse::<Mode>() {
-                Ok(m) => o.compressors.set_mode(m),
-                Err(_) => return Err(die(&format!("Unknown compression mode {a}"))),
-            },
-            0x78 | 0x58 /* x X */ => {
-                let enable = id == 0x58;
-                // "lzma" (OpenWrt's) switches to OpenWrt's compressor table
-                // (`jffs2::compress` module documentation).
-                if o.compressors.set_enabled(&a, enable).is_err() {
-                    return Err(die(&format!("Unknown compressor name {a}")));
-                }
-            }
-            0x4c /* L */ => {
-                return Err(die(&format!("\n{}", o.compressors.list_text())));
-            }
-            OPT_LIST_COMPRESSORS => {
-                tool.print(&o.compressors.list_text())
-                    .map_err(|_| Fatal(255))?;
-                return Ok(0);
-            }
-            0x74 /* t */ => o.compressors.set_test(true),
-            0x79 /* y */ => {
-                let (v, rest) = strtol(&a);
-                let parsed_number = rest.len() != a.len();
-                if parsed_number {
-                    compr_prior = i64::from(v as i32);
-                }
-                if compr_prior >= 0 {
-                    let name = rest.strip_prefix(':').unwrap_or("");
-                    let name = name.split_whitespace().next().unwrap_or("");
-                    if o.compressors.set_priority(name, compr_prior as i32).is_err() {
-                        eprintln!("{}: compressor {name} not found.", tool.name);
-                        return Err(Fatal(1));
-                    }
-                } else {
-                    return Err(die(&format!("Cannot parse {a}")));
-                }
-            }
-            0x69 /* i */ => {
-                if o.incremental.is_some() {
-                    return Err(die("(incremental) filename specified more than once"));
-                }
-                if let Err(e) = std::fs::File::open(arg.as_deref().unwrap_or_default()) {
-                    tool.sys_error("cannot open (incremental) file", &e);
-                    return Err(Fatal(255));
-                }
-                o.incremental = arg;
-            }
-            OPT_WITH_XATTR => o.scan.xattr |= XattrSelect::ALL,
-            OPT_WITH_SELINUX => o.scan.xattr |= XattrSelect::SECURITY,
-            OPT_WITH_POSIX_ACL => o.scan.xattr |= XattrSelect::POSIX_ACL,
-            OPT_SUMMARY => o.summary = true,
-            OPT_THREADS => match a.parse::<usize>() {
-                Ok(n) if (1..=mkfs::MAX_THREADS).contains(&n) => o.threads = n,
-                _ => {
-                    return Err(die(&format!(
-                        "--threads: '{a}' is not between 1 and {}",
-                        mkfs::MAX_THREADS
-                    )))
-                }
-            },
-            OPT_NO_PROGRESS => o.progress = false,
-            _ => {}
         }
     }
     if !operands.is_empty() {
@@ -284,6 +161,224 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             words.join(" ")
         ));
     }
+    Ok(Command::Build(Box::new(o)))
+}
+
+impl Opts {
+    /// Applies one option; `Some(status)` when it ends the run at once (`-h`, `-V`, ...).
+    fn apply(&mut self, tool: &Tool, id: u32, arg: Option<OsString>) -> Result<Option<i32>, Fatal> {
+        let a = arg.as_deref().map(text).unwrap_or_default();
+        match id {
+            0x44 /* D */ => self.set_devtable(tool, arg.unwrap_or_default(), &a)?,
+            0x72 | 0x64 /* r d */ => {
+                if self.root.is_some() {
+                    return Err(die(tool, "root directory specified more than once"));
+                }
+                self.root = arg;
+            }
+            0x73 /* s */ => {
+                // A value beyond mkfs.jffs2's int would wrap there; refused here.
+                self.page_size = match strtol_i32(&a) {
+                    Some(v) => i64::from(v),
+                    None => return Err(die(tool, &format!("Page size '{a}' is out of range"))),
+                };
+                self.page_size_given = true;
+            }
+            0x6f /* o */ => {
+                if self.output.is_some() {
+                    return Err(die(tool, "output filename specified more than once"));
+                }
+                self.output = arg;
+            }
+            0x71 /* q */ => {
+                self.scan.squash_uids = true;
+                self.scan.squash_perms = true;
+            }
+            0x55 /* U */ => self.scan.squash_uids = true,
+            0x50 /* P */ => self.scan.squash_perms = true,
+            0x66 /* f */ => self.scan.faketime = true,
+            0x68 /* h */ => {
+                tool.print(&format!("{HELP}\n")).map_err(|_| Fatal(255))?;
+                return Ok(Some(0));
+            }
+            0x3f /* ? */ => {
+                let _ = tool.print(&format!("{HELP}\n"));
+                return Err(Fatal(1));
+            }
+            0x76 /* v */ => self.verbose = true,
+            0x56 /* V */ => {
+                let v = format!("{} (jffs2-tools) {}\n", tool.name, env!("CARGO_PKG_VERSION"));
+                tool.print(&v).map_err(|_| Fatal(255))?;
+                return Ok(Some(0));
+            }
+            0x65 /* e */ => self.set_erase_size(tool, &a)?,
+            0x6c /* l */ => self.endian = Endian::Little,
+            0x62 /* b */ => self.endian = Endian::Big,
+            0x70 /* p */ => self.set_pad(tool, arg.is_some(), &a)?,
+            0x6e /* n */ => self.cleanmarkers = false,
+            0x63 /* c */ => self.set_cleanmarker_size(tool, &a)?,
+            0x6d /* m */ => match a.parse::<Mode>() {
+                Ok(m) => self.compressors.set_mode(m),
+                Err(_) => return Err(die(tool, &format!("Unknown compression mode {a}"))),
+            },
+            0x78 | 0x58 /* x X */ => {
+                let enable = id == 0x58;
+                // "lzma" (OpenWrt's) switches to OpenWrt's compressor table
+                // (`jffs2::compress` module documentation).
+                if self.compressors.set_enabled(&a, enable).is_err() {
+                    return Err(die(tool, &format!("Unknown compressor name {a}")));
+                }
+            }
+            0x4c /* L */ => {
+                return Err(die(tool, &format!("\n{}", self.compressors.list_text())));
+            }
+            OPT_LIST_COMPRESSORS => {
+                tool.print(&self.compressors.list_text())
+                    .map_err(|_| Fatal(255))?;
+                return Ok(Some(0));
+            }
+            0x74 /* t */ => self.compressors.set_test(true),
+            0x79 /* y */ => self.set_priority(tool, &a)?,
+            0x69 /* i */ => self.set_incremental(tool, arg)?,
+            OPT_WITH_XATTR => self.scan.xattr |= XattrSelect::ALL,
+            OPT_WITH_SELINUX => self.scan.xattr |= XattrSelect::SECURITY,
+            OPT_WITH_POSIX_ACL => self.scan.xattr |= XattrSelect::POSIX_ACL,
+            OPT_SUMMARY => self.summary = true,
+            OPT_THREADS => self.set_threads(tool, &a)?,
+            OPT_NO_PROGRESS => self.progress = false,
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// `-D`: the device table must exist and be long enough when the option is read.
+    fn set_devtable(&mut self, tool: &Tool, path: OsString, a: &str) -> Result<(), Fatal> {
+        match std::fs::metadata(&path) {
+            Err(e) => {
+                tool.sys_error(&text(&path), &e);
+                Err(Fatal(255))
+            }
+            Ok(m) if m.len() < 10 => {
+                Err(die(tool, &format!("{a}: not a proper device table file")))
+            }
+            Ok(_) => {
+                self.devtable = Some(path);
+                Ok(())
+            }
+        }
+    }
+
+    /// `-e`.
+    fn set_erase_size(&mut self, tool: &Tool, a: &str) -> Result<(), Fatal> {
+        match erase_size(a) {
+            Ok((size, raised)) => {
+                if let Some(orig) = raised {
+                    eprintln!(
+                        "Erase size 0x{:x} too small. Increasing to 8KiB minimum",
+                        orig as u32
+                    );
+                }
+                self.erase_size = size;
+                Ok(())
+            }
+            Err(EraseSizeError::Unrecognisable) => Err(die(tool, "Unrecognisable erase size\n")),
+            Err(EraseSizeError::UnknownUnits) => Err(die(tool, "Unknown units in erasesize\n")),
+            // mkfs.jffs2 wraps it (4096MiB becomes 8 KiB); refused here.
+            Err(EraseSizeError::OutOfRange) => {
+                Err(die(tool, &format!("Erase size '{a}' is out of range\n")))
+            }
+        }
+    }
+
+    /// `-p`, with its optional argument (`given`) `a`.
+    fn set_pad(&mut self, tool: &Tool, given: bool, a: &str) -> Result<(), Fatal> {
+        self.pad = if !given {
+            EndPad::Block
+        } else {
+            // mkfs.jffs2 keeps strtol's value in an int; -1 means "no size".
+            match strtol_i32(a) {
+                Some(-1) => EndPad::Block,
+                Some(v) => EndPad::Size(i64::from(v)),
+                // Beyond mkfs.jffs2's int it would wrap; refused here.
+                None => return Err(die(tool, &format!("Pad size '{a}' is out of range"))),
+            }
+        };
+        Ok(())
+    }
+
+    /// `-c`.
+    fn set_cleanmarker_size(&mut self, tool: &Tool, a: &str) -> Result<(), Fatal> {
+        // A value beyond an int (which would wrap) is as wrong as a small one.
+        let v = strtol_i32(a).unwrap_or(0);
+        if v < 12 {
+            return Err(die(tool, "cleanmarker size must be >= 12"));
+        }
+        // Checked against the erase size known *now* (§8 B-5).
+        if v as i64 >= i64::from(self.erase_size) {
+            return Err(die(tool, "cleanmarker size must be < eraseblock size"));
+        }
+        self.cleanmarker_size = v as u32;
+        Ok(())
+    }
+
+    /// `-y PRIORITY:NAME`.
+    fn set_priority(&mut self, tool: &Tool, a: &str) -> Result<(), Fatal> {
+        let (v, rest) = strtol(a);
+        let parsed_number = rest.len() != a.len();
+        if parsed_number {
+            self.compr_prior = i64::from(v as i32);
+        }
+        if self.compr_prior >= 0 {
+            let name = rest.strip_prefix(':').unwrap_or("");
+            let name = name.split_whitespace().next().unwrap_or("");
+            if self
+                .compressors
+                .set_priority(name, self.compr_prior as i32)
+                .is_err()
+            {
+                eprintln!("{}: compressor {name} not found.", tool.name);
+                return Err(Fatal(1));
+            }
+            Ok(())
+        } else {
+            Err(die(tool, &format!("Cannot parse {a}")))
+        }
+    }
+
+    /// `-i`: the old image must open when the option is read.
+    fn set_incremental(&mut self, tool: &Tool, arg: Option<OsString>) -> Result<(), Fatal> {
+        if self.incremental.is_some() {
+            return Err(die(tool, "(incremental) filename specified more than once"));
+        }
+        if let Err(e) = std::fs::File::open(arg.as_deref().unwrap_or_default()) {
+            tool.sys_error("cannot open (incremental) file", &e);
+            return Err(Fatal(255));
+        }
+        self.incremental = arg;
+        Ok(())
+    }
+
+    /// `--threads`.
+    fn set_threads(&mut self, tool: &Tool, a: &str) -> Result<(), Fatal> {
+        match a.parse::<usize>() {
+            Ok(n) if (1..=mkfs::MAX_THREADS).contains(&n) => {
+                self.threads = n;
+                Ok(())
+            }
+            _ => Err(die(
+                tool,
+                &format!(
+                    "--threads: '{a}' is not between 1 and {}",
+                    mkfs::MAX_THREADS
+                ),
+            )),
+        }
+    }
+}
+
+/// The checks mkfs.jffs2 makes once the command line is read, and this tool's warnings
+/// about page and summary sizes.
+fn check(tool: &Tool, o: &Opts) -> Result<(), Fatal> {
     if !o.page_size_given && o.page_size != 4096 {
         tool.error(&format!(
             "Page size for this system is by default {}",
@@ -292,7 +387,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         tool.error("Use the --pagesize=SIZE option if this is not what you want");
     }
     if o.page_size < 0 {
-        return Err(die(&format!("invalid page size {}", o.page_size)));
+        return Err(die(tool, &format!("invalid page size {}", o.page_size)));
     }
     if o.page_size_given {
         let ps = o.page_size as u64;
@@ -306,14 +401,17 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         }
     }
     if o.summary && o.erase_size % 4 != 0 {
-        return Err(die("--summary needs an erase size that is a multiple of 4"));
+        return Err(die(
+            tool,
+            "--summary needs an erase size that is a multiple of 4",
+        ));
     }
-    let to_stdout = o.output.is_none();
-    if to_stdout && std::io::stdout().is_terminal() {
-        return Err(die(HELP));
-    }
+    Ok(())
+}
 
-    // The root: mkfs.jffs2 lstat()s and chdir()s into it, then uses getcwd() (§3.2).
+/// The root as given (default `.`) and as resolved: mkfs.jffs2 lstat()s and chdir()s into
+/// it, then uses getcwd() (§3.2).
+fn resolve_root(tool: &Tool, o: &Opts) -> Result<(OsString, PathBuf), Fatal> {
     let root_given = o.root.clone().unwrap_or_else(|| OsString::from("."));
     let root = match std::fs::canonicalize(&root_given) {
         Ok(p) => p,
@@ -329,38 +427,46 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         );
         return Err(Fatal(255));
     }
+    Ok((root_given, root))
+}
 
-    // Everything mkfs.jffs2 prints on stdout goes through this one buffered stream; its
-    // first error is reported at the end.
-    let mut listing = Noted::new(listing_stream(to_stdout));
-
-    // -i: the old image's highest inode number.
-    let mut first_ino = 0;
-    if let Some(inc) = &o.incremental {
-        let bytes = match jffs2::input::read_image_path(inc.as_ref()) {
-            Ok(b) => b,
-            Err(e) => {
-                // (It opened at the option; reading it failed: named.)
-                tool.sys_error(&format!("cannot read (incremental) file {}", text(inc)), &e);
-                return Err(Fatal(255));
-            }
-        };
-        let r = mkfs::incremental_max_ino(&bytes, o.endian, o.erase_size, o.verbose);
-        for l in &r.stdout {
-            let _ = writeln!(listing, "{l}");
+/// `-i`: the old image's highest inode number (0 without `-i`).
+fn incremental_max_ino(tool: &Tool, o: &Opts, listing: &mut dyn Write) -> Result<u32, Fatal> {
+    let Some(inc) = &o.incremental else {
+        return Ok(0);
+    };
+    let bytes = match jffs2::input::read_image_path(inc.as_ref()) {
+        Ok(b) => b,
+        Err(e) => {
+            // (It opened at the option; reading it failed: named.)
+            tool.sys_error(&format!("cannot read (incremental) file {}", text(inc)), &e);
+            return Err(Fatal(255));
         }
-        first_ino = r.max_ino;
+    };
+    let r = mkfs::incremental_max_ino(&bytes, o.endian, o.erase_size, o.verbose);
+    for l in &r.stdout {
+        let _ = writeln!(listing, "{l}");
     }
+    Ok(r.max_ino)
+}
 
+/// Scans the root directory, then applies the device table (`-D`) to the tree.
+fn scan_tree(
+    tool: &Tool,
+    o: &mut Opts,
+    root_given: &OsString,
+    root: &Path,
+    listing: &mut dyn Write,
+) -> Result<source::Tree, Fatal> {
     o.scan.verbose = o.verbose;
     o.scan.now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as u32);
-    let (mut tree, warnings) = match source::scan_host(&root, &o.scan) {
+    let (mut tree, warnings) = match source::scan_host(root, &o.scan) {
         Ok(t) => t,
-        Err(e) => return Err(die(&e.to_string())),
+        Err(e) => return Err(die(tool, &e.to_string())),
     };
-    report_warnings(tool, &warnings, &mut listing);
+    report_warnings(tool, &warnings, listing);
     if let Some(dt) = &o.devtable {
         let table = match std::fs::File::open(dt).and_then(|f| {
             jffs2::input::read_limited(&f, source::MAX_TABLE_BYTES, "not a device table")
@@ -375,22 +481,31 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             &mut tree,
             &table,
             Path::new(dt),
-            Path::new(&root_given),
+            Path::new(root_given),
             &o.scan,
         ) {
-            Ok(w) => report_warnings(tool, &w, &mut listing),
-            Err(e) => return Err(die(&e.to_string())),
+            Ok(w) => report_warnings(tool, &w, listing),
+            Err(e) => return Err(die(tool, &e.to_string())),
         }
     }
+    Ok(tree)
+}
 
+/// The library's configuration: the options, `SOURCE_DATE_EPOCH` and `-i`'s inode number.
+fn config(tool: &Tool, o: &Opts, first_ino: u32) -> Result<MkfsConfig, Fatal> {
     let clamp_time = match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u64>() {
             Ok(t) => Some(t.min(u64::from(u32::MAX)) as u32),
-            Err(_) => return Err(die(&format!("SOURCE_DATE_EPOCH is not a number: '{v}'"))),
+            Err(_) => {
+                return Err(die(
+                    tool,
+                    &format!("SOURCE_DATE_EPOCH is not a number: '{v}'"),
+                ))
+            }
         },
         _ => None,
     };
-    let cfg = MkfsConfig {
+    Ok(MkfsConfig {
         endian: o.endian,
         erase_size: o.erase_size,
         page_size: o.page_size as u32,
@@ -402,13 +517,16 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         first_ino,
         verbose: o.verbose,
         threads: o.threads,
-    };
+    })
+}
 
+/// Opens the output (a temporary file beside `-o`, or stdout), refusing `-i`'s image.
+fn open_output(tool: &Tool, o: &Opts) -> Result<Output, Fatal> {
     let output = match &o.output {
         Some(p) => Output::file(PathBuf::from(p)),
         None => Output::stdout(),
     };
-    let mut output = match output {
+    let output = match output {
         Ok(out) => out,
         Err(e) => {
             // mkfs.jffs2's words; as jffs2-mkfs, the file named.
@@ -424,19 +542,23 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     if let (Some(inc), Some(p)) = (&o.incremental, &o.output) {
         if output.is_same_file(Path::new(inc)) {
             output.abandon();
-            return Err(die(&is_input_message(Path::new(p), Path::new(inc))));
+            return Err(die(tool, &is_input_message(Path::new(p), Path::new(inc))));
         }
     }
-    let mut sink = CliSink {
-        tool,
-        listing,
-        progress: if o.progress && !o.verbose {
-            Progress::new("mkfs")
-        } else {
-            None
-        },
-    };
-    let result = mkfs::build(&tree, &cfg, output.writer(), &mut sink);
+    Ok(output)
+}
+
+/// Writes the image, commits the output, and reports: the pad warning, the statistics,
+/// and last the listing.
+fn build(
+    tool: &Tool,
+    o: &Opts,
+    tree: &source::Tree,
+    cfg: &MkfsConfig,
+    mut output: Output,
+    mut sink: CliSink,
+) -> Result<i32, Fatal> {
+    let result = mkfs::build(tree, cfg, output.writer(), &mut sink);
     if let Some(p) = sink.progress.take() {
         p.finish();
     }
@@ -459,7 +581,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         }
         Err(e) => {
             output.abandon();
-            return Err(die(&e.to_string()));
+            return Err(die(tool, &e.to_string()));
         }
     };
     if let Err(e) = output.commit() {
@@ -486,7 +608,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     // The listing, flushed last (see above); its loss is an error when it was asked for on
     // standard output (with the image there, it goes to stderr).
     sink.listing.flush().ok();
-    if let (Some(e), false) = (&sink.listing.error, to_stdout) {
+    if let (Some(e), false) = (&sink.listing.error, o.output.is_none()) {
         tool.stdout_failed(e);
         return Err(Fatal(255));
     }

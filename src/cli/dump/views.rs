@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use jffs2::dump::views::{self, Body, InfoOptions, Item, KernelView, NodeInfo, Verdict};
 use jffs2::extract::{self, ExtractOptions, Plan};
-use jffs2::format::{Endian, SumRecord};
+use jffs2::format::{DirentNode, Endian, InodeNode, SumRecord, XattrNode};
 use jffs2::fs::{Fs, InodeKind};
 use jffs2::scan::{self, Detection};
 use jffs2::{Image, ImageError, ImageOptions};
@@ -261,24 +261,23 @@ pub fn node_json(n: &NodeInfo, v: Option<Verdict>, erase_size: u32) -> Value {
     if n.truncated {
         m.insert("truncated".into(), json!(true));
     }
-    match &n.body {
+    body_json(&mut m, &n.body);
+    m.insert("crcs_ok".into(), json!(n.crcs_ok()));
+    if let Some(v) = v {
+        m.insert("kernel".into(), kernel_json(v));
+    }
+    Value::Object(m)
+}
+
+/// A node body's fields and CRC verdicts, added to `m`.
+fn body_json(m: &mut Map<String, Value>, body: &Body) {
+    match body {
         Body::Inode {
             node,
             node_crc,
             data_crc,
         } => {
-            m.insert(
-                "fields".into(),
-                json!({
-                    "ino": node.ino, "version": node.version, "mode": node.mode,
-                    "mode_text": extract::format_mode(node.mode), "uid": node.uid,
-                    "gid": node.gid, "isize": node.isize, "atime": node.atime,
-                    "mtime": node.mtime, "ctime": node.ctime, "offset": node.offset,
-                    "csize": node.csize, "dsize": node.dsize, "compr": node.compr,
-                    "compr_name": jffs2::compress::compr_name(node.compr),
-                    "usercompr": node.usercompr, "flags": node.flags,
-                }),
-            );
+            m.insert("fields".into(), inode_fields(node));
             m.insert("node_crc".into(), crc_json(node_crc));
             m.insert("data_crc".into(), crc_json(data_crc));
         }
@@ -288,19 +287,7 @@ pub fn node_json(n: &NodeInfo, v: Option<Verdict>, erase_size: u32) -> Value {
             node_crc,
             name_crc,
         } => {
-            let mut f = Map::new();
-            for (k, v) in [
-                ("pino", node.pino),
-                ("version", node.version),
-                ("ino", node.ino),
-                ("mctime", node.mctime),
-                ("nsize", u32::from(node.nsize)),
-                ("dtype", u32::from(node.dtype)),
-            ] {
-                f.insert(k.into(), json!(v));
-            }
-            bytes_json(&mut f, "name", name);
-            m.insert("fields".into(), Value::Object(f));
+            m.insert("fields".into(), dirent_fields(node, name));
             m.insert("node_crc".into(), crc_json(node_crc));
             m.insert("name_crc".into(), crc_json(name_crc));
         }
@@ -311,19 +298,7 @@ pub fn node_json(n: &NodeInfo, v: Option<Verdict>, erase_size: u32) -> Value {
             node_crc,
             data_crc,
         } => {
-            let mut f = Map::new();
-            for (k, v) in [
-                ("xid", node.xid),
-                ("version", node.version),
-                ("xprefix", u32::from(node.xprefix)),
-                ("name_len", u32::from(node.name_len)),
-                ("value_len", u32::from(node.value_len)),
-            ] {
-                f.insert(k.into(), json!(v));
-            }
-            bytes_json(&mut f, "name", name);
-            f.insert("value_hex".into(), json!(hex(value)));
-            m.insert("fields".into(), Value::Object(f));
+            m.insert("fields".into(), xattr_fields(node, name, value));
             m.insert("node_crc".into(), crc_json(node_crc));
             m.insert("data_crc".into(), crc_json(data_crc));
         }
@@ -363,22 +338,69 @@ pub fn node_json(n: &NodeInfo, v: Option<Verdict>, erase_size: u32) -> Value {
         }
         Body::Cleanmarker | Body::Padding | Body::Other => {}
     }
-    m.insert("crcs_ok".into(), json!(n.crcs_ok()));
-    if let Some(v) = v {
-        let mut k = Map::new();
-        k.insert("verdict".into(), json!(v.name()));
-        match v {
-            Verdict::Dirt(c) => {
-                k.insert("dirt".into(), json!(c.name()));
-            }
-            Verdict::Linked { from_summary, .. } if from_summary => {
-                k.insert("from_summary".into(), json!(true));
-            }
-            _ => {}
-        }
-        m.insert("kernel".into(), Value::Object(k));
+}
+
+/// An inode node's fixed fields.
+fn inode_fields(node: &InodeNode) -> Value {
+    json!({
+        "ino": node.ino, "version": node.version, "mode": node.mode,
+        "mode_text": extract::format_mode(node.mode), "uid": node.uid,
+        "gid": node.gid, "isize": node.isize, "atime": node.atime,
+        "mtime": node.mtime, "ctime": node.ctime, "offset": node.offset,
+        "csize": node.csize, "dsize": node.dsize, "compr": node.compr,
+        "compr_name": jffs2::compress::compr_name(node.compr),
+        "usercompr": node.usercompr, "flags": node.flags,
+    })
+}
+
+/// A directory entry's fixed fields and name.
+fn dirent_fields(node: &DirentNode, name: &[u8]) -> Value {
+    let mut f = Map::new();
+    for (k, v) in [
+        ("pino", node.pino),
+        ("version", node.version),
+        ("ino", node.ino),
+        ("mctime", node.mctime),
+        ("nsize", u32::from(node.nsize)),
+        ("dtype", u32::from(node.dtype)),
+    ] {
+        f.insert(k.into(), json!(v));
     }
-    Value::Object(m)
+    bytes_json(&mut f, "name", name);
+    Value::Object(f)
+}
+
+/// An xattr datum's fixed fields, name and value.
+fn xattr_fields(node: &XattrNode, name: &[u8], value: &[u8]) -> Value {
+    let mut f = Map::new();
+    for (k, v) in [
+        ("xid", node.xid),
+        ("version", node.version),
+        ("xprefix", u32::from(node.xprefix)),
+        ("name_len", u32::from(node.name_len)),
+        ("value_len", u32::from(node.value_len)),
+    ] {
+        f.insert(k.into(), json!(v));
+    }
+    bytes_json(&mut f, "name", name);
+    f.insert("value_hex".into(), json!(hex(value)));
+    Value::Object(f)
+}
+
+/// The kernel's verdict on a node.
+fn kernel_json(v: Verdict) -> Value {
+    let mut k = Map::new();
+    k.insert("verdict".into(), json!(v.name()));
+    match v {
+        Verdict::Dirt(c) => {
+            k.insert("dirt".into(), json!(c.name()));
+        }
+        Verdict::Linked { from_summary, .. } if from_summary => {
+            k.insert("from_summary".into(), json!(true));
+        }
+        _ => {}
+    }
+    Value::Object(k)
 }
 
 /// Most gaps listed in `--json` (a hostile image has one every other word).
@@ -487,22 +509,7 @@ pub fn run(
         write_json(&loaded, &kernel, &fs, out).map_err(|e| stdout_failed(tool, &e))?;
     }
     if a.info {
-        let opts = InfoOptions {
-            endian_given: a.endian.is_some(),
-            erase_size_given: a.erase_size.is_some(),
-            root: a
-                .extract
-                .as_ref()
-                .map_or("DIR".to_string(), |p| p.display().to_string()),
-            output: "IMAGE".into(),
-        };
-        let i = views::info(loaded.file_bytes(), &loaded.detection, &fs, &opts);
-        if a.verbose {
-            for ev in &loaded.detection.evidence {
-                writeln!(out, "evidence:         {ev}").map_err(|e| stdout_failed(tool, &e))?;
-            }
-        }
-        views::write_info(&i, out).map_err(|e| stdout_failed(tool, &e))?;
+        info_view(&loaded, &fs, a, out).map_err(|e| stdout_failed(tool, &e))?;
     }
     let blocks = (a.blocks || a.map.is_some()).then(|| views::blocks(fs.scan(), flash));
     if let (true, Some(b)) = (a.blocks, &blocks) {
@@ -513,37 +520,7 @@ pub fn run(
         views::write_summaries(&s, out).map_err(|e| stdout_failed(tool, &e))?;
     }
     if let (Some(path), Some(b)) = (&a.map, &blocks) {
-        let title = format!(
-            "{} — {} endian, {} erase blocks of {} bytes",
-            Path::new(&shown)
-                .file_name()
-                .map_or(shown.clone(), |n| n.to_string_lossy().into_owned()),
-            g.endian.name(),
-            b.len(),
-            g.erase_size
-        );
-        let svg = views::svg_map(b, &title);
-        let mut o = match super::Output::file(path.clone()) {
-            Ok(o) => o,
-            Err(e) => {
-                tool.error(&format!("create {}: {}", path.display(), io_text(&e)));
-                return Err(Exit(1));
-            }
-        };
-        if o.is_same_file(image) {
-            o.abandon();
-            tool.error(&format!("--map: {}", is_input_message(path, image)));
-            return Err(Exit(1));
-        }
-        let w = o.writer().write_all(svg.as_bytes());
-        if let Err(e) = super::input_unchanged(tool, &shown) {
-            o.abandon();
-            return Err(e);
-        }
-        if let Err(e) = w.and_then(|()| o.commit()) {
-            tool.error(&format!("write {}: {}", path.display(), io_text(&e)));
-            return Err(Exit(1));
-        }
+        write_map(tool, image, &shown, path, b, &g)?;
     }
     if a.list {
         let bad = extract::list(&fs, out, &extract::ListOptions { xattrs: a.verbose })
@@ -565,6 +542,70 @@ pub fn run(
         status = status.max(extract_to(tool, &fs, dir, a)?);
     }
     Ok(status)
+}
+
+/// `--info`: with `-v` the detection's evidence first.
+fn info_view(loaded: &Loaded, fs: &Fs<'_>, a: &ViewArgs, out: &mut dyn Write) -> io::Result<()> {
+    let opts = InfoOptions {
+        endian_given: a.endian.is_some(),
+        erase_size_given: a.erase_size.is_some(),
+        root: a
+            .extract
+            .as_ref()
+            .map_or("DIR".to_string(), |p| p.display().to_string()),
+        output: "IMAGE".into(),
+    };
+    let i = views::info(loaded.file_bytes(), &loaded.detection, fs, &opts);
+    if a.verbose {
+        for ev in &loaded.detection.evidence {
+            writeln!(out, "evidence:         {ev}")?;
+        }
+    }
+    views::write_info(&i, out)
+}
+
+/// `--map FILE`: the SVG map of the erase blocks `b`, written to a file that is not the
+/// image.
+fn write_map(
+    tool: &Tool,
+    image: &Path,
+    shown: &str,
+    path: &Path,
+    b: &[views::BlockView],
+    g: &scan::Geometry,
+) -> Result<(), Exit> {
+    let title = format!(
+        "{} — {} endian, {} erase blocks of {} bytes",
+        Path::new(shown)
+            .file_name()
+            .map_or(shown.to_string(), |n| n.to_string_lossy().into_owned()),
+        g.endian.name(),
+        b.len(),
+        g.erase_size
+    );
+    let svg = views::svg_map(b, &title);
+    let mut o = match super::Output::file(path.to_path_buf()) {
+        Ok(o) => o,
+        Err(e) => {
+            tool.error(&format!("create {}: {}", path.display(), io_text(&e)));
+            return Err(Exit(1));
+        }
+    };
+    if o.is_same_file(image) {
+        o.abandon();
+        tool.error(&format!("--map: {}", is_input_message(path, image)));
+        return Err(Exit(1));
+    }
+    let w = o.writer().write_all(svg.as_bytes());
+    if let Err(e) = super::input_unchanged(tool, &shown) {
+        o.abandon();
+        return Err(e);
+    }
+    if let Err(e) = w.and_then(|()| o.commit()) {
+        tool.error(&format!("write {}: {}", path.display(), io_text(&e)));
+        return Err(Exit(1));
+    }
+    Ok(())
 }
 
 /// `--cat PATH` / `jffs2reader -f PATH`.
@@ -650,6 +691,13 @@ fn extract_to(tool: &Tool, fs: &Fs<'_>, dir: &Path, a: &ViewArgs) -> Result<i32,
             return Err(Exit(1));
         }
     };
+    report_extraction(tool, &r, dir, a.verbose);
+    Ok(if r.refused.is_empty() { 0 } else { 2 })
+}
+
+/// What an extraction could not do (refusals, notices, warnings) and, with `-v` or
+/// refusals, what it did; on stderr.
+fn report_extraction(tool: &Tool, r: &extract::ExtractReport, dir: &Path, verbose: bool) {
     for refusal in &r.refused {
         eprintln!("{}: refused: {refusal}", tool.name);
     }
@@ -685,7 +733,7 @@ fn extract_to(tool: &Tool, fs: &Fs<'_>, dir: &Path, a: &ViewArgs) -> Result<i32,
             p.display()
         );
     }
-    if a.verbose || !r.refused.is_empty() {
+    if verbose || !r.refused.is_empty() {
         eprintln!(
             "{}: extracted {} directories{}, {} files ({} bytes written, {} left as holes), {} hard links, {} symbolic links, {} devices, {} FIFOs, {} sockets into {}; {} refused",
             tool.name,
@@ -707,7 +755,6 @@ fn extract_to(tool: &Tool, fs: &Fs<'_>, dir: &Path, a: &ViewArgs) -> Result<i32,
             r.refused.len()
         );
     }
-    Ok(if r.refused.is_empty() { 0 } else { 2 })
 }
 
 /// `jffs2reader IMAGE [-d DIR | -f FILE] [-r] [-t]` (`docs/spec/mtd-utils-spec.md` §7), with correct
