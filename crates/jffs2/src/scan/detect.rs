@@ -407,13 +407,7 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
     }
     let endian_conf = w.node_bytes as f64 / (w.node_bytes + other.node_bytes).max(1) as f64;
     ev.push(format!("byte order: {} endian", e.name()));
-    let coverage = (w.node_bytes + w.ff_bytes) as f64 / img.len() as f64;
-    if coverage < 0.999 {
-        ev.push(format!(
-            "{:.1}% of the image is valid nodes or erased flash",
-            coverage * 100.0
-        ));
-    }
+    let coverage = coverage(img, &w, &mut ev);
 
     // Cleanmarkers.
     let cms: Vec<&Node> = w
@@ -443,15 +437,7 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
     };
     let (chosen, mut conf) = choice.choose(&mut ev);
 
-    if cms.is_empty() {
-        ev.push(
-            "no cleanmarkers (made with -n, NAND-style): cleanmarker size 0; a NOR kernel expects 12-byte cleanmarkers but does not complain when there are none"
-                .to_string(),
-        );
-    } else {
-        ev.push(format!("{} cleanmarkers of {} bytes", cms.len(), cm_size));
-    }
-
+    cleanmarker_evidence(cms.len(), cm_size, &mut ev);
     conf *= endian_conf;
     if coverage < 0.5 {
         ev.push("most of the image is neither JFFS2 nodes nor erased flash".to_string());
@@ -470,6 +456,30 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
         },
         confidence: conf.clamp(0.0, 1.0) as f32,
         evidence: ev,
+    }
+}
+
+/// The share of the image that is valid nodes or erased flash, said in `ev` when not all.
+fn coverage(img: &[u8], w: &Walk, ev: &mut Vec<String>) -> f64 {
+    let coverage = (w.node_bytes + w.ff_bytes) as f64 / img.len() as f64;
+    if coverage < 0.999 {
+        ev.push(format!(
+            "{:.1}% of the image is valid nodes or erased flash",
+            coverage * 100.0
+        ));
+    }
+    coverage
+}
+
+/// Says in `ev` how many cleanmarkers there are and their size.
+fn cleanmarker_evidence(count: usize, cm_size: u32, ev: &mut Vec<String>) {
+    if count == 0 {
+        ev.push(
+            "no cleanmarkers (made with -n, NAND-style): cleanmarker size 0; a NOR kernel expects 12-byte cleanmarkers but does not complain when there are none"
+                .to_string(),
+        );
+    } else {
+        ev.push(format!("{count} cleanmarkers of {cm_size} bytes"));
     }
 }
 
