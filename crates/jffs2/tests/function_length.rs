@@ -60,11 +60,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "pending: to be split into named steps",
     ),
     (
-        "crates/jffs2/src/fs/tree.rs",
-        "walk_tree",
-        "pending: to be split into named steps",
-    ),
-    (
         "crates/jffs2/src/fs/xattr.rs",
         "build",
         "pending: to be split into named steps",
