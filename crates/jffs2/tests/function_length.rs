@@ -60,11 +60,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "pending: to be split into named steps",
     ),
     (
-        "crates/jffs2/src/fs/xattr.rs",
-        "build",
-        "pending: to be split into named steps",
-    ),
-    (
         "crates/jffs2/src/mapped.rs",
         "open",
         "pending: to be split into named steps",
