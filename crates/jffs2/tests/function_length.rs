@@ -80,16 +80,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "pending: to be split into named steps",
     ),
     (
-        "crates/jffs2/src/sumtool/mod.rs",
-        "input_geometry",
-        "pending: to be split into named steps",
-    ),
-    (
-        "crates/jffs2/src/sumtool/mod.rs",
-        "analyse_flashed",
-        "pending: to be split into named steps",
-    ),
-    (
         "crates/jffs2/src/fsck/check.rs",
         "run",
         "pending: fsck/ is being reworked",
