@@ -55,11 +55,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "pending: to be split into named steps",
     ),
     (
-        "crates/jffs2/src/dump/views/svg.rs",
-        "svg_map",
-        "pending: to be split into named steps",
-    ),
-    (
         "crates/jffs2/src/mapped.rs",
         "open",
         "pending: to be split into named steps",
