@@ -152,11 +152,17 @@ pub enum MsgKind {
 /// Where the builder reports what a user should see. The core never prints.
 pub trait Sink {
     /// One line of the `-v` listing (without the newline).
-    fn listing(&mut self, _line: &str) {}
+    fn listing(&mut self, _line: &str) {
+        // Dropped unless the sink wants it: a sink implements only what it shows.
+    }
     /// A non-fatal message.
-    fn message(&mut self, _kind: MsgKind, _text: &str) {}
+    fn message(&mut self, _kind: MsgKind, _text: &str) {
+        // Dropped unless the sink wants it.
+    }
     /// Progress: file bytes read so far and in total.
-    fn progress(&mut self, _done: u64, _total: u64) {}
+    fn progress(&mut self, _done: u64, _total: u64) {
+        // Dropped unless the sink wants it.
+    }
 }
 
 /// A sink that drops everything.
