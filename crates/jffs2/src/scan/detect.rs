@@ -368,44 +368,17 @@ pub(crate) fn detect_with_nodes(image: &[u8]) -> (Detection, Vec<u32>) {
 
 fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
     let mut ev = Vec::new();
-    if image.is_empty() {
-        ev.push("the image is empty (0 bytes): not a JFFS2 image".to_string());
-        return unknown(ev, 0.0);
-    }
     // Offsets are 32-bit in JFFS2; look at the first 4 GiB at most.
     let img = &image[..image.len().min(u32::MAX as usize - 3)];
-    if is_ff(img) {
-        ev.push(format!(
-            "all {} bytes are 0xFF: erased flash, which the kernel mounts as an empty filesystem",
-            img.len()
-        ));
-        ev.push(
-            "nothing tells the byte order or the erase size; assuming little endian, 64 KiB"
-                .to_string(),
-        );
-        return unknown(ev, 0.1);
+    if let Some(d) = blank(img, &mut ev) {
+        return d;
     }
-
-    // Byte order.
-    // The two walks are independent: one per core.
-    let (le, be) = walks(img);
-    ev.push(format!(
-        "{} node headers with valid CRCs read little-endian, {} big-endian",
-        le.nodes.len(),
-        be.nodes.len()
-    ));
-    let (e, mut w, other) = if le.node_bytes >= be.node_bytes {
-        (Endian::Little, le, be)
-    } else {
-        (Endian::Big, be, le)
-    };
-    count_ff(img, &mut w);
+    let (e, w, endian_conf) = byte_order(img, &mut ev);
     nodes.extend(w.nodes.iter().map(|n| n.ofs));
     if w.nodes.is_empty() {
         ev.push("no JFFS2 node header (magic 0x1985 with a valid header CRC) in either byte order: not a JFFS2 image".to_string());
         return unknown(ev, 0.0);
     }
-    let endian_conf = w.node_bytes as f64 / (w.node_bytes + other.node_bytes).max(1) as f64;
     ev.push(format!("byte order: {} endian", e.name()));
     let coverage = coverage(img, &w, &mut ev);
 
@@ -457,6 +430,46 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
         confidence: conf.clamp(0.0, 1.0) as f32,
         evidence: ev,
     }
+}
+
+/// The detection of an image with nothing to read: empty, or all erased flash.
+fn blank(img: &[u8], ev: &mut Vec<String>) -> Option<Detection> {
+    if img.is_empty() {
+        ev.push("the image is empty (0 bytes): not a JFFS2 image".to_string());
+        return Some(unknown(std::mem::take(ev), 0.0));
+    }
+    if is_ff(img) {
+        ev.push(format!(
+            "all {} bytes are 0xFF: erased flash, which the kernel mounts as an empty filesystem",
+            img.len()
+        ));
+        ev.push(
+            "nothing tells the byte order or the erase size; assuming little endian, 64 KiB"
+                .to_string(),
+        );
+        return Some(unknown(std::mem::take(ev), 0.1));
+    }
+    None
+}
+
+/// Byte order: the one whose walk finds more node bytes (little endian on a tie), that walk
+/// (with its erased bytes counted), and the byte order's share of the confidence.
+fn byte_order(img: &[u8], ev: &mut Vec<String>) -> (Endian, Walk, f64) {
+    // The two walks are independent: one per core.
+    let (le, be) = walks(img);
+    ev.push(format!(
+        "{} node headers with valid CRCs read little-endian, {} big-endian",
+        le.nodes.len(),
+        be.nodes.len()
+    ));
+    let (e, mut w, other) = if le.node_bytes >= be.node_bytes {
+        (Endian::Little, le, be)
+    } else {
+        (Endian::Big, be, le)
+    };
+    count_ff(img, &mut w);
+    let endian_conf = w.node_bytes as f64 / (w.node_bytes + other.node_bytes).max(1) as f64;
+    (e, w, endian_conf)
 }
 
 /// The share of the image that is valid nodes or erased flash, said in `ev` when not all.
