@@ -79,27 +79,34 @@ fn page_size() -> usize {
     usize::try_from(p).ok().filter(|&p| p > 0).unwrap_or(4096)
 }
 
+/// Opens the image file at `path`: a regular file of at most 4 GiB. Returns it and its
+/// length.
+fn open_regular(path: &Path) -> io::Result<(File, usize)> {
+    let file = File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "not a regular file",
+        ));
+    }
+    if meta.len() > crate::input::MAX_IMAGE_LEN {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "larger than 4 GiB: not a JFFS2 image",
+        ));
+    }
+    let file_len = usize::try_from(meta.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "image too large"))?;
+    Ok((file, file_len))
+}
+
 impl ImageMap {
     /// Maps the regular file at `path`, followed by 0xFF up to `pad_to` bytes when that is
     /// longer than the file. Fails with [`io::ErrorKind::Unsupported`] for anything that is not
     /// a regular file (a pipe, a character device): read those into memory instead.
     pub fn open(path: &Path, pad_to: Option<usize>) -> io::Result<ImageMap> {
-        let file = File::open(path)?;
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "not a regular file",
-            ));
-        }
-        if meta.len() > crate::input::MAX_IMAGE_LEN {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "larger than 4 GiB: not a JFFS2 image",
-            ));
-        }
-        let file_len = usize::try_from(meta.len())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "image too large"))?;
+        let (file, file_len) = open_regular(path)?;
         let len = pad_to.unwrap_or(0).max(file_len);
         if len == 0 {
             return Ok(ImageMap {
@@ -112,6 +119,27 @@ impl ImageMap {
                 file: None,
             });
         }
+        let mut map = ImageMap::reserve(len, file_len)?;
+        if map.file_part > 0 {
+            map.map_file_part(&file)?;
+        }
+        if map.map_len > map.file_part {
+            map.fill_tail(&file)?;
+        }
+        map.file = Some(file);
+        // The scan reads front to back; ask for generous read-ahead.
+        if map.file_part > 0 {
+            // SAFETY: advice on our own mapping.
+            unsafe {
+                libc::madvise(map.base.cast(), map.file_part, libc::MADV_WILLNEED);
+            }
+        }
+        Ok(map)
+    }
+
+    /// Reserves the whole range for an image of `len` bytes whose file holds `file_len`
+    /// (`len > 0`): anonymous and writable, nothing mapped from the file yet.
+    fn reserve(len: usize, file_len: usize) -> io::Result<ImageMap> {
         let page = page_size();
         let map_len = len.div_ceil(page) * page;
         let file_part = if len == file_len && file_len % page == 0 {
@@ -134,7 +162,7 @@ impl ImageMap {
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let mut map = ImageMap {
+        Ok(ImageMap {
             base: base.cast(),
             map_len,
             len,
@@ -142,56 +170,54 @@ impl ImageMap {
             file_part,
             guard: MapGuard::none(),
             file: None,
+        })
+    }
+
+    /// Maps the file's whole pages over the start of the reservation, and guards them.
+    fn map_file_part(&mut self, file: &File) -> io::Result<()> {
+        let file_part = self.file_part;
+        // SAFETY: the target range lies inside our own reservation; MAP_FIXED replaces it.
+        let p = unsafe {
+            libc::mmap(
+                self.base.cast(),
+                file_part,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_FIXED,
+                file.as_raw_fd(),
+                0,
+            )
         };
-        if file_part > 0 {
-            // The file's whole pages, over the start of the reservation.
-            // SAFETY: the target range lies inside our own reservation; MAP_FIXED replaces it.
-            let p = unsafe {
-                libc::mmap(
-                    base,
-                    file_part,
-                    libc::PROT_READ,
-                    libc::MAP_PRIVATE | libc::MAP_FIXED,
-                    file.as_raw_fd(),
-                    0,
-                )
-            };
-            if p == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: the file part is our own private read-only mapping, unmapped only after
-            // the guard is unregistered (`drop`); its readers accept zero pages there once
-            // the file has shrunk, as they check `changed` afterwards.
-            map.guard = unsafe { MapGuard::register(map.base, file_part) };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
         }
-        if map_len > file_part {
-            // The tail: the file's last partial page, then 0xFF.
-            // SAFETY: [file_part, map_len) is the anonymous, writable part of the reservation,
-            // and nothing else refers to it yet.
-            let tail = unsafe {
-                std::slice::from_raw_parts_mut(map.base.add(file_part), map_len - file_part)
-            };
-            let from_file = file_len - file_part;
-            file.read_exact_at(&mut tail[..from_file], file_part as u64)?;
-            tail[from_file..].fill(0xFF);
-            // SAFETY: the tail range is page-aligned and inside the mapping.
-            unsafe {
-                libc::mprotect(
-                    map.base.add(file_part).cast(),
-                    map_len - file_part,
-                    libc::PROT_READ,
-                );
-            }
+        // SAFETY: the file part is our own private read-only mapping, unmapped only after
+        // the guard is unregistered (`drop`); its readers accept zero pages there once
+        // the file has shrunk, as they check `changed` afterwards.
+        self.guard = unsafe { MapGuard::register(self.base, file_part) };
+        Ok(())
+    }
+
+    /// Fills the tail after the file's whole pages: the file's last partial page, then
+    /// 0xFF; then makes it read-only.
+    fn fill_tail(&mut self, file: &File) -> io::Result<()> {
+        let (file_part, map_len) = (self.file_part, self.map_len);
+        // SAFETY: [file_part, map_len) is the anonymous, writable part of the reservation,
+        // and nothing else refers to it yet.
+        let tail = unsafe {
+            std::slice::from_raw_parts_mut(self.base.add(file_part), map_len - file_part)
+        };
+        let from_file = self.file_len - file_part;
+        file.read_exact_at(&mut tail[..from_file], file_part as u64)?;
+        tail[from_file..].fill(0xFF);
+        // SAFETY: the tail range is page-aligned and inside the mapping.
+        unsafe {
+            libc::mprotect(
+                self.base.add(file_part).cast(),
+                map_len - file_part,
+                libc::PROT_READ,
+            );
         }
-        map.file = Some(file);
-        // The scan reads front to back; ask for generous read-ahead.
-        if file_part > 0 {
-            // SAFETY: advice on our own mapping.
-            unsafe {
-                libc::madvise(base, file_part, libc::MADV_WILLNEED);
-            }
-        }
-        Ok(map)
+        Ok(())
     }
 
     /// The image: the file, then the padding.

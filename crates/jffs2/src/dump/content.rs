@@ -263,6 +263,12 @@ struct Walk<'a, 'o> {
 }
 
 impl Walk<'_, '_> {
+    /// The walk over the image, word by word, printing each node.
+    ///
+    /// Kept whole, longer than the house limit, because it mirrors the main loop of
+    /// jffs2dump's `do_dumpcontent` step for step (`docs/spec/mtd-utils-spec.md` §6.2): the
+    /// erased-word runs, the magic and header-CRC tests, then one branch per node type, so
+    /// that the two can be read side by side.
     fn run(&mut self) -> io::Result<()> {
         let len = self.view.len();
         let mut free_begin: Option<u64> = None;
@@ -573,6 +579,11 @@ impl Walk<'_, '_> {
         Ok(())
     }
 
+    /// With `-v`, one line per summary record, then the summary marker's line.
+    ///
+    /// Kept whole, longer than the house limit, because it mirrors the record loop of the
+    /// summary case of jffs2dump's `do_dumpcontent` step for step (`docs/spec/mtd-utils-spec.md`
+    /// §6.2): one branch per record type, so that the two can be read side by side.
     fn summary_records(&mut self, p: u64, h: &NodeHeader, s: &SummaryNode) -> io::Result<()> {
         let e = self.view.e;
         let in_image = u64::from(h.totlen).min(self.view.len() - p);

@@ -193,6 +193,21 @@ mod tests {
     fn image(e: Endian) -> Vec<u8> {
         let mut v = Vec::new();
         encode_cleanmarker(e, 12, &mut v);
+        inode_nodes(e, &mut v);
+        xattr_nodes(e, &mut v);
+        encode_padding(e, 20, &mut v);
+        // An unknown RWCOMPAT_COPY node: header and opaque body.
+        let at = v.len();
+        encode_padding(e, 16, &mut v);
+        v[at + 2..at + 4].copy_from_slice(&e.u16_bytes(0x6007));
+        let crc = crc32(&v[at..at + 8]);
+        v[at + 8..at + 12].copy_from_slice(&e.u32_bytes(crc));
+        summary(e, &mut v);
+        v
+    }
+
+    /// A dirent, then the inodes of a character device, a block device and a file.
+    fn inode_nodes(e: Endian, v: &mut Vec<u8>) {
         DirentNode {
             pino: 1,
             version: 3,
@@ -201,8 +216,8 @@ mod tests {
             dtype: 2,
             ..Default::default()
         }
-        .encode(e, b"tty", &mut v);
-        pad(&mut v);
+        .encode(e, b"tty", v);
+        pad(v);
         InodeNode {
             ino: 2,
             version: 1,
@@ -210,8 +225,8 @@ mod tests {
             dsize: 2,
             ..Default::default()
         }
-        .encode(e, &e.u16_bytes(0x0440), &mut v);
-        pad(&mut v);
+        .encode(e, &e.u16_bytes(0x0440), v);
+        pad(v);
         InodeNode {
             ino: 3,
             version: 1,
@@ -219,8 +234,8 @@ mod tests {
             dsize: 4,
             ..Default::default()
         }
-        .encode(e, &e.u32_bytes(0x0010_0345), &mut v);
-        pad(&mut v);
+        .encode(e, &e.u32_bytes(0x0010_0345), v);
+        pad(v);
         InodeNode {
             ino: 4,
             version: 1,
@@ -229,8 +244,12 @@ mod tests {
             dsize: 5,
             ..Default::default()
         }
-        .encode(e, b"\x01\x02\x03\x04\x05", &mut v);
-        pad(&mut v);
+        .encode(e, b"\x01\x02\x03\x04\x05", v);
+        pad(v);
+    }
+
+    /// An ACL datum, a user datum and an xref.
+    fn xattr_nodes(e: Endian, v: &mut Vec<u8>) {
         let mut acl = e.u32_bytes(1).to_vec();
         for (tag, perm, id) in [
             (1u16, 6u16, None),
@@ -251,31 +270,27 @@ mod tests {
             xprefix: xprefix::ACL_ACCESS,
             ..Default::default()
         }
-        .encode(e, b"", &acl, &mut v);
-        pad(&mut v);
+        .encode(e, b"", &acl, v);
+        pad(v);
         XattrNode {
             xid: 2,
             version: 1,
             xprefix: xprefix::USER,
             ..Default::default()
         }
-        .encode(e, b"k", b"\x00\x01value", &mut v);
-        pad(&mut v);
+        .encode(e, b"k", b"\x00\x01value", v);
+        pad(v);
         XrefNode {
             ino: 4,
             xid: 1,
             xseqno: 2,
             ..Default::default()
         }
-        .encode(e, &mut v);
-        encode_padding(e, 20, &mut v);
-        // An unknown RWCOMPAT_COPY node: header and opaque body.
-        let at = v.len();
-        encode_padding(e, 16, &mut v);
-        v[at + 2..at + 4].copy_from_slice(&e.u16_bytes(0x6007));
-        let crc = crc32(&v[at..at + 8]);
-        v[at + 8..at + 12].copy_from_slice(&e.u32_bytes(crc));
-        // A summary to the end of a 2 KiB "block".
+        .encode(e, v);
+    }
+
+    /// A summary to the end of a 2 KiB "block".
+    fn summary(e: Endian, v: &mut Vec<u8>) {
         let recs = vec![
             SumRecord::Dirent {
                 nodetype: crate::format::NODETYPE_DIRENT,
@@ -312,9 +327,8 @@ mod tests {
             padded: 20,
             ..Default::default()
         }
-        .encode(e, &recs, off, 2048, &mut v)
+        .encode(e, &recs, off, 2048, v)
         .unwrap();
-        v
     }
 
     #[test]

@@ -277,7 +277,161 @@ struct Walk<'f, 'a, 'o> {
     names: HashMap<u32, (u32, Vec<u8>, u32)>,
 }
 
+/// A directory on the walk's stack.
+struct Frame {
+    /// Its inode.
+    ino: u32,
+    /// Its path.
+    path: Vec<u8>,
+    /// Whether that path reached [`PATH_MAX`].
+    deep: bool,
+    /// Its remaining entries, reversed.
+    rest: Vec<super::Dirent>,
+}
+
+/// The path of the entry `name` of the directory at `dpath`: below [`PATH_MAX`] (`deep`),
+/// `…/name` (a full path would cost its depth for each).
+fn child_path(dpath: &[u8], deep: bool, name: &[u8]) -> Vec<u8> {
+    if deep {
+        let mut p = "…/".as_bytes().to_vec();
+        p.extend_from_slice(name);
+        p
+    } else {
+        join(dpath, name)
+    }
+}
+
 impl Walk<'_, '_, '_> {
+    /// Visits the entry `d` of the directory `parent`: checks and hands on its inode,
+    /// counts its name; returns the frame to descend into when it is a directory not
+    /// reached before (`dirs`: directories reached, by inode, with where they were first).
+    fn visit(
+        &mut self,
+        d: &super::Dirent,
+        parent: &Frame,
+        dirs: &mut HashMap<u32, Reached>,
+    ) -> Option<Frame> {
+        let (dpath, deep) = (&parent.path, parent.deep);
+        // Below PATH_MAX the walk goes on: Linux reaches those inodes (lookups relative
+        // to an open directory have no length limit), only absolute paths fail. They
+        // are checked but not listed.
+        let path = child_path(dpath, deep, &d.name);
+        let deeper = deep || path.len() >= PATH_MAX;
+        if deeper && !deep {
+            let mut p = path.clone();
+            p.truncate(PATH_MAX);
+            self.problems.push(Problem::PathTooLong {
+                ino: d.ino,
+                path: p,
+            });
+        }
+        let child = match self.fs.read_inode(d.ino) {
+            Ok(c) => c,
+            Err(error) => {
+                if self.reported.insert(d.ino) {
+                    self.problems.push(Problem::InodeUnreadable {
+                        ino: d.ino,
+                        path: Some(path),
+                        error,
+                    });
+                }
+                return None;
+            }
+        };
+        if child.kind != InodeKind::Dir {
+            let n = self
+                .names
+                .entry(d.ino)
+                .or_insert((0, path.clone(), child.nlink));
+            n.0 += 1;
+        }
+        let e = self.entry(&child, path.clone());
+        if !deeper {
+            (self.on_entry)(e);
+        }
+        if child.kind != InodeKind::Dir {
+            return None;
+        }
+        if d.ino == 1 || dirs.contains_key(&d.ino) {
+            self.problems.push(Problem::DirReachedTwice {
+                ino: d.ino,
+                path,
+                first_path: first_path(dirs, d.ino),
+            });
+            None
+        } else {
+            dirs.insert(
+                d.ino,
+                Reached {
+                    parent: parent.ino,
+                    deep,
+                    name: d.name.clone(),
+                },
+            );
+            Some(Frame {
+                ino: d.ino,
+                path,
+                deep: deeper,
+                rest: rev(child.dents),
+            })
+        }
+    }
+
+    /// Link counts of non-directories against the names found.
+    fn check_link_counts(&mut self) {
+        let mut counted: Vec<(u32, u32, Vec<u8>, u32)> = self
+            .names
+            .iter()
+            .map(|(&ino, (n, p, nlink))| (ino, *n, p.clone(), *nlink))
+            .collect();
+        counted.sort();
+        for (ino, found, path, nlink) in counted {
+            if nlink != found {
+                self.problems.push(Problem::NlinkMismatch {
+                    ino,
+                    path,
+                    nlink,
+                    found,
+                });
+            }
+        }
+    }
+
+    /// Inodes with links that the walk never reached, read for their problems when
+    /// [`TreeOptions::unreachable`] asks.
+    fn check_unreached(&mut self) {
+        let fs = self.fs;
+        let unreached: Vec<u32> = fs
+            .live_inodes()
+            .filter(|i| !self.seen.contains(i) && !self.reported.contains(i))
+            .collect();
+        for ino in unreached {
+            self.problems.push(Problem::Unreachable { ino });
+            if !self.opts.unreachable {
+                continue;
+            }
+            match fs.read_inode(ino) {
+                Ok(inode) => {
+                    self.problems.extend(inode.problems.iter().cloned());
+                    if self.opts.content && inode.kind == InodeKind::File {
+                        if let Err(FsError::Read { ino, error }) = fs.md5(&inode) {
+                            self.problems.push(Problem::Unreadable {
+                                ino,
+                                path: None,
+                                error,
+                            });
+                        }
+                    }
+                }
+                Err(error) => self.problems.push(Problem::InodeUnreadable {
+                    ino,
+                    path: None,
+                    error,
+                }),
+            }
+        }
+    }
+
     fn entry(&mut self, inode: &Inode, path: Vec<u8>) -> TreeEntry {
         self.seen.insert(inode.ino);
         if self.reported.insert(inode.ino) {
@@ -385,139 +539,39 @@ impl Fs<'_> {
         let mut dirs: HashMap<u32, Reached> = HashMap::new();
         // Depth first, each directory's entries in order: the readers' walk (`jffs2-dump
         // --list`, `--extract`), so that a directory reached twice is first reached where
-        // they show it. Frames: directory, its path, whether that path reached PATH_MAX,
-        // its remaining entries reversed.
-        let mut stack: Vec<(u32, Vec<u8>, bool, Vec<super::Dirent>)> =
-            vec![(1, b".".to_vec(), false, Vec::new())];
+        // they show it.
+        let mut stack: Vec<Frame> = vec![Frame {
+            ino: 1,
+            path: b".".to_vec(),
+            deep: false,
+            rest: Vec::new(),
+        }];
         if root.kind == InodeKind::Dir {
             // Taken, not copied: two copies of a huge root are not kept.
-            stack[0].3 = rev(std::mem::take(&mut root.dents));
+            stack[0].rest = rev(std::mem::take(&mut root.dents));
         }
         drop(root);
-        while let Some((dir, dpath, ddeep, rest)) = stack.last_mut() {
-            let Some(d) = rest.pop() else {
+        while let Some(top) = stack.last_mut() {
+            let Some(d) = top.rest.pop() else {
                 stack.pop();
                 continue;
             };
-            let (dir, deep) = (*dir, *ddeep);
-            // Below PATH_MAX the walk goes on: Linux reaches those inodes (lookups relative
-            // to an open directory have no length limit), only absolute paths fail. They
-            // are checked but not listed, named by `…/name` (a full path would cost its
-            // depth for each).
-            let path = if deep {
-                let mut p = "…/".as_bytes().to_vec();
-                p.extend_from_slice(&d.name);
-                p
-            } else {
-                join(dpath, &d.name)
-            };
-            if rest.is_empty() {
+            let next = if top.rest.is_empty() {
                 // Its last entry: the frame goes now, so that a chain of 100 000
                 // directories is not 100 000 frames.
-                stack.pop();
-            }
-            let deeper = deep || path.len() >= PATH_MAX;
-            if deeper && !deep {
-                let mut p = path.clone();
-                p.truncate(PATH_MAX);
-                w.problems.push(Problem::PathTooLong {
-                    ino: d.ino,
-                    path: p,
-                });
-            }
-            let child = match self.read_inode(d.ino) {
-                Ok(c) => c,
-                Err(error) => {
-                    if w.reported.insert(d.ino) {
-                        w.problems.push(Problem::InodeUnreadable {
-                            ino: d.ino,
-                            path: Some(path),
-                            error,
-                        });
-                    }
-                    continue;
-                }
+                let Some(top) = stack.pop() else {
+                    break;
+                };
+                w.visit(&d, &top, &mut dirs)
+            } else {
+                w.visit(&d, top, &mut dirs)
             };
-            if child.kind != InodeKind::Dir {
-                let n = w
-                    .names
-                    .entry(d.ino)
-                    .or_insert((0, path.clone(), child.nlink));
-                n.0 += 1;
-            }
-            let e = w.entry(&child, path.clone());
-            if !deeper {
-                (w.on_entry)(e);
-            }
-            if child.kind == InodeKind::Dir {
-                if d.ino == 1 || dirs.contains_key(&d.ino) {
-                    w.problems.push(Problem::DirReachedTwice {
-                        ino: d.ino,
-                        path,
-                        first_path: first_path(&dirs, d.ino),
-                    });
-                } else {
-                    dirs.insert(
-                        d.ino,
-                        Reached {
-                            parent: dir,
-                            deep,
-                            name: d.name.clone(),
-                        },
-                    );
-                    stack.push((d.ino, path, deeper, rev(child.dents)));
-                }
+            if let Some(frame) = next {
+                stack.push(frame);
             }
         }
-
-        // Link counts of non-directories against the names found.
-        let mut counted: Vec<(u32, u32, Vec<u8>, u32)> = w
-            .names
-            .iter()
-            .map(|(&ino, (n, p, nlink))| (ino, *n, p.clone(), *nlink))
-            .collect();
-        counted.sort();
-        for (ino, found, path, nlink) in counted {
-            if nlink != found {
-                w.problems.push(Problem::NlinkMismatch {
-                    ino,
-                    path,
-                    nlink,
-                    found,
-                });
-            }
-        }
-
-        // Inodes with links that the walk never reached.
-        let unreached: Vec<u32> = self
-            .live_inodes()
-            .filter(|i| !w.seen.contains(i) && !w.reported.contains(i))
-            .collect();
-        for ino in unreached {
-            w.problems.push(Problem::Unreachable { ino });
-            if opts.unreachable {
-                match self.read_inode(ino) {
-                    Ok(inode) => {
-                        w.problems.extend(inode.problems.iter().cloned());
-                        if opts.content && inode.kind == InodeKind::File {
-                            if let Err(FsError::Read { ino, error }) = self.md5(&inode) {
-                                w.problems.push(Problem::Unreadable {
-                                    ino,
-                                    path: None,
-                                    error,
-                                });
-                            }
-                        }
-                    }
-                    Err(error) => w.problems.push(Problem::InodeUnreadable {
-                        ino,
-                        path: None,
-                        error,
-                    }),
-                }
-            }
-        }
-
+        w.check_link_counts();
+        w.check_unreached();
         w.problems
     }
 }

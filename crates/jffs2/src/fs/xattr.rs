@@ -265,27 +265,57 @@ fn read_xref(image: &[u8], e: Endian, off: u32) -> Result<XrefNode, XattrError> 
     Ok(rr)
 }
 
-/// `jffs2_build_xattr_subsystem` (§9.4).
+/// What the build found: problems, and the kernel's messages.
+#[derive(Default)]
+struct Findings {
+    problems: Vec<Problem>,
+    log: Vec<KernelMsg>,
+}
+
+/// `jffs2_build_xattr_subsystem` (§9.4): the current datums, then the kernel's three
+/// phases.
 pub(crate) fn build(
     image: &[u8],
     scan: &mut Scan,
     inos: &BTreeMap<u32, InoBuild>,
 ) -> (XattrIndex, Vec<Problem>, Vec<KernelMsg>) {
-    let e = scan.geometry.endian;
-    let mut problems = Vec::new();
-    let mut log = Vec::new();
-    let mut idx = XattrIndex::default();
-    let state = |scan: &Scan, i: usize| scan.refs.get(i).map(|r| r.state);
+    let mut f = Findings::default();
+    let mut idx = XattrIndex {
+        datums: current_datums(scan),
+        ..XattrIndex::default()
+    };
+    let merged = merge_xrefs(image, scan, &mut f);
+    let refcnt = bind_xrefs(&merged, scan, inos, &mut idx, &mut f);
+    check_datums(scan, &refcnt, &mut idx, &mut f);
+    let s = idx.summary;
+    f.log.push(kmsg(
+        Level::Notice,
+        "jffs2_build_xattr_subsystem",
+        None,
+        format!(
+            "complete building xattr subsystem, {} of xdatum ({} unchecked, {} orphan) and {} of xref ({} dead, {} orphan) found.",
+            s.xdatum, s.unchecked, s.xdatum_orphan, s.xref, s.dead, s.xref_orphan
+        ),
+    ));
+    (idx, f.problems, f.log)
+}
 
-    // Datums: the highest version is the current node; equal versions go to the later
-    // scanned; the others are older copies (§9.1, §9.3).
+/// The state of the scan's ref `i`, if there is one.
+fn ref_state(scan: &Scan, i: usize) -> Option<RefState> {
+    scan.refs.get(i).map(|r| r.state)
+}
+
+/// Datums: the highest version is the current node; equal versions go to the later
+/// scanned; the others are older copies (§9.1, §9.3).
+fn current_datums(scan: &Scan) -> BTreeMap<u32, Datum> {
+    let mut datums: BTreeMap<u32, Datum> = BTreeMap::new();
     for xd in &scan.xattr_datums {
-        if !state(scan, xd.node).is_some_and(live) {
+        if !ref_state(scan, xd.node).is_some_and(live) {
             continue;
         }
-        match idx.datums.get_mut(&xd.xid) {
+        match datums.get_mut(&xd.xid) {
             None => {
-                idx.datums.insert(
+                datums.insert(
                     xd.xid,
                     Datum {
                         version: xd.version,
@@ -302,13 +332,18 @@ pub(crate) fn build(
             }
         }
     }
+    datums
+}
 
-    // Phase 1: verify xrefs read from summaries, merge duplicates by (ino, xid), largest
-    // xseqno first. The kernel's temporary list is in reverse scan order.
+/// Phase 1: verify xrefs read from summaries, merge duplicates by (ino, xid), largest
+/// xseqno first. The kernel's temporary list is in reverse scan order. Xrefs that fail
+/// verification are marked obsolete.
+fn merge_xrefs(image: &[u8], scan: &mut Scan, f: &mut Findings) -> BTreeMap<(u32, u32), Bound> {
+    let e = scan.geometry.endian;
     let mut merged: BTreeMap<(u32, u32), Bound> = BTreeMap::new();
     let mut drop: Vec<usize> = Vec::new();
     for xr in scan.xattr_refs.iter().rev() {
-        let Some(st) = state(scan, xr.node) else {
+        let Some(st) = ref_state(scan, xr.node) else {
             continue;
         };
         if !live(st) {
@@ -320,22 +355,10 @@ pub(crate) fn build(
             _ => match read_xref(image, e, off) {
                 Ok(rr) => (rr.ino, rr.xid, rr.xseqno),
                 Err(err) => {
-                    let text = match &err {
-                        XattrError::XrefCrc {
-                            stored, computed, ..
-                        } => format!(
-                            "node CRC failed at {}, read={}, calc={}",
-                            hash08x(off),
-                            hash08x(*stored),
-                            hash08x(*computed)
-                        ),
-                        XattrError::XrefInconsistent { reason, .. } => {
-                            format!("inconsistent xref at {}, {reason}", hash08x(off))
-                        }
-                        _ => String::new(),
-                    };
-                    log.push(kmsg(Level::Err, "verify_xattr_ref", Some(off), text));
-                    problems.push(Problem::Xattr(err));
+                    let text = xref_error_text(&err, off);
+                    f.log
+                        .push(kmsg(Level::Err, "verify_xattr_ref", Some(off), text));
+                    f.problems.push(Problem::Xattr(err));
                     drop.push(xr.node);
                     continue;
                 }
@@ -357,10 +380,38 @@ pub(crate) fn build(
     for i in drop {
         mark_obsolete(scan, i);
     }
+    merged
+}
 
-    // Phase 2: bind live xrefs to their datum and inode; dead and orphan ones are dropped.
+/// The kernel's message for an xref at `off` that fails verification.
+fn xref_error_text(err: &XattrError, off: u32) -> String {
+    match err {
+        XattrError::XrefCrc {
+            stored, computed, ..
+        } => format!(
+            "node CRC failed at {}, read={}, calc={}",
+            hash08x(off),
+            hash08x(*stored),
+            hash08x(*computed)
+        ),
+        XattrError::XrefInconsistent { reason, .. } => {
+            format!("inconsistent xref at {}, {reason}", hash08x(off))
+        }
+        _ => String::new(),
+    }
+}
+
+/// Phase 2: bind live xrefs to their datum and inode; dead and orphan ones are dropped.
+/// Returns the references per datum.
+fn bind_xrefs(
+    merged: &BTreeMap<(u32, u32), Bound>,
+    scan: &Scan,
+    inos: &BTreeMap<u32, InoBuild>,
+    idx: &mut XattrIndex,
+    f: &mut Findings,
+) -> BTreeMap<u32, u32> {
     let mut refcnt: BTreeMap<u32, u32> = BTreeMap::new();
-    for (&(ino, xid), b) in &merged {
+    for (&(ino, xid), b) in merged {
         idx.summary.xref += 1;
         if b.xseqno & XREF_DELETE_MARKER != 0 {
             idx.summary.dead += 1;
@@ -369,7 +420,7 @@ pub(crate) fn build(
         let linked = inos.get(&ino).is_some_and(|i| i.pino_nlink != 0);
         if !idx.datums.contains_key(&xid) || !linked {
             idx.summary.xref_orphan += 1;
-            problems.push(Problem::Xattr(XattrError::OrphanXref {
+            f.problems.push(Problem::Xattr(XattrError::OrphanXref {
                 offset: scan.refs.get(b.node).map_or(0, |r| r.offset),
                 ino,
                 xid,
@@ -379,13 +430,16 @@ pub(crate) fn build(
         *refcnt.entry(xid).or_default() += 1;
         idx.per_ino.entry(ino).or_default().push(*b);
     }
+    refcnt
+}
 
-    // Phase 3: orphan and unchecked datums.
+/// Phase 3: orphan and unchecked datums (`refcnt`: references per datum).
+fn check_datums(scan: &Scan, refcnt: &BTreeMap<u32, u32>, idx: &mut XattrIndex, f: &mut Findings) {
     for (&xid, d) in &idx.datums {
         idx.summary.xdatum += 1;
         if refcnt.get(&xid).copied().unwrap_or(0) == 0 {
             idx.summary.xdatum_orphan += 1;
-            problems.push(Problem::Xattr(XattrError::OrphanDatum {
+            f.problems.push(Problem::Xattr(XattrError::OrphanDatum {
                 offset: scan.refs.get(d.node).map_or(0, |r| r.offset),
                 xid,
             }));
@@ -393,22 +447,11 @@ pub(crate) fn build(
         }
         let unchecked = std::iter::once(d.node)
             .chain(d.older.iter().copied())
-            .any(|n| state(scan, n) == Some(RefState::Unchecked));
+            .any(|n| ref_state(scan, n) == Some(RefState::Unchecked));
         if unchecked {
             idx.summary.unchecked += 1;
         }
     }
-    let s = idx.summary;
-    log.push(kmsg(
-        Level::Notice,
-        "jffs2_build_xattr_subsystem",
-        None,
-        format!(
-            "complete building xattr subsystem, {} of xdatum ({} unchecked, {} orphan) and {} of xref ({} dead, {} orphan) found.",
-            s.xdatum, s.unchecked, s.xdatum_orphan, s.xref, s.dead, s.xref_orphan
-        ),
-    ));
-    (idx, problems, log)
 }
 
 /// A datum loaded as `load_xattr_datum` loads it.

@@ -152,11 +152,17 @@ pub enum MsgKind {
 /// Where the builder reports what a user should see. The core never prints.
 pub trait Sink {
     /// One line of the `-v` listing (without the newline).
-    fn listing(&mut self, _line: &str) {}
+    fn listing(&mut self, _line: &str) {
+        // Dropped unless the sink wants it: a sink implements only what it shows.
+    }
     /// A non-fatal message.
-    fn message(&mut self, _kind: MsgKind, _text: &str) {}
+    fn message(&mut self, _kind: MsgKind, _text: &str) {
+        // Dropped unless the sink wants it.
+    }
     /// Progress: file bytes read so far and in total.
-    fn progress(&mut self, _done: u64, _total: u64) {}
+    fn progress(&mut self, _done: u64, _total: u64) {
+        // Dropped unless the sink wants it.
+    }
 }
 
 /// A sink that drops everything.
@@ -223,6 +229,20 @@ struct Page {
 /// per page keeps the thread hand-offs off the profile (per-page jobs cost ~12% of the
 /// CPU time in scheduler wake-ups on a 2-core machine).
 const BATCH_BYTES: usize = 64 * 1024;
+
+/// A regular file's data nodes as they are written.
+struct FileNodes {
+    /// The fields every node of the file shares.
+    tmpl: InodeNode,
+    /// The last version written (0: none yet).
+    version: u32,
+    /// The file offset of the next data.
+    offset: u32,
+    /// Header and stored data bytes written, which `-v` prints.
+    wrote: u64,
+    /// The node encoding buffer (the builder's, lent for the file).
+    buf: Vec<u8>,
+}
 
 /// What the reader thread sends, in write order.
 enum Item {
@@ -514,39 +534,16 @@ impl<'a, W: Write> Builder<'a, W> {
         }
     }
 
+    /// Writes the plan's steps in order.
     fn run(&mut self, plan: &Plan) -> Result<(), MkfsError> {
         for step in &plan.steps {
             match *step {
                 Step::DirStart { dir, ino } => {
-                    if self.cfg.verbose {
-                        let line =
-                            crate::text::escape_if_needed(&self.e(dir).full_name).into_owned();
-                        self.sink.listing(&line);
-                    }
+                    self.list_dir(dir);
                     self.write_xattrs(dir, ino)?;
                 }
-                Step::DirEmpty { dir } => {
-                    if self.cfg.verbose {
-                        let line =
-                            crate::text::escape_if_needed(&self.e(dir).full_name).into_owned();
-                        self.sink.listing(&line);
-                    }
-                }
-                Step::Hardlink { e, ino, pino } => {
-                    self.write_dirent(e, ino, pino)?;
-                    if self.cfg.verbose {
-                        let en = self.e(e);
-                        let line = format!(
-                            "\tL {:04o} {:9}             {:5}:{:<3} {}",
-                            perm(en.mode),
-                            ino,
-                            en.uid as i32,
-                            en.gid as i32,
-                            crate::text::escape_if_needed(&en.name)
-                        );
-                        self.sink.listing(&line);
-                    }
-                }
+                Step::DirEmpty { dir } => self.list_dir(dir),
+                Step::Hardlink { e, ino, pino } => self.hardlink(e, ino, pino)?,
                 Step::Pipe { e, ino, pino } => {
                     self.list_simple(e);
                     self.write_dirent(e, ino, pino)?;
@@ -561,50 +558,14 @@ impl<'a, W: Write> Builder<'a, W> {
                     self.write_meta_inode(e, ino, isize, &data)?;
                     self.write_xattrs(e, ino)?;
                 }
-                Step::Symlink { e, ino, pino } => {
-                    self.list_simple(e);
-                    self.write_dirent(e, ino, pino)?;
-                    let target = self.e(e).link_target.clone().unwrap_or_default();
-                    let mut len = target.len();
-                    if len > MAX_SYMLINK_LEN {
-                        self.sink.message(
-                            MsgKind::Error,
-                            &format!("symlink too large. Truncated to {MAX_SYMLINK_LEN} chars."),
-                        );
-                        len = MAX_SYMLINK_LEN;
-                    }
-                    // isize is the untruncated length (§8 B-12).
-                    let isize = self.e(e).size as u32;
-                    self.write_meta_inode(e, ino, isize, &target[..len])?;
-                    self.write_xattrs(e, ino)?;
-                }
+                Step::Symlink { e, ino, pino } => self.symlink(e, ino, pino)?,
                 Step::Regular { e, ino, pino } => {
                     self.write_dirent(e, ino, pino)?;
                     let wrote = self.write_file_data(e, ino)?;
                     self.write_xattrs(e, ino)?;
                     self.list_file(e, wrote);
                 }
-                Step::TooLarge { e } => {
-                    // mkfs.jffs2 names the *directory* here (`e->path`, §3.5.3).
-                    let en = self.e(e);
-                    let dir = en
-                        .parent
-                        .map(|p| self.e(p).full_name.clone())
-                        .unwrap_or_default();
-                    let msg = format!(
-                        "Skipping file \"{}\" too large.",
-                        crate::text::escape_if_needed(&dir)
-                    );
-                    self.sink.message(MsgKind::Error, &msg);
-                    let msg = format!(
-                        "{}: {} bytes is over the 4 GiB JFFS2 file size limit; not stored",
-                        crate::text::escape_if_needed(&en.full_name),
-                        en.size
-                    );
-                    self.sink.message(MsgKind::Warning, &msg);
-                    // write_regular_file() returned -1, printed as %u.
-                    self.list_file(e, u64::from(u32::MAX));
-                }
+                Step::TooLarge { e } => self.too_large(e),
                 Step::Unknown { e } => {
                     let en = self.e(e);
                     let msg = format!(
@@ -617,6 +578,74 @@ impl<'a, W: Write> Builder<'a, W> {
             }
         }
         Ok(())
+    }
+
+    /// The listing line of a directory (`-v`): its full name.
+    fn list_dir(&mut self, dir: usize) {
+        if self.cfg.verbose {
+            let line = crate::text::escape_if_needed(&self.e(dir).full_name).into_owned();
+            self.sink.listing(&line);
+        }
+    }
+
+    /// A hard link: its dirent, then its listing line.
+    fn hardlink(&mut self, e: usize, ino: u32, pino: u32) -> Result<(), MkfsError> {
+        self.write_dirent(e, ino, pino)?;
+        if self.cfg.verbose {
+            let en = self.e(e);
+            let line = format!(
+                "\tL {:04o} {:9}             {:5}:{:<3} {}",
+                perm(en.mode),
+                ino,
+                en.uid as i32,
+                en.gid as i32,
+                crate::text::escape_if_needed(&en.name)
+            );
+            self.sink.listing(&line);
+        }
+        Ok(())
+    }
+
+    /// A symbolic link, its target cut to [`MAX_SYMLINK_LEN`] bytes as mkfs.jffs2 cuts it.
+    fn symlink(&mut self, e: usize, ino: u32, pino: u32) -> Result<(), MkfsError> {
+        self.list_simple(e);
+        self.write_dirent(e, ino, pino)?;
+        let target = self.e(e).link_target.clone().unwrap_or_default();
+        let mut len = target.len();
+        if len > MAX_SYMLINK_LEN {
+            self.sink.message(
+                MsgKind::Error,
+                &format!("symlink too large. Truncated to {MAX_SYMLINK_LEN} chars."),
+            );
+            len = MAX_SYMLINK_LEN;
+        }
+        // isize is the untruncated length (§8 B-12).
+        let isize = self.e(e).size as u32;
+        self.write_meta_inode(e, ino, isize, &target[..len])?;
+        self.write_xattrs(e, ino)
+    }
+
+    /// A file over the 4 GiB limit: not stored; mkfs.jffs2's message and listing line.
+    fn too_large(&mut self, e: usize) {
+        // mkfs.jffs2 names the *directory* here (`e->path`, §3.5.3).
+        let en = self.e(e);
+        let dir = en
+            .parent
+            .map(|p| self.e(p).full_name.clone())
+            .unwrap_or_default();
+        let msg = format!(
+            "Skipping file \"{}\" too large.",
+            crate::text::escape_if_needed(&dir)
+        );
+        self.sink.message(MsgKind::Error, &msg);
+        let msg = format!(
+            "{}: {} bytes is over the 4 GiB JFFS2 file size limit; not stored",
+            crate::text::escape_if_needed(&en.full_name),
+            en.size
+        );
+        self.sink.message(MsgKind::Warning, &msg);
+        // write_regular_file() returned -1, printed as %u.
+        self.list_file(e, u64::from(u32::MAX));
     }
 
     /// The listing line of a regular file, printed after it is written with the bytes
@@ -810,11 +839,13 @@ impl<'a, W: Write> Builder<'a, W> {
     fn write_file_data(&mut self, id: usize, ino: u32) -> Result<u64, MkfsError> {
         let mut tmpl = self.inode_template(id, ino);
         tmpl.isize = self.e(id).size as u32;
-        let e = self.cfg.endian;
-        let mut version = 0u32;
-        let mut offset = 0u32;
-        let mut wrote = 0u64;
-        let mut buf = std::mem::take(&mut self.buf);
+        let mut f = FileNodes {
+            tmpl,
+            version: 0,
+            offset: 0,
+            wrote: 0,
+            buf: std::mem::take(&mut self.buf),
+        };
         let read_instead;
         loop {
             let pages = match self.next_item()? {
@@ -828,89 +859,107 @@ impl<'a, W: Write> Builder<'a, W> {
                     .map_err(|_| MkfsError::Internal("compressor thread failed".into()))?,
             };
             for page in pages {
-                let len = page.data.len();
-                let mut spec = Some(page.spec);
-                let mut pos = 0usize;
-                while pos < len {
-                    self.w.prepare(INODE_SIZE as u32 + MIN_DATA_LEN, 18)?;
-                    let remaining = len - pos;
-                    let room = (self.w.room(18) as usize).saturating_sub(INODE_SIZE);
-                    let space = room.min(remaining);
-                    let c = match spec.take() {
-                        // The speculative result is what mkfs.jffs2 computes whenever the
-                        // whole page is offered and room is not the limit.
-                        Some(s) if pos == 0 && space == len => s,
-                        _ => self.cfg.compressors.compress(&page.data[pos..], space),
-                    };
-                    self.stats.add(&c.stats);
-                    for m in &c.stats.messages {
-                        self.sink.message(MsgKind::Error, m);
-                    }
-                    version += 1;
-                    let node = InodeNode {
-                        version,
-                        offset,
-                        dsize: c.consumed as u32,
-                        compr: c.compr,
-                        ..tmpl.clone()
-                    };
-                    buf.clear();
-                    let data: &[u8] = if c.compr == COMPR_NONE {
-                        &page.data[pos..pos + c.consumed]
-                    } else {
-                        &c.data
-                    };
-                    node.encode(e, data, &mut buf);
-                    self.w.write_node(&buf)?;
-                    wrote += (INODE_SIZE + data.len()) as u64;
-                    pos += c.consumed;
-                    offset = offset.wrapping_add(c.consumed as u32);
-                }
-                self.done += len as u64;
-                self.sink.progress(self.done, self.total);
+                self.write_page(&mut f, page)?;
             }
         }
         if let Some(read) = read_instead {
-            let en = self.e(id);
-            let listed = en.size;
-            let what = if read < listed {
-                format!("{read} bytes read of {listed}; the {read} stored")
-            } else {
-                format!("more than its {listed} bytes; the first {listed} stored")
-            };
-            let msg = format!(
-                "{}: changed size while being read ({what})",
-                String::from_utf8_lossy(en.host_path.as_os_str().as_encoded_bytes())
-            );
-            self.sink.message(MsgKind::Warning, &msg);
-            if read < listed && version > 0 {
-                // The data nodes carry the listed size; one more node without data says
-                // the size the data has (the latest version's isize is the file's, §6.4),
-                // as a truncation would.
-                let node = InodeNode {
-                    version: version + 1,
-                    isize: read as u32,
-                    ..tmpl.clone()
-                };
-                buf.clear();
-                node.encode(e, &[], &mut buf);
-                self.w.prepare(INODE_SIZE as u32, 18)?;
-                self.w.write_node(&buf)?;
-            }
-            tmpl.isize = read as u32;
+            self.changed_size(id, &mut f, read)?;
         }
-        if version == 0 {
+        let e = self.cfg.endian;
+        if f.version == 0 {
             // An empty file: one node without data (§3.5.3).
-            let node = InodeNode { version: 1, ..tmpl };
-            buf.clear();
-            node.encode(e, &[], &mut buf);
+            let node = InodeNode {
+                version: 1,
+                ..f.tmpl
+            };
+            f.buf.clear();
+            node.encode(e, &[], &mut f.buf);
             self.w.prepare(INODE_SIZE as u32, 18)?;
-            self.w.write_node(&buf)?;
+            self.w.write_node(&f.buf)?;
             // mkfs.jffs2 counts only data nodes in the `-v` "bytes written" column, so an
             // empty file lists 0 (§3.8).
         }
-        self.buf = buf;
-        Ok(wrote)
+        self.buf = f.buf;
+        Ok(f.wrote)
+    }
+
+    /// The data nodes of one page: as many as the erase blocks' room asks for.
+    fn write_page(&mut self, f: &mut FileNodes, page: Page) -> Result<(), MkfsError> {
+        let e = self.cfg.endian;
+        let len = page.data.len();
+        let mut spec = Some(page.spec);
+        let mut pos = 0usize;
+        while pos < len {
+            self.w.prepare(INODE_SIZE as u32 + MIN_DATA_LEN, 18)?;
+            let remaining = len - pos;
+            let room = (self.w.room(18) as usize).saturating_sub(INODE_SIZE);
+            let space = room.min(remaining);
+            let c = match spec.take() {
+                // The speculative result is what mkfs.jffs2 computes whenever the
+                // whole page is offered and room is not the limit.
+                Some(s) if pos == 0 && space == len => s,
+                _ => self.cfg.compressors.compress(&page.data[pos..], space),
+            };
+            self.stats.add(&c.stats);
+            for m in &c.stats.messages {
+                self.sink.message(MsgKind::Error, m);
+            }
+            f.version += 1;
+            let node = InodeNode {
+                version: f.version,
+                offset: f.offset,
+                dsize: c.consumed as u32,
+                compr: c.compr,
+                ..f.tmpl.clone()
+            };
+            f.buf.clear();
+            let data: &[u8] = if c.compr == COMPR_NONE {
+                &page.data[pos..pos + c.consumed]
+            } else {
+                &c.data
+            };
+            node.encode(e, data, &mut f.buf);
+            self.w.write_node(&f.buf)?;
+            f.wrote += (INODE_SIZE + data.len()) as u64;
+            pos += c.consumed;
+            f.offset = f.offset.wrapping_add(c.consumed as u32);
+        }
+        self.done += len as u64;
+        self.sink.progress(self.done, self.total);
+        Ok(())
+    }
+
+    /// The file changed size while being read (`read` bytes instead of the size listed):
+    /// a warning, and, when it shrank, one more node that says the size its data has.
+    fn changed_size(&mut self, id: usize, f: &mut FileNodes, read: u64) -> Result<(), MkfsError> {
+        let en = self.e(id);
+        let listed = en.size;
+        let what = if read < listed {
+            format!("{read} bytes read of {listed}; the {read} stored")
+        } else {
+            format!("more than its {listed} bytes; the first {listed} stored")
+        };
+        let msg = format!(
+            "{}: changed size while being read ({what})",
+            String::from_utf8_lossy(en.host_path.as_os_str().as_encoded_bytes())
+        );
+        self.sink.message(MsgKind::Warning, &msg);
+        if read < listed && f.version > 0 {
+            // The data nodes carry the listed size; one more node without data says
+            // the size the data has (the latest version's isize is the file's, §6.4),
+            // as a truncation would.
+            let node = InodeNode {
+                version: f.version + 1,
+                isize: read as u32,
+                ..f.tmpl.clone()
+            };
+            f.buf.clear();
+            node.encode(self.cfg.endian, &[], &mut f.buf);
+            self.w.prepare(INODE_SIZE as u32, 18)?;
+            self.w.write_node(&f.buf)?;
+        }
+        f.tmpl.isize = read as u32;
+        Ok(())
     }
 
     /// The xattr datums (when new) and xrefs of an entry (§3.5.7).

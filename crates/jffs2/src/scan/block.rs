@@ -122,6 +122,10 @@ impl Engine<'_> {
 
     /// `jffs2_scan_eraseblock` (§3.2): the summary attempt, the empty-block test, then the
     /// node-by-node scan and the classification.
+    ///
+    /// Kept whole, longer than the house limit, because it mirrors the kernel's
+    /// `jffs2_scan_eraseblock` step for step (`docs/spec/kernel-jffs2-spec.md` §3.2, §3.4), so
+    /// that the two can be read side by side; its per-type branches are the helpers of §3.3.
     pub(super) fn scan_eraseblock(&mut self, b: usize) -> Result<BlockClass, Bug> {
         let sector = self.sector;
         let jofs = self.jebs[b].offset;

@@ -368,52 +368,19 @@ pub(crate) fn detect_with_nodes(image: &[u8]) -> (Detection, Vec<u32>) {
 
 fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
     let mut ev = Vec::new();
-    if image.is_empty() {
-        ev.push("the image is empty (0 bytes): not a JFFS2 image".to_string());
-        return unknown(ev, 0.0);
-    }
     // Offsets are 32-bit in JFFS2; look at the first 4 GiB at most.
     let img = &image[..image.len().min(u32::MAX as usize - 3)];
-    if is_ff(img) {
-        ev.push(format!(
-            "all {} bytes are 0xFF: erased flash, which the kernel mounts as an empty filesystem",
-            img.len()
-        ));
-        ev.push(
-            "nothing tells the byte order or the erase size; assuming little endian, 64 KiB"
-                .to_string(),
-        );
-        return unknown(ev, 0.1);
+    if let Some(d) = blank(img, &mut ev) {
+        return d;
     }
-
-    // Byte order.
-    // The two walks are independent: one per core.
-    let (le, be) = walks(img);
-    ev.push(format!(
-        "{} node headers with valid CRCs read little-endian, {} big-endian",
-        le.nodes.len(),
-        be.nodes.len()
-    ));
-    let (e, mut w, other) = if le.node_bytes >= be.node_bytes {
-        (Endian::Little, le, be)
-    } else {
-        (Endian::Big, be, le)
-    };
-    count_ff(img, &mut w);
+    let (e, w, endian_conf) = byte_order(img, &mut ev);
     nodes.extend(w.nodes.iter().map(|n| n.ofs));
     if w.nodes.is_empty() {
         ev.push("no JFFS2 node header (magic 0x1985 with a valid header CRC) in either byte order: not a JFFS2 image".to_string());
         return unknown(ev, 0.0);
     }
-    let endian_conf = w.node_bytes as f64 / (w.node_bytes + other.node_bytes).max(1) as f64;
     ev.push(format!("byte order: {} endian", e.name()));
-    let coverage = (w.node_bytes + w.ff_bytes) as f64 / img.len() as f64;
-    if coverage < 0.999 {
-        ev.push(format!(
-            "{:.1}% of the image is valid nodes or erased flash",
-            coverage * 100.0
-        ));
-    }
+    let coverage = coverage(img, &w, &mut ev);
 
     // Cleanmarkers.
     let cms: Vec<&Node> = w
@@ -421,181 +388,29 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
         .iter()
         .filter(|n| n.nodetype == NODETYPE_CLEANMARKER)
         .collect();
-    let cm_size = {
-        let mut counts: Vec<(u32, usize)> = Vec::new();
-        for n in &cms {
-            match counts.iter_mut().find(|(t, _)| *t == n.totlen) {
-                Some(c) => c.1 += 1,
-                None => counts.push((n.totlen, 1)),
-            }
-        }
-        counts.sort_by_key(|c| std::cmp::Reverse(c.1));
-        counts.first().map(|c| c.0).unwrap_or(0)
-    };
+    let cm_size = cleanmarker_size(&cms);
 
     // Candidates.
-    let mut cands: Vec<u32> = (13..=20).map(|k| 1u32 << k).collect();
-    let mut sum_sizes: Vec<u32> = Vec::new();
-    for n in w.nodes.iter().filter(|n| n.nodetype == NODETYPE_SUMMARY) {
-        let end = n.ofs as usize + n.totlen as usize;
-        if end < 8 || end > img.len() {
-            continue;
-        }
-        if e.get_u32(img, end - 4) != Some(SUM_MAGIC) {
-            continue;
-        }
-        let o = e.get_u32(img, end - 8).unwrap_or(u32::MAX);
-        let Some(es) = o.checked_add(n.totlen) else {
-            continue;
-        };
-        if o <= n.ofs && es != 0 && (n.ofs - o) % es == 0 {
-            sum_sizes.push(es);
-        }
-    }
-    sum_sizes.sort_unstable();
-    sum_sizes.dedup();
-    cands.extend(sum_sizes.iter().copied());
-    let cm_gcd = cms
-        .iter()
-        .map(|n| u64::from(n.ofs))
-        .filter(|&o| o > 0)
-        .fold(0u64, gcd);
-    if cm_gcd > 0 {
-        cands.push(cm_gcd.min(u64::from(u32::MAX)) as u32);
-    }
-    let ff_gcd = w
-        .nodes
-        .iter()
-        .filter(|n| {
-            let o = n.ofs as usize;
-            o >= 4 && is_ff(&img[o - 4..o])
-        })
-        .map(|n| u64::from(n.ofs))
-        .fold(0u64, gcd);
-    if ff_gcd > 0 {
-        cands.push(ff_gcd.min(u64::from(u32::MAX)) as u32);
-    }
-    cands.retain(|&c| (MIN_ERASE..=MAX_ERASE).contains(&c) && c % 4 == 0);
-    cands.sort_unstable();
-    cands.dedup();
-
+    let sum_sizes = summary_sizes(img, &w.nodes, e);
+    let cands = candidates(img, &w.nodes, &cms, &sum_sizes);
     let fits: Vec<Fit> = cands
         .iter()
         .map(|&c| evaluate(img, &w.nodes, c, e))
         .collect();
-    let consistent: Vec<&Fit> = fits.iter().filter(|f| f.consistent()).collect();
     let data_end = w
         .nodes
         .last()
         .map(|n| u64::from(n.ofs) + u64::from(n.totlen))
         .unwrap_or(0);
-
-    let (chosen, mut conf): (Fit, f64) = if let Some(first) = consistent.first() {
-        // With cleanmarkers in use, prefer the size whose block starts carry them.
-        let mut pick: &Fit = first;
-        if cms.len() >= 2 {
-            let best = consistent
-                .iter()
-                .map(|f| f.cm_frac())
-                .fold(0.0f64, f64::max);
-            if let Some(f) = consistent.iter().find(|f| f.cm_frac() >= best - 0.1) {
-                pick = f;
-            }
-        }
-        let mut pick = pick.clone();
-        let mut conf;
-        if pick.support() == 0 && sum_sizes.is_empty() {
-            // Nothing inside the image tells: every size from here up fits.
-            let lower = pick.erase;
-            if lower < DEFAULT_ERASE {
-                if let Some(f) = fits.iter().find(|f| f.erase == DEFAULT_ERASE) {
-                    pick = f.clone();
-                }
-            }
-            ev.push(format!(
-                "all data lies within {} bytes: any erase size of at least {} fits; assuming {}",
-                data_end,
-                kib(lower),
-                kib(pick.erase)
-            ));
-            conf = 0.3;
-        } else {
-            conf = 0.55 + 0.4 * (pick.support() as f64 / 8.0).min(1.0);
-            ev.push(format!(
-                "erase size {}: no node crosses a block boundary; {} block starts hold a cleanmarker, {} another node, {} are erased",
-                kib(pick.erase),
-                pick.at_cm,
-                pick.at_node,
-                pick.at_ff
-            ));
-            if pick.ff_tail > 0 {
-                ev.push(format!(
-                    "{} block ends are padded with 0xFF or end with a summary marker",
-                    pick.ff_tail
-                ));
-            }
-        }
-        // Why the next smaller candidates were rejected.
-        if let Some(smaller) = fits.iter().rev().find(|f| f.erase < pick.erase) {
-            if !smaller.consistent() {
-                ev.push(format!(
-                    "{} is too small: {} nodes would cross its boundaries, {} of its boundaries fall inside data",
-                    kib(smaller.erase),
-                    smaller.crossing,
-                    smaller.bad
-                ));
-            } else if cms.len() >= 2 {
-                ev.push(format!(
-                    "{} fits the nodes but only {:.0}% of its erased block starts hold a cleanmarker (vs {:.0}%)",
-                    kib(smaller.erase),
-                    smaller.cm_frac() * 100.0,
-                    pick.cm_frac() * 100.0
-                ));
-            }
-        }
-        if sum_sizes.contains(&pick.erase) {
-            ev.push(format!(
-                "summary markers give the erase size {} directly",
-                kib(pick.erase)
-            ));
-            conf = conf.max(0.97);
-        } else if !sum_sizes.is_empty() {
-            ev.push(format!(
-                "summary markers suggest {}, which does not fit every node",
-                sum_sizes
-                    .iter()
-                    .map(|&s| kib(s))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-            conf *= 0.7;
-        }
-        (pick, conf)
-    } else {
-        // Nothing fits every node: the least bad candidate.
-        let best = fits
-            .iter()
-            .min_by_key(|f| (f.badness(), f.erase))
-            .cloned()
-            .unwrap_or_default();
-        ev.push(format!(
-            "no erase size fits every node; least bad: {} ({} nodes cross its boundaries, {} boundaries fall inside data)",
-            kib(best.erase.max(MIN_ERASE)),
-            best.crossing,
-            best.bad
-        ));
-        (best, 0.15)
+    let choice = Choice {
+        fits: &fits,
+        sum_sizes: &sum_sizes,
+        cleanmarkers: cms.len(),
+        data_end,
     };
+    let (chosen, mut conf) = choice.choose(&mut ev);
 
-    if cms.is_empty() {
-        ev.push(
-            "no cleanmarkers (made with -n, NAND-style): cleanmarker size 0; a NOR kernel expects 12-byte cleanmarkers but does not complain when there are none"
-                .to_string(),
-        );
-    } else {
-        ev.push(format!("{} cleanmarkers of {} bytes", cms.len(), cm_size));
-    }
-
+    cleanmarker_evidence(cms.len(), cm_size, &mut ev);
     conf *= endian_conf;
     if coverage < 0.5 {
         ev.push("most of the image is neither JFFS2 nodes nor erased flash".to_string());
@@ -614,5 +429,267 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
         },
         confidence: conf.clamp(0.0, 1.0) as f32,
         evidence: ev,
+    }
+}
+
+/// The detection of an image with nothing to read: empty, or all erased flash.
+fn blank(img: &[u8], ev: &mut Vec<String>) -> Option<Detection> {
+    if img.is_empty() {
+        ev.push("the image is empty (0 bytes): not a JFFS2 image".to_string());
+        return Some(unknown(std::mem::take(ev), 0.0));
+    }
+    if is_ff(img) {
+        ev.push(format!(
+            "all {} bytes are 0xFF: erased flash, which the kernel mounts as an empty filesystem",
+            img.len()
+        ));
+        ev.push(
+            "nothing tells the byte order or the erase size; assuming little endian, 64 KiB"
+                .to_string(),
+        );
+        return Some(unknown(std::mem::take(ev), 0.1));
+    }
+    None
+}
+
+/// Byte order: the one whose walk finds more node bytes (little endian on a tie), that walk
+/// (with its erased bytes counted), and the byte order's share of the confidence.
+fn byte_order(img: &[u8], ev: &mut Vec<String>) -> (Endian, Walk, f64) {
+    // The two walks are independent: one per core.
+    let (le, be) = walks(img);
+    ev.push(format!(
+        "{} node headers with valid CRCs read little-endian, {} big-endian",
+        le.nodes.len(),
+        be.nodes.len()
+    ));
+    let (e, mut w, other) = if le.node_bytes >= be.node_bytes {
+        (Endian::Little, le, be)
+    } else {
+        (Endian::Big, be, le)
+    };
+    count_ff(img, &mut w);
+    let endian_conf = w.node_bytes as f64 / (w.node_bytes + other.node_bytes).max(1) as f64;
+    (e, w, endian_conf)
+}
+
+/// The share of the image that is valid nodes or erased flash, said in `ev` when not all.
+fn coverage(img: &[u8], w: &Walk, ev: &mut Vec<String>) -> f64 {
+    let coverage = (w.node_bytes + w.ff_bytes) as f64 / img.len() as f64;
+    if coverage < 0.999 {
+        ev.push(format!(
+            "{:.1}% of the image is valid nodes or erased flash",
+            coverage * 100.0
+        ));
+    }
+    coverage
+}
+
+/// Says in `ev` how many cleanmarkers there are and their size.
+fn cleanmarker_evidence(count: usize, cm_size: u32, ev: &mut Vec<String>) {
+    if count == 0 {
+        ev.push(
+            "no cleanmarkers (made with -n, NAND-style): cleanmarker size 0; a NOR kernel expects 12-byte cleanmarkers but does not complain when there are none"
+                .to_string(),
+        );
+    } else {
+        ev.push(format!("{count} cleanmarkers of {cm_size} bytes"));
+    }
+}
+
+/// The most common cleanmarker length (the first seen on a tie), 0 when there is none.
+fn cleanmarker_size(cms: &[&Node]) -> u32 {
+    let mut counts: Vec<(u32, usize)> = Vec::new();
+    for n in cms {
+        match counts.iter_mut().find(|(t, _)| *t == n.totlen) {
+            Some(c) => c.1 += 1,
+            None => counts.push((n.totlen, 1)),
+        }
+    }
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    counts.first().map(|c| c.0).unwrap_or(0)
+}
+
+/// The erase sizes summary nodes give directly: a summary ends with its offset in the block
+/// and the summary magic, so offset + length is the block size. Sorted, each once.
+fn summary_sizes(img: &[u8], nodes: &[Node], e: Endian) -> Vec<u32> {
+    let mut sum_sizes: Vec<u32> = Vec::new();
+    for n in nodes.iter().filter(|n| n.nodetype == NODETYPE_SUMMARY) {
+        let end = n.ofs as usize + n.totlen as usize;
+        if end < 8 || end > img.len() {
+            continue;
+        }
+        if e.get_u32(img, end - 4) != Some(SUM_MAGIC) {
+            continue;
+        }
+        let o = e.get_u32(img, end - 8).unwrap_or(u32::MAX);
+        let Some(es) = o.checked_add(n.totlen) else {
+            continue;
+        };
+        if o <= n.ofs && es != 0 && (n.ofs - o) % es == 0 {
+            sum_sizes.push(es);
+        }
+    }
+    sum_sizes.sort_unstable();
+    sum_sizes.dedup();
+    sum_sizes
+}
+
+/// The erase sizes worth evaluating: the powers of two from 8 KiB to 1 MiB, the summaries'
+/// sizes, and the GCDs of the cleanmarkers' offsets and of the offsets of nodes after 0xFF.
+/// Sorted, each once, in range and 4-aligned.
+fn candidates(img: &[u8], nodes: &[Node], cms: &[&Node], sum_sizes: &[u32]) -> Vec<u32> {
+    let mut cands: Vec<u32> = (13..=20).map(|k| 1u32 << k).collect();
+    cands.extend(sum_sizes.iter().copied());
+    let cm_gcd = cms
+        .iter()
+        .map(|n| u64::from(n.ofs))
+        .filter(|&o| o > 0)
+        .fold(0u64, gcd);
+    if cm_gcd > 0 {
+        cands.push(cm_gcd.min(u64::from(u32::MAX)) as u32);
+    }
+    let ff_gcd = nodes
+        .iter()
+        .filter(|n| {
+            let o = n.ofs as usize;
+            o >= 4 && is_ff(&img[o - 4..o])
+        })
+        .map(|n| u64::from(n.ofs))
+        .fold(0u64, gcd);
+    if ff_gcd > 0 {
+        cands.push(ff_gcd.min(u64::from(u32::MAX)) as u32);
+    }
+    cands.retain(|&c| (MIN_ERASE..=MAX_ERASE).contains(&c) && c % 4 == 0);
+    cands.sort_unstable();
+    cands.dedup();
+    cands
+}
+
+/// What the erase size is chosen from: every candidate's fit and the evidence beside it.
+struct Choice<'a> {
+    /// One fit per candidate, by increasing erase size.
+    fits: &'a [Fit],
+    /// The sizes summary markers give (see [`summary_sizes`]).
+    sum_sizes: &'a [u32],
+    /// Cleanmarkers found.
+    cleanmarkers: usize,
+    /// End of the last node.
+    data_end: u64,
+}
+
+impl Choice<'_> {
+    /// The chosen fit and its confidence (before the byte order's and coverage's share),
+    /// adding the reasons to `ev`.
+    fn choose(&self, ev: &mut Vec<String>) -> (Fit, f64) {
+        let consistent: Vec<&Fit> = self.fits.iter().filter(|f| f.consistent()).collect();
+        let Some(first) = consistent.first() else {
+            return self.least_bad(ev);
+        };
+        // With cleanmarkers in use, prefer the size whose block starts carry them.
+        let mut pick: &Fit = first;
+        if self.cleanmarkers >= 2 {
+            let best = consistent
+                .iter()
+                .map(|f| f.cm_frac())
+                .fold(0.0f64, f64::max);
+            if let Some(f) = consistent.iter().find(|f| f.cm_frac() >= best - 0.1) {
+                pick = f;
+            }
+        }
+        let (pick, mut conf) = self.support(pick.clone(), ev);
+        self.explain_smaller(&pick, ev);
+        if self.sum_sizes.contains(&pick.erase) {
+            ev.push(format!(
+                "summary markers give the erase size {} directly",
+                kib(pick.erase)
+            ));
+            conf = conf.max(0.97);
+        } else if !self.sum_sizes.is_empty() {
+            ev.push(format!(
+                "summary markers suggest {}, which does not fit every node",
+                self.sum_sizes
+                    .iter()
+                    .map(|&s| kib(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            conf *= 0.7;
+        }
+        (pick, conf)
+    }
+
+    /// How well the image supports the consistent `pick`: when nothing inside it tells, the
+    /// default size (if it fits) at low confidence; else confidence from the block starts.
+    fn support(&self, mut pick: Fit, ev: &mut Vec<String>) -> (Fit, f64) {
+        if pick.support() == 0 && self.sum_sizes.is_empty() {
+            // Nothing inside the image tells: every size from here up fits.
+            let lower = pick.erase;
+            if lower < DEFAULT_ERASE {
+                if let Some(f) = self.fits.iter().find(|f| f.erase == DEFAULT_ERASE) {
+                    pick = f.clone();
+                }
+            }
+            ev.push(format!(
+                "all data lies within {} bytes: any erase size of at least {} fits; assuming {}",
+                self.data_end,
+                kib(lower),
+                kib(pick.erase)
+            ));
+            return (pick, 0.3);
+        }
+        let conf = 0.55 + 0.4 * (pick.support() as f64 / 8.0).min(1.0);
+        ev.push(format!(
+            "erase size {}: no node crosses a block boundary; {} block starts hold a cleanmarker, {} another node, {} are erased",
+            kib(pick.erase),
+            pick.at_cm,
+            pick.at_node,
+            pick.at_ff
+        ));
+        if pick.ff_tail > 0 {
+            ev.push(format!(
+                "{} block ends are padded with 0xFF or end with a summary marker",
+                pick.ff_tail
+            ));
+        }
+        (pick, conf)
+    }
+
+    /// Why the next smaller candidate than `pick` was rejected.
+    fn explain_smaller(&self, pick: &Fit, ev: &mut Vec<String>) {
+        let Some(smaller) = self.fits.iter().rev().find(|f| f.erase < pick.erase) else {
+            return;
+        };
+        if !smaller.consistent() {
+            ev.push(format!(
+                "{} is too small: {} nodes would cross its boundaries, {} of its boundaries fall inside data",
+                kib(smaller.erase),
+                smaller.crossing,
+                smaller.bad
+            ));
+        } else if self.cleanmarkers >= 2 {
+            ev.push(format!(
+                "{} fits the nodes but only {:.0}% of its erased block starts hold a cleanmarker (vs {:.0}%)",
+                kib(smaller.erase),
+                smaller.cm_frac() * 100.0,
+                pick.cm_frac() * 100.0
+            ));
+        }
+    }
+
+    /// Nothing fits every node: the least bad candidate, at low confidence.
+    fn least_bad(&self, ev: &mut Vec<String>) -> (Fit, f64) {
+        let best = self
+            .fits
+            .iter()
+            .min_by_key(|f| (f.badness(), f.erase))
+            .cloned()
+            .unwrap_or_default();
+        ev.push(format!(
+            "no erase size fits every node; least bad: {} ({} nodes cross its boundaries, {} boundaries fall inside data)",
+            kib(best.erase.max(MIN_ERASE)),
+            best.crossing,
+            best.bad
+        ));
+        (best, 0.15)
     }
 }

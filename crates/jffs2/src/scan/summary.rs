@@ -239,6 +239,11 @@ impl Engine<'_> {
     /// `jffs2_sum_process_sum_data`: `Ok(None)` when every record was processed,
     /// `Ok(Some(FullScan))` to fall back (an unsupported compatible record type, or a record
     /// that aborts the mount, after which the tools still want the block scanned).
+    ///
+    /// Kept whole, longer than the house limit, because it mirrors the kernel's
+    /// `jffs2_sum_process_sum_data` step for step: one loop over the records, one branch per
+    /// record type in the kernel's order (`docs/spec/kernel-jffs2-spec.md` §4.3.2, §9.3), so
+    /// that the two can be read side by side.
     fn process_records(
         &mut self,
         b: usize,

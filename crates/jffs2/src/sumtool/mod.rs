@@ -555,17 +555,7 @@ struct InputGeometry {
 }
 
 fn input_geometry(image: &[u8], cfg: &SumtoolConfig) -> Result<InputGeometry, SumtoolError> {
-    if cfg.erase_size % 4 != 0 || cfg.erase_size == 0 {
-        return Err(SumtoolError::BadEraseSize(cfg.erase_size));
-    }
-    if let Cleanmarkers::Size(cm) = cfg.cleanmarkers {
-        if cm < HEADER_SIZE as u32 || pad4_64(cm) >= u64::from(cfg.erase_size) {
-            return Err(SumtoolError::BadCleanmarker {
-                cleanmarker: cm,
-                erase_size: cfg.erase_size,
-            });
-        }
-    }
+    check_config(cfg)?;
     let detection = scan::detect(image);
     let mut warnings = Vec::new();
     let has_nodes = detection.confidence > 0.0;
@@ -578,79 +568,16 @@ fn input_geometry(image: &[u8], cfg: &SumtoolConfig) -> Result<InputGeometry, Su
             nodes_requested: count_headers(image, cfg.endian),
         });
     }
-    let confident = detection.confidence >= 0.5;
     let cm_size = if dg.cleanmarker_size != 0 && has_nodes {
         dg.cleanmarker_size
     } else {
         12
     };
-    let mut read_erase = cfg.erase_size;
-    if has_nodes && dg.erase_size != cfg.erase_size {
-        // Is the requested size itself contradicted by the image? Scanned in that geometry,
-        // nodes would run over block ends, or cleanmarkers would not start blocks.
-        let probe = scan::scan(
-            &as_flashed(image, cfg.erase_size),
-            &Geometry {
-                endian: cfg.endian,
-                erase_size: cfg.erase_size,
-                cleanmarker_size: cm_size,
-            },
-            &ScanOptions::default(),
-        );
-        let broken: Vec<u32> = probe
-            .dirt
-            .iter()
-            .filter(|d| {
-                matches!(
-                    d.cause,
-                    DirtCause::CrossesBlockEnd | DirtCause::CleanmarkerNotFirst
-                )
-            })
-            .map(|d| d.offset)
-            .collect();
-        // Refuse when the request is contradicted, when the detection is sure, or when it
-        // is fairly sure of a size the request is a multiple of (the request's boundaries
-        // are then a subset of the detected ones: every node fits, but the output would
-        // be laid out for blocks the flash does not have). A fair guess that the request
-        // is not a multiple of, with the request consistent, is more likely a coincidence
-        // in a small image (a node happening to start where the guess puts a boundary).
-        let refuse = !broken.is_empty()
-            || detection.confidence >= 0.9
-            || (confident && cfg.erase_size % dg.erase_size == 0);
-        if !refuse {
-            warnings.push(Warning::GeometryUncertain {
-                assumed: cfg.erase_size,
-                guess: dg.erase_size,
-                confidence: detection.confidence,
-            });
-        } else if !cfg.force_erase_size {
-            return Err(if confident {
-                SumtoolError::EraseSizeMismatch {
-                    detected: dg.erase_size,
-                    requested: cfg.erase_size,
-                    confidence: detection.confidence,
-                }
-            } else {
-                SumtoolError::NodesCrossBlocks {
-                    erase_size: cfg.erase_size,
-                    count: broken.len(),
-                    first: broken.first().copied().unwrap_or(0),
-                }
-            });
-        } else if confident {
-            read_erase = dg.erase_size;
-            warnings.push(Warning::Reblocking {
-                from: dg.erase_size,
-                to: cfg.erase_size,
-            });
-        } else {
-            warnings.push(Warning::GeometryUncertain {
-                assumed: cfg.erase_size,
-                guess: dg.erase_size,
-                confidence: detection.confidence,
-            });
-        }
-    }
+    let read_erase = if has_nodes && dg.erase_size != cfg.erase_size {
+        erase_size_mismatch(image, cfg, &detection, cm_size, &mut warnings)?
+    } else {
+        cfg.erase_size
+    };
     let geometry = Geometry {
         endian: cfg.endian,
         erase_size: read_erase,
@@ -661,6 +588,102 @@ fn input_geometry(image: &[u8], cfg: &SumtoolConfig) -> Result<InputGeometry, Su
         geometry,
         warnings,
     })
+}
+
+/// Refuses an erase size or cleanmarker size no image can have.
+fn check_config(cfg: &SumtoolConfig) -> Result<(), SumtoolError> {
+    if cfg.erase_size % 4 != 0 || cfg.erase_size == 0 {
+        return Err(SumtoolError::BadEraseSize(cfg.erase_size));
+    }
+    if let Cleanmarkers::Size(cm) = cfg.cleanmarkers {
+        if cm < HEADER_SIZE as u32 || pad4_64(cm) >= u64::from(cfg.erase_size) {
+            return Err(SumtoolError::BadCleanmarker {
+                cleanmarker: cm,
+                erase_size: cfg.erase_size,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The detected erase size differs from the requested one: refuses, or returns the erase
+/// size to read the input with (the detected one when forced to re-block, else the
+/// requested one), adding the warning that says which.
+fn erase_size_mismatch(
+    image: &[u8],
+    cfg: &SumtoolConfig,
+    detection: &Detection,
+    cm_size: u32,
+    warnings: &mut Vec<Warning>,
+) -> Result<u32, SumtoolError> {
+    let dg = detection.geometry;
+    let confident = detection.confidence >= 0.5;
+    let broken = contradicted_at(image, cfg, cm_size);
+    // Refuse when the request is contradicted, when the detection is sure, or when it
+    // is fairly sure of a size the request is a multiple of (the request's boundaries
+    // are then a subset of the detected ones: every node fits, but the output would
+    // be laid out for blocks the flash does not have). A fair guess that the request
+    // is not a multiple of, with the request consistent, is more likely a coincidence
+    // in a small image (a node happening to start where the guess puts a boundary).
+    let refuse = !broken.is_empty()
+        || detection.confidence >= 0.9
+        || (confident && cfg.erase_size % dg.erase_size == 0);
+    let uncertain = Warning::GeometryUncertain {
+        assumed: cfg.erase_size,
+        guess: dg.erase_size,
+        confidence: detection.confidence,
+    };
+    if !refuse {
+        warnings.push(uncertain);
+    } else if !cfg.force_erase_size {
+        return Err(if confident {
+            SumtoolError::EraseSizeMismatch {
+                detected: dg.erase_size,
+                requested: cfg.erase_size,
+                confidence: detection.confidence,
+            }
+        } else {
+            SumtoolError::NodesCrossBlocks {
+                erase_size: cfg.erase_size,
+                count: broken.len(),
+                first: broken.first().copied().unwrap_or(0),
+            }
+        });
+    } else if confident {
+        warnings.push(Warning::Reblocking {
+            from: dg.erase_size,
+            to: cfg.erase_size,
+        });
+        return Ok(dg.erase_size);
+    } else {
+        warnings.push(uncertain);
+    }
+    Ok(cfg.erase_size)
+}
+
+/// Is the requested size itself contradicted by the image? Scanned in that geometry, nodes
+/// would run over block ends, or cleanmarkers would not start blocks: their offsets.
+fn contradicted_at(image: &[u8], cfg: &SumtoolConfig, cm_size: u32) -> Vec<u32> {
+    let probe = scan::scan(
+        &as_flashed(image, cfg.erase_size),
+        &Geometry {
+            endian: cfg.endian,
+            erase_size: cfg.erase_size,
+            cleanmarker_size: cm_size,
+        },
+        &ScanOptions::default(),
+    );
+    probe
+        .dirt
+        .iter()
+        .filter(|d| {
+            matches!(
+                d.cause,
+                DirtCause::CrossesBlockEnd | DirtCause::CleanmarkerNotFirst
+            )
+        })
+        .map(|d| d.offset)
+        .collect()
 }
 
 fn analyse_flashed(
@@ -684,7 +707,41 @@ fn analyse_flashed(
             end_marker: true,
         },
     );
+    refuse_unknown_nodes(flashed, &scan, cfg, &mut warnings)?;
+    let dirt = tally_dirt(&scan, &mut warnings);
+    let unread = unread_blocks(flashed, &scan);
+    if !unread.is_empty() {
+        warnings.push(Warning::UnreadData { blocks: unread });
+    }
+    after_end_marker(flashed, input_len, &scan, &mut warnings);
+    let nodes = sort_nodes(flashed, &scan, &geometry, cfg);
+    if let Some(first) = nodes.rejected.first() {
+        warnings.push(Warning::Rejected {
+            count: nodes.rejected.len(),
+            first: *first,
+        });
+    }
+    Ok(Analysis {
+        detection,
+        input_geometry: geometry,
+        scan,
+        input_len,
+        kept: nodes.kept,
+        rejected: nodes.rejected,
+        input_cleanmarker: nodes.input_cleanmarker,
+        dirt,
+        warnings,
+    })
+}
 
+/// Refuses an input with a node type the kernel would not mount read-write (INCOMPAT, or
+/// ROCOMPAT which forces read-only); another mount failure is a warning.
+fn refuse_unknown_nodes(
+    flashed: &[u8],
+    scan: &Scan,
+    cfg: &SumtoolConfig,
+    warnings: &mut Vec<Warning>,
+) -> Result<(), SumtoolError> {
     match &scan.failure {
         Some(MountFailure::Incompat { offset, nodetype }) => {
             return Err(SumtoolError::UnknownNode {
@@ -720,7 +777,11 @@ fn analyse_flashed(
             incompat: false,
         });
     }
+    Ok(())
+}
 
+/// Dirt per cause text (ranges, bytes), and a warning per kind of corruption found.
+fn tally_dirt(scan: &Scan, warnings: &mut Vec<Warning>) -> BTreeMap<String, (usize, u64)> {
     let mut dirt: BTreeMap<String, (usize, u64)> = BTreeMap::new();
     let mut corrupt: BTreeMap<u8, (DirtCause, usize, u64, u32)> = BTreeMap::new();
     for d in &scan.dirt {
@@ -743,25 +804,43 @@ fn analyse_flashed(
             first,
         });
     }
+    dirt
+}
 
-    let unread = unread_blocks(flashed, &scan);
-    if !unread.is_empty() {
-        warnings.push(Warning::UnreadData { blocks: unread });
+/// Warns of data after OpenWrt's end marker (within the input's `input_len` bytes).
+fn after_end_marker(flashed: &[u8], input_len: u64, scan: &Scan, warnings: &mut Vec<Warning>) {
+    let Some(m) = scan.end_marker else {
+        return;
+    };
+    let from = m as usize + scan::END_MARKER.len();
+    let to = usize::try_from(input_len).map_or(flashed.len(), |l| l.min(flashed.len()));
+    if let Some(p) = flashed
+        .get(from..to)
+        .and_then(|t| t.iter().position(|&c| c != 0xFF))
+    {
+        warnings.push(Warning::AfterEndMarker {
+            marker: m,
+            data: (from + p) as u32,
+        });
     }
-    if let Some(m) = scan.end_marker {
-        let from = m as usize + scan::END_MARKER.len();
-        let to = usize::try_from(input_len).map_or(flashed.len(), |l| l.min(flashed.len()));
-        if let Some(p) = flashed
-            .get(from..to)
-            .and_then(|t| t.iter().position(|&c| c != 0xFF))
-        {
-            warnings.push(Warning::AfterEndMarker {
-                marker: m,
-                data: (from + p) as u32,
-            });
-        }
-    }
+}
 
+/// The scanned nodes sorted for the output.
+struct SortedNodes {
+    kept: Vec<Kept>,
+    rejected: Vec<Rejected>,
+    /// The input's cleanmarker size, when it has cleanmarkers.
+    input_cleanmarker: Option<u32>,
+}
+
+/// Sorts the scan's nodes: cleanmarkers, summaries and padding are dropped (the output gets
+/// its own), the others kept when [`check_node`] accepts them.
+fn sort_nodes(
+    flashed: &[u8],
+    scan: &Scan,
+    geometry: &Geometry,
+    cfg: &SumtoolConfig,
+) -> SortedNodes {
     let mut kept = Vec::new();
     let mut rejected = Vec::new();
     let mut input_cleanmarker = None;
@@ -787,24 +866,11 @@ fn analyse_flashed(
             }),
         }
     }
-    if let Some(first) = rejected.first() {
-        warnings.push(Warning::Rejected {
-            count: rejected.len(),
-            first: *first,
-        });
-    }
-
-    Ok(Analysis {
-        detection,
-        input_geometry: geometry,
-        scan,
-        input_len,
+    SortedNodes {
         kept,
         rejected,
         input_cleanmarker,
-        dirt,
-        warnings,
-    })
+    }
 }
 
 /// The output's cleanmarker size, if any, for this input and these options.

@@ -139,80 +139,132 @@ fn size_arg(v: u32) -> String {
     }
 }
 
-/// Computes [`ImageInfo`] for `image` (the file's bytes, unpadded), given the detection that
-/// chose the geometry and the filesystem model built from the scan.
-pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions) -> ImageInfo {
-    let g = fs.scan().geometry;
-    let e = g.endian;
-    let mut nodes: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut compr: BTreeMap<u8, u64> = BTreeMap::new();
-    let (mut obsolete, mut bad_crc, mut cms, mut max_dsize) = (0u64, 0u64, 0u64, 0u32);
-    let mut times_zero = true;
-    let mut data_end = 0u64;
-    let mut far_data = false;
-    let mut none_samples: Vec<(usize, usize)> = Vec::new();
-    let mut prefixes: Vec<u8> = Vec::new();
-    let mut root_inode = false;
-    let mut symlink_isize: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+/// What the node walk finds: counts and the signs the command line is read from.
+struct NodeStats {
+    nodes: BTreeMap<&'static str, u64>,
+    compr: BTreeMap<u8, u64>,
+    obsolete: u64,
+    bad_crc: u64,
+    cleanmarkers: u64,
+    max_dsize: u32,
+    times_zero: bool,
+    data_end: u64,
+    /// A (non-ZERO) data node lies at file offset 4096 or later.
+    far_data: bool,
+    /// (start, length) of the first few uncompressed data payloads.
+    none_samples: Vec<(usize, usize)>,
+    /// xattr name prefixes, in first-seen order.
+    prefixes: Vec<u8>,
+    root_inode: bool,
+    /// Symlink inode number to (isize, csize).
+    symlink_isize: BTreeMap<u32, (u32, u32)>,
+}
+
+impl NodeStats {
+    /// Valid regular-file data nodes written with compressor `c`.
+    fn count(&self, c: u8) -> u64 {
+        self.compr.get(&c).copied().unwrap_or(0)
+    }
+
+    /// mkfs makes nodes of at most a page; smaller nodes only at block tails and file ends.
+    fn page_size(&self) -> u32 {
+        let d = self.max_dsize;
+        if d > 4096 || (d > 0 && d < 4096 && self.far_data) {
+            d
+        } else {
+            4096
+        }
+    }
+}
+
+/// Walks every node of `image` and gathers [`NodeStats`].
+fn node_stats(image: &[u8], e: crate::format::Endian) -> NodeStats {
+    let mut s = NodeStats {
+        nodes: BTreeMap::new(),
+        compr: BTreeMap::new(),
+        obsolete: 0,
+        bad_crc: 0,
+        cleanmarkers: 0,
+        max_dsize: 0,
+        times_zero: true,
+        data_end: 0,
+        far_data: false,
+        none_samples: Vec::new(),
+        prefixes: Vec::new(),
+        root_inode: false,
+        symlink_isize: BTreeMap::new(),
+    };
     for it in walk(image, e) {
         let Item::Node(n) = it else {
             continue;
         };
-        *nodes.entry(n.type_name()).or_default() += 1;
+        *s.nodes.entry(n.type_name()).or_default() += 1;
         if !n.accurate() {
-            obsolete += 1;
+            s.obsolete += 1;
         }
         if !n.crcs_ok() {
-            bad_crc += 1;
+            s.bad_crc += 1;
         }
         match &n.body {
-            Body::Cleanmarker => cms += 1,
-            _ => data_end = data_end.max(n.offset + ((u64::from(n.totlen) + 3) & !3)),
+            Body::Cleanmarker => s.cleanmarkers += 1,
+            _ => s.data_end = s.data_end.max(n.offset + ((u64::from(n.totlen) + 3) & !3)),
         }
         if !n.accurate() {
             continue;
         }
         match &n.body {
-            Body::Inode { node, .. } => {
-                if node.atime != 0 || node.mtime != 0 || node.ctime != 0 {
-                    times_zero = false;
-                }
-                if node.ino == ROOT_INO {
-                    root_inode = true;
-                }
-                if node.mode & S_IFMT == S_IFLNK {
-                    symlink_isize.insert(node.ino, (node.isize, node.csize));
-                }
-                if node.dsize > 0 && node.mode & S_IFMT == S_IFREG {
-                    *compr.entry(node.compr).or_default() += 1;
-                    // A ZERO node (a hole the kernel wrote) can be of any size.
-                    if node.compr != COMPR_ZERO {
-                        max_dsize = max_dsize.max(node.dsize);
-                        if node.offset >= 4096 {
-                            far_data = true;
-                        }
-                    }
-                    if node.compr == COMPR_NONE && none_samples.len() < 16 {
-                        let start = n.offset as usize + crate::format::INODE_SIZE;
-                        none_samples.push((start, node.csize as usize));
-                    }
-                }
-            }
-            Body::Dirent { node, .. } if node.mctime != 0 => times_zero = false,
-            Body::Xattr { node, .. } if !prefixes.contains(&node.xprefix) => {
-                prefixes.push(node.xprefix);
+            Body::Inode { node, .. } => s.add_inode(n.offset, node),
+            Body::Dirent { node, .. } if node.mctime != 0 => s.times_zero = false,
+            Body::Xattr { node, .. } if !s.prefixes.contains(&node.xprefix) => {
+                s.prefixes.push(node.xprefix);
             }
             _ => {}
         }
     }
-    // mkfs makes nodes of at most a page; smaller nodes only at block tails and file ends.
-    let page_size = if max_dsize > 4096 || (max_dsize > 0 && max_dsize < 4096 && far_data) {
-        max_dsize
-    } else {
-        4096
-    };
+    s
+}
 
-    // What Linux shows.
+impl NodeStats {
+    /// Counts one valid inode node found at image offset `at`.
+    fn add_inode(&mut self, at: u64, node: &crate::format::InodeNode) {
+        if node.atime != 0 || node.mtime != 0 || node.ctime != 0 {
+            self.times_zero = false;
+        }
+        if node.ino == ROOT_INO {
+            self.root_inode = true;
+        }
+        if node.mode & S_IFMT == S_IFLNK {
+            self.symlink_isize
+                .insert(node.ino, (node.isize, node.csize));
+        }
+        if node.dsize > 0 && node.mode & S_IFMT == S_IFREG {
+            *self.compr.entry(node.compr).or_default() += 1;
+            // A ZERO node (a hole the kernel wrote) can be of any size.
+            if node.compr != COMPR_ZERO {
+                self.max_dsize = self.max_dsize.max(node.dsize);
+                if node.offset >= 4096 {
+                    self.far_data = true;
+                }
+            }
+            if node.compr == COMPR_NONE && self.none_samples.len() < 16 {
+                let start = at as usize + crate::format::INODE_SIZE;
+                self.none_samples.push((start, node.csize as usize));
+            }
+        }
+    }
+}
+
+/// What Linux shows: inodes per kind, names, hard links, symlinks mkfs cut short.
+struct TreeStats {
+    inodes: BTreeMap<&'static str, u64>,
+    dirents: u64,
+    hard_linked: u64,
+    /// Escaped paths of symlinks whose isize is not their stored length.
+    long_links: Vec<String>,
+}
+
+/// Counts the tree `fs` shows; `symlink_isize` is [`NodeStats::symlink_isize`].
+fn tree_stats(fs: &Fs<'_>, symlink_isize: &BTreeMap<u32, (u32, u32)>) -> TreeStats {
     let tree = fs.tree(&TreeOptions::metadata());
     let mut inodes: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut seen = std::collections::HashSet::new();
@@ -233,14 +285,17 @@ pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions
             }
         }
     }
-    let dirents = tree.entries.len().saturating_sub(1) as u64;
-    let summaries = fs
-        .scan()
-        .blocks
-        .iter()
-        .filter(|b| b.summary == crate::scan::SummaryUse::Used)
-        .count() as u64;
-    let xattr_prefixes: Vec<&'static str> = prefixes
+    TreeStats {
+        inodes,
+        dirents: tree.entries.len().saturating_sub(1) as u64,
+        hard_linked,
+        long_links,
+    }
+}
+
+/// The names of the xattr prefixes, each once, in first-seen order.
+fn xattr_prefix_names(prefixes: &[u8]) -> Vec<&'static str> {
+    prefixes
         .iter()
         .map(|p| match *p {
             xprefix::USER => "user",
@@ -254,59 +309,160 @@ pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions
                 v.push(p);
             }
             v
-        });
+        })
+}
 
-    // The command line.
-    let mut args = vec![
+/// Everything the command line and its notes are read from.
+struct CommandInput<'a> {
+    image: &'a [u8],
+    detection: &'a Detection,
+    fs: &'a Fs<'a>,
+    opts: &'a InfoOptions,
+    stats: &'a NodeStats,
+    tree: &'a TreeStats,
+    page_size: u32,
+    summaries: u64,
+    has_xattrs: bool,
+}
+
+/// Computes [`ImageInfo`] for `image` (the file's bytes, unpadded), given the detection that
+/// chose the geometry and the filesystem model built from the scan.
+pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions) -> ImageInfo {
+    let stats = node_stats(image, fs.scan().geometry.endian);
+    let page_size = stats.page_size();
+    let tree = tree_stats(fs, &stats.symlink_isize);
+    let summaries = fs
+        .scan()
+        .blocks
+        .iter()
+        .filter(|b| b.summary == crate::scan::SummaryUse::Used)
+        .count() as u64;
+    let xattr_prefixes = xattr_prefix_names(&stats.prefixes);
+    let input = CommandInput {
+        image,
+        detection,
+        fs,
+        opts,
+        stats: &stats,
+        tree: &tree,
+        page_size,
+        summaries,
+        has_xattrs: !xattr_prefixes.is_empty(),
+    };
+    let (mkfs, len) = mkfs_command(&input);
+    ImageInfo {
+        image_len: len,
+        detection: detection.clone(),
+        opts: opts.clone(),
+        max_dsize: stats.max_dsize,
+        page_size,
+        cleanmarkers: stats.cleanmarkers,
+        compressors: stats
+            .compr
+            .iter()
+            .map(|(c, n)| (compr_name(*c), *n))
+            .collect(),
+        nodes: stats.nodes,
+        obsolete_nodes: stats.obsolete,
+        bad_crc_nodes: stats.bad_crc,
+        inodes: tree.inodes,
+        dirents: tree.dirents,
+        hard_linked: tree.hard_linked,
+        xattr_prefixes,
+        summaries,
+        times_zero: stats.times_zero,
+        data_end: stats.data_end,
+        mount_failure: fs.scan().failure.as_ref().map(|f| format!("{f:?}")),
+        mkfs,
+    }
+}
+
+/// The `mkfs.jffs2` command line and its notes, and the image length it pads to (the
+/// file's length, or OpenWrt's end marker when there is one). Arguments and notes come in
+/// the order the steps below add them.
+fn mkfs_command(c: &CommandInput<'_>) -> (MkfsCommand, u64) {
+    let mut cmd = MkfsCommand {
+        args: Vec::new(),
+        notes: Vec::new(),
+    };
+    geometry_args(c, &mut cmd);
+    compressor_args(c, &mut cmd);
+    if c.has_xattrs {
+        cmd.args.push("--with-xattr".into());
+        cmd.notes.push(
+            "xattrs: mkfs.jffs2 writes them in the order the host filesystem lists them, \
+             which decides their ids"
+                .into(),
+        );
+    }
+    let len = padding_args(c, &mut cmd);
+    closing_notes(c, &mut cmd);
+    (cmd, len)
+}
+
+/// The `-b`/`-l` flag for the byte order `e`.
+fn endian_flag(e: crate::format::Endian) -> &'static str {
+    if e == crate::format::Endian::Big {
+        "-b"
+    } else {
+        "-l"
+    }
+}
+
+/// `-r`, `-o`, `-e`, the byte order, cleanmarkers (`-n`/`-c`), `-s` and `-f`.
+fn geometry_args(c: &CommandInput<'_>, cmd: &mut MkfsCommand) {
+    let g = c.fs.scan().geometry;
+    cmd.args.extend([
         "-r".to_string(),
-        opts.root.clone(),
+        c.opts.root.clone(),
         "-o".to_string(),
-        opts.output.clone(),
+        c.opts.output.clone(),
         "-e".to_string(),
         size_arg(g.erase_size),
-        if e == crate::format::Endian::Big {
-            "-b".into()
-        } else {
-            "-l".into()
-        },
-    ];
-    let mut notes = Vec::new();
-    let cm = detection.geometry.cleanmarker_size;
-    if cms == 0 {
-        args.push("-n".into());
+        endian_flag(g.endian).into(),
+    ]);
+    let cm = c.detection.geometry.cleanmarker_size;
+    if c.stats.cleanmarkers == 0 {
+        cmd.args.push("-n".into());
     } else if cm != 12 && cm != 0 {
-        args.push("-c".into());
-        args.push(cm.to_string());
+        cmd.args.push("-c".into());
+        cmd.args.push(cm.to_string());
     }
-    if page_size != 4096 {
-        args.push("-s".into());
-        args.push(page_size.to_string());
+    if c.page_size != 4096 {
+        cmd.args.push("-s".into());
+        cmd.args.push(c.page_size.to_string());
     }
-    if times_zero {
-        args.push("-f".into());
+    if c.stats.times_zero {
+        cmd.args.push("-f".into());
     } else {
-        notes.push(
+        cmd.notes.push(
             "timestamps: without -f, mkfs.jffs2 takes atime and ctime from the host files, \
              which an extraction cannot set; the rebuilt image differs in those fields"
                 .into(),
         );
     }
-    let count = |c: u8| compr.get(&c).copied().unwrap_or(0);
+}
+
+/// `-X`, `-x` and `-m` from the compressors the data nodes use, and a note per compressor
+/// mkfs.jffs2 cannot write.
+fn compressor_args(c: &CommandInput<'_>, cmd: &mut MkfsCommand) {
+    let s = c.stats;
     let (zlib, rtime, lzo, none, lzma) = (
-        count(COMPR_ZLIB),
-        count(COMPR_RTIME),
-        count(COMPR_LZO),
-        count(COMPR_NONE),
-        count(COMPR_LZMA),
+        s.count(COMPR_ZLIB),
+        s.count(COMPR_RTIME),
+        s.count(COMPR_LZO),
+        s.count(COMPR_NONE),
+        s.count(COMPR_LZMA),
     );
     if lzo > 0 {
-        args.push("-X".into());
-        args.push("lzo".into());
+        cmd.args.push("-X".into());
+        cmd.args.push("lzo".into());
     }
     if lzma > 0 {
         // OpenWrt's recipe for its LZMA images.
-        args.extend(["-X", "lzma", "-m", "size"].map(String::from));
-        notes.push(
+        cmd.args
+            .extend(["-X", "lzma", "-m", "size"].map(String::from));
+        cmd.notes.push(
             "lzma data nodes: OpenWrt's compressor, written with -X lzma (OpenWrt's \
              mkfs.jffs2 and jffs2-mkfs); jffs2-mkfs encodes with liblzma, not the LZMA SDK, \
              so node bytes and layout may differ from OpenWrt's build"
@@ -314,132 +470,112 @@ pub fn info(image: &[u8], detection: &Detection, fs: &Fs<'_>, opts: &InfoOptions
         );
     }
     if zlib == 0 && (rtime > 0 || lzo > 0) {
-        args.push("-x".into());
-        args.push("zlib".into());
+        cmd.args.push("-x".into());
+        cmd.args.push("zlib".into());
     }
     if zlib == 0 && rtime == 0 && lzo == 0 && none > 0 {
-        let compressible = none_samples.iter().any(|&(s, n)| {
-            image
-                .get(s..s.saturating_add(n))
+        let compressible = s.none_samples.iter().any(|&(st, n)| {
+            c.image
+                .get(st..st.saturating_add(n))
                 .is_some_and(|d| zlib_compress(d, d.len()).is_some())
         });
         if compressible {
-            args.push("-m".into());
-            args.push("none".into());
+            cmd.args.push("-m".into());
+            cmd.args.push("none".into());
         }
     }
-    for (&c, _) in compr.iter().filter(|(c, _)| {
+    for (&cp, _) in s.compr.iter().filter(|(cp, _)| {
         !matches!(
-            **c,
+            **cp,
             COMPR_NONE | COMPR_ZLIB | COMPR_RTIME | COMPR_LZO | COMPR_ZERO | COMPR_LZMA
         )
     }) {
-        notes.push(format!(
+        cmd.notes.push(format!(
             "{} data nodes: mkfs.jffs2 cannot write that compressor",
-            compr_name(c)
+            compr_name(cp)
         ));
     }
-    if !xattr_prefixes.is_empty() {
-        args.push("--with-xattr".into());
-        notes.push(
-            "xattrs: mkfs.jffs2 writes them in the order the host filesystem lists them, \
-             which decides their ids"
-                .into(),
-        );
-    }
-    let es = u64::from(g.erase_size.max(1));
-    let len = image.len() as u64;
+}
+
+/// `-p` or `--pad`, and the note on OpenWrt's end marker; returns the length padded to.
+fn padding_args(c: &CommandInput<'_>, cmd: &mut MkfsCommand) -> u64 {
+    let es = u64::from(c.fs.scan().geometry.erase_size.max(1));
+    let len = c.image.len() as u64;
     // OpenWrt appends its end-of-filesystem marker to the padded image.
-    let marker = fs.scan().end_marker.map(u64::from).filter(|&m| m < len);
+    let marker = c.fs.scan().end_marker.map(u64::from).filter(|&m| m < len);
     if let Some(m) = marker {
-        notes.push(format!(
+        cmd.notes.push(format!(
             "OpenWrt's end-of-filesystem marker at 0x{m:x}: append it as OpenWrt does, \
              echo -ne '\\xde\\xad\\xc0\\xde' >> {}",
-            opts.output
+            c.opts.output
         ));
     }
     let len = marker.unwrap_or(len);
+    let data_end = c.stats.data_end;
     if len > data_end && data_end > 0 {
         if len == data_end.div_ceil(es) * es {
-            args.push("-p".into());
+            cmd.args.push("-p".into());
         } else {
-            args.push(format!("--pad={len}"));
+            cmd.args.push(format!("--pad={len}"));
         }
     }
+    len
+}
+
+/// The notes on what else a rebuild would change: devices, cut symlinks, summaries, the
+/// kernel's writes, a low-confidence detection.
+fn closing_notes(c: &CommandInput<'_>, cmd: &mut MkfsCommand) {
+    let (s, t) = (c.stats, c.tree);
+    let g = c.fs.scan().geometry;
     let devices =
-        inodes.get("char").copied().unwrap_or(0) + inodes.get("block").copied().unwrap_or(0);
+        t.inodes.get("char").copied().unwrap_or(0) + t.inodes.get("block").copied().unwrap_or(0);
     if devices > 0 {
-        notes.push(format!(
+        cmd.notes.push(format!(
             "{devices} device nodes: extract as root so that they are in the tree (a -D device \
              table makes mkfs.jffs2 write them after the other entries of their directory)"
         ));
     }
-    if !long_links.is_empty() {
-        notes.push(format!(
+    if !t.long_links.is_empty() {
+        cmd.notes.push(format!(
             "{} symbolic links were cut to 254 bytes by mkfs.jffs2 (their size still says the \
              full length), e.g. {}: rebuilt, they get the shorter size",
-            long_links.len(),
-            long_links[0]
+            t.long_links.len(),
+            t.long_links[0]
         ));
     }
-    if summaries > 0 || nodes.contains_key("summary") {
-        notes.push(format!(
+    if c.summaries > 0 || s.nodes.contains_key("summary") {
+        cmd.notes.push(format!(
             "erase-block summaries: mkfs.jffs2 writes none; pass its output through \
              sumtool -e {} {}{} (or use jffs2-mkfs --summary)",
             size_arg(g.erase_size),
-            if e == crate::format::Endian::Big {
-                "-b"
-            } else {
-                "-l"
-            },
-            if cms == 0 { " -n" } else { "" }
+            endian_flag(g.endian),
+            if s.cleanmarkers == 0 { " -n" } else { "" }
         ));
     }
     let kernel_signs: Vec<&str> = [
-        (obsolete > 0, "obsolete nodes"),
-        (count(COMPR_ZERO) > 0, "ZERO data nodes"),
-        (root_inode, "a root inode node"),
-        (nodes.contains_key("padding"), "padding nodes"),
+        (s.obsolete > 0, "obsolete nodes"),
+        (s.count(COMPR_ZERO) > 0, "ZERO data nodes"),
+        (s.root_inode, "a root inode node"),
+        (s.nodes.contains_key("padding"), "padding nodes"),
     ]
     .iter()
     .filter(|(b, _)| *b)
     .map(|(_, s)| *s)
     .collect();
     if !kernel_signs.is_empty() {
-        notes.push(format!(
+        cmd.notes.push(format!(
             "the kernel has written to this image ({}): mkfs.jffs2 rebuilds the same files, \
              not the same bytes",
             kernel_signs.join(", ")
         ));
     }
-    if detection.confidence < 0.5 && !(opts.erase_size_given && opts.endian_given) {
-        notes.push(format!(
+    let d = c.detection;
+    if d.confidence < 0.5 && !(c.opts.erase_size_given && c.opts.endian_given) {
+        cmd.notes.push(format!(
             "the geometry was detected with low confidence ({:.2}); give the erase size if \
              you know it",
-            detection.confidence
+            d.confidence
         ));
-    }
-
-    ImageInfo {
-        image_len: len,
-        detection: detection.clone(),
-        opts: opts.clone(),
-        max_dsize,
-        page_size,
-        cleanmarkers: cms,
-        compressors: compr.iter().map(|(c, n)| (compr_name(*c), *n)).collect(),
-        nodes,
-        obsolete_nodes: obsolete,
-        bad_crc_nodes: bad_crc,
-        inodes,
-        dirents,
-        hard_linked,
-        xattr_prefixes,
-        summaries,
-        times_zero,
-        data_end,
-        mount_failure: fs.scan().failure.as_ref().map(|f| format!("{f:?}")),
-        mkfs: MkfsCommand { args, notes },
     }
 }
 

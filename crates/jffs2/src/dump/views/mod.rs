@@ -223,67 +223,9 @@ fn decode(image: &[u8], ofs: usize, hdr: &NodeHeader, e: Endian) -> NodeInfo {
     let at = ofs as u64;
     let short = |need: usize| totlen < need || b.len() < need;
     let body = match hdr.nodetype | crate::format::NODE_ACCURATE {
-        NODETYPE_INODE if !short(INODE_SIZE) => match InodeNode::decode(b, e, at) {
-            Ok(node) => {
-                let node_crc = Crc {
-                    stored: node.node_crc,
-                    computed: accurate_crc(b, INODE_SIZE - 8, e),
-                };
-                let data_crc = Crc {
-                    stored: node.data_crc,
-                    computed: crc_of(b, INODE_SIZE, node.csize as usize),
-                };
-                Body::Inode {
-                    node,
-                    node_crc,
-                    data_crc,
-                }
-            }
-            Err(_) => Body::Short,
-        },
-        NODETYPE_DIRENT if !short(DIRENT_SIZE) => match DirentNode::decode(b, e, at) {
-            Ok(node) => {
-                let n = usize::from(node.nsize);
-                let end = (DIRENT_SIZE + n).min(b.len());
-                let name = b[DIRENT_SIZE..end].to_vec();
-                Body::Dirent {
-                    node_crc: Crc {
-                        stored: node.node_crc,
-                        computed: accurate_crc(b, DIRENT_SIZE - 8, e),
-                    },
-                    name_crc: Crc {
-                        stored: node.name_crc,
-                        computed: crc_of(b, DIRENT_SIZE, n),
-                    },
-                    node,
-                    name,
-                }
-            }
-            Err(_) => Body::Short,
-        },
-        NODETYPE_XATTR if !short(XATTR_SIZE) => match XattrNode::decode(b, e, at) {
-            Ok(node) => {
-                let n = usize::from(node.name_len);
-                let v = usize::from(node.value_len);
-                let name = b.get(XATTR_SIZE..XATTR_SIZE + n).unwrap_or(&[]).to_vec();
-                let v0 = XATTR_SIZE + n + 1;
-                let value = b.get(v0..v0 + v).unwrap_or(&[]).to_vec();
-                Body::Xattr {
-                    node_crc: Crc {
-                        stored: node.node_crc,
-                        computed: accurate_crc(b, XATTR_SIZE - 4, e),
-                    },
-                    data_crc: Crc {
-                        stored: node.data_crc,
-                        computed: crc_of(b, XATTR_SIZE, n + 1 + v),
-                    },
-                    node,
-                    name,
-                    value,
-                }
-            }
-            Err(_) => Body::Short,
-        },
+        NODETYPE_INODE if !short(INODE_SIZE) => inode_body(b, e, at),
+        NODETYPE_DIRENT if !short(DIRENT_SIZE) => dirent_body(b, e, at),
+        NODETYPE_XATTR if !short(XATTR_SIZE) => xattr_body(b, e, at),
         NODETYPE_XREF if !short(XREF_SIZE) => match XrefNode::decode(b, e, at) {
             Ok(node) => Body::Xref {
                 node_crc: Crc {
@@ -296,27 +238,7 @@ fn decode(image: &[u8], ofs: usize, hdr: &NodeHeader, e: Endian) -> NodeInfo {
         },
         NODETYPE_CLEANMARKER => Body::Cleanmarker,
         NODETYPE_PADDING => Body::Padding,
-        NODETYPE_SUMMARY if !short(SUMMARY_SIZE) => match SummaryNode::decode(b, e, at) {
-            Ok(node) => {
-                let region = &b[..totlen.min(b.len())];
-                let records = node.records(region, e, at).map_err(|err| err.to_string());
-                Body::Summary {
-                    node_crc: Crc {
-                        stored: node.node_crc,
-                        computed: accurate_crc(b, 24, e),
-                    },
-                    sum_crc: Crc {
-                        stored: node.sum_crc,
-                        computed: totlen
-                            .checked_sub(SUMMARY_SIZE)
-                            .and_then(|n| crc_of(b, SUMMARY_SIZE, n)),
-                    },
-                    records,
-                    node,
-                }
-            }
-            Err(_) => Body::Short,
-        },
+        NODETYPE_SUMMARY if !short(SUMMARY_SIZE) => summary_body(b, e, at, totlen),
         NODETYPE_INODE | NODETYPE_DIRENT | NODETYPE_XATTR | NODETYPE_XREF | NODETYPE_SUMMARY => {
             Body::Short
         }
@@ -332,6 +254,96 @@ fn decode(image: &[u8], ofs: usize, hdr: &NodeHeader, e: Endian) -> NodeInfo {
         },
         truncated,
         body,
+    }
+}
+
+/// The body of the inode node at the start of `b` (image offset `at`).
+fn inode_body(b: &[u8], e: Endian, at: u64) -> Body {
+    let Ok(node) = InodeNode::decode(b, e, at) else {
+        return Body::Short;
+    };
+    let node_crc = Crc {
+        stored: node.node_crc,
+        computed: accurate_crc(b, INODE_SIZE - 8, e),
+    };
+    let data_crc = Crc {
+        stored: node.data_crc,
+        computed: crc_of(b, INODE_SIZE, node.csize as usize),
+    };
+    Body::Inode {
+        node,
+        node_crc,
+        data_crc,
+    }
+}
+
+/// The body of the dirent node at the start of `b` (image offset `at`).
+fn dirent_body(b: &[u8], e: Endian, at: u64) -> Body {
+    let Ok(node) = DirentNode::decode(b, e, at) else {
+        return Body::Short;
+    };
+    let n = usize::from(node.nsize);
+    let end = (DIRENT_SIZE + n).min(b.len());
+    let name = b[DIRENT_SIZE..end].to_vec();
+    Body::Dirent {
+        node_crc: Crc {
+            stored: node.node_crc,
+            computed: accurate_crc(b, DIRENT_SIZE - 8, e),
+        },
+        name_crc: Crc {
+            stored: node.name_crc,
+            computed: crc_of(b, DIRENT_SIZE, n),
+        },
+        node,
+        name,
+    }
+}
+
+/// The body of the xattr node at the start of `b` (image offset `at`).
+fn xattr_body(b: &[u8], e: Endian, at: u64) -> Body {
+    let Ok(node) = XattrNode::decode(b, e, at) else {
+        return Body::Short;
+    };
+    let n = usize::from(node.name_len);
+    let v = usize::from(node.value_len);
+    let name = b.get(XATTR_SIZE..XATTR_SIZE + n).unwrap_or(&[]).to_vec();
+    let v0 = XATTR_SIZE + n + 1;
+    let value = b.get(v0..v0 + v).unwrap_or(&[]).to_vec();
+    Body::Xattr {
+        node_crc: Crc {
+            stored: node.node_crc,
+            computed: accurate_crc(b, XATTR_SIZE - 4, e),
+        },
+        data_crc: Crc {
+            stored: node.data_crc,
+            computed: crc_of(b, XATTR_SIZE, n + 1 + v),
+        },
+        node,
+        name,
+        value,
+    }
+}
+
+/// The body of the summary node of `totlen` bytes at the start of `b` (image offset `at`).
+fn summary_body(b: &[u8], e: Endian, at: u64, totlen: usize) -> Body {
+    let Ok(node) = SummaryNode::decode(b, e, at) else {
+        return Body::Short;
+    };
+    let region = &b[..totlen.min(b.len())];
+    let records = node.records(region, e, at).map_err(|err| err.to_string());
+    Body::Summary {
+        node_crc: Crc {
+            stored: node.node_crc,
+            computed: accurate_crc(b, 24, e),
+        },
+        sum_crc: Crc {
+            stored: node.sum_crc,
+            computed: totlen
+                .checked_sub(SUMMARY_SIZE)
+                .and_then(|n| crc_of(b, SUMMARY_SIZE, n)),
+        },
+        records,
+        node,
     }
 }
 

@@ -56,19 +56,45 @@ fn xml(s: &str) -> String {
     o
 }
 
+/// Where things go in the picture.
+struct Layout {
+    /// Cells per row.
+    cols: u32,
+    /// Top of the grid.
+    top: u32,
+    /// Height of the grid.
+    grid_h: u32,
+    width: u32,
+    height: u32,
+}
+
+impl Layout {
+    /// The layout for `n` blocks under `title`.
+    fn new(n: u32, title: &str) -> Layout {
+        let cols = ((f64::from(n.max(1)) * 2.0).sqrt().ceil() as u32).clamp(8, 64);
+        let rows = n.div_ceil(cols).max(1);
+        let grid_w = cols * (CELL + GAP) - GAP;
+        let legend_rows = BlockState::ALL.len().div_ceil(2) as u32 + 2;
+        // Wide enough for the grid, the legend and the title (about 9 px per character).
+        let title_w = title.chars().count() as u32 * 9;
+        let width = (grid_w + 2 * MARGIN).max(560).max(title_w + 2 * MARGIN);
+        let top = MARGIN + 34;
+        let grid_h = rows * (CELL + GAP) - GAP;
+        let height = top + grid_h + 24 + legend_rows * 20 + MARGIN;
+        Layout {
+            cols,
+            top,
+            grid_h,
+            width,
+            height,
+        }
+    }
+}
+
 /// The SVG picture of `blocks`; `title` heads it (e.g. the image name and geometry).
 pub fn svg_map(blocks: &[BlockView], title: &str) -> String {
-    let n = blocks.len() as u32;
-    let cols = ((f64::from(n.max(1)) * 2.0).sqrt().ceil() as u32).clamp(8, 64);
-    let rows = n.div_ceil(cols).max(1);
-    let grid_w = cols * (CELL + GAP) - GAP;
-    let legend_rows = BlockState::ALL.len().div_ceil(2) as u32 + 2;
-    // Wide enough for the grid, the legend and the title (about 9 px per character).
-    let title_w = title.chars().count() as u32 * 9;
-    let width = (grid_w + 2 * MARGIN).max(560).max(title_w + 2 * MARGIN);
-    let top = MARGIN + 34;
-    let grid_h = rows * (CELL + GAP) - GAP;
-    let height = top + grid_h + 24 + legend_rows * 20 + MARGIN;
+    let l = Layout::new(blocks.len() as u32, title);
+    let (width, height) = (l.width, l.height);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -81,6 +107,21 @@ pub fn svg_map(blocks: &[BlockView], title: &str) -> String {
         MARGIN + 12,
         xml(title)
     );
+    let counts = totals_line(&mut s, blocks);
+    for (i, b) in blocks.iter().enumerate() {
+        let (c, r) = (i as u32 % l.cols, i as u32 / l.cols);
+        let x = MARGIN + c * (CELL + GAP);
+        let y = l.top + r * (CELL + GAP);
+        block_cell(&mut s, b, x, y);
+    }
+    legend(&mut s, &counts, l.top + l.grid_h + 24);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The line under the title (blocks, their size, the space shares); returns the blocks per
+/// state, in [`BlockState::ALL`] order.
+fn totals_line(s: &mut String, blocks: &[BlockView]) -> [usize; 8] {
     let mut counts = [0usize; 8];
     let (mut used, mut dirty, mut free) = (0u64, 0u64, 0u64);
     for b in blocks {
@@ -102,67 +143,69 @@ pub fn svg_map(blocks: &[BlockView], title: &str) -> String {
         dirty as f64 * 100.0 / total as f64,
         free as f64 * 100.0 / total as f64,
     );
-    for (i, b) in blocks.iter().enumerate() {
-        let (c, r) = (i as u32 % cols, i as u32 / cols);
-        let x = MARGIN + c * (CELL + GAP);
-        let y = top + r * (CELL + GAP);
-        let sum = match &b.summary {
-            SummaryUse::Used => "summary used",
-            SummaryUse::Rejected(_) => "summary rejected",
-            SummaryUse::None if b.summary_present => "summary not read",
-            SummaryUse::None => "no summary",
-        };
-        let tip = format!(
-            "block {} at 0x{:08x}: {}\nused {} + unchecked {}, dirty {}, wasted {}, free {}\n{} nodes, cleanmarker: {}, {}",
-            b.index,
-            b.offset,
-            b.state.name(),
-            b.used,
-            b.unchecked,
-            b.dirty,
-            b.wasted,
-            b.free,
-            b.nodes,
-            if b.cleanmarker { "yes" } else { "no" },
-            sum
-        );
-        let _ = writeln!(
-            s,
-            r##"<g><title>{}</title><rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" fill="{}" stroke="#555" stroke-width="0.6"/>"##,
-            xml(&tip),
-            colour(b.state)
-        );
-        // The space bar: used (dark), dirty (red), free (white) along the bottom.
-        let size = f64::from(b.size.max(1));
-        let w = f64::from(CELL - 4);
-        let mut bx = f64::from(x + 2);
-        let by = y + CELL - 6;
-        for (bytes, fill) in [
-            (u64::from(b.used) + u64::from(b.unchecked), "#1b1b1b"),
-            (u64::from(b.dirty) + u64::from(b.wasted), "#d50000"),
-            (u64::from(b.free), "#ffffff"),
-        ] {
-            let bw = (bytes as f64 / size * w).min(w);
-            if bw > 0.05 {
-                let _ = write!(
-                    s,
-                    r#"<rect x="{bx:.2}" y="{by}" width="{bw:.2}" height="4" fill="{fill}"/>"#
-                );
-                bx += bw;
-            }
-        }
-        if b.summary == SummaryUse::Used {
+    counts
+}
+
+/// One block's cell at (`x`, `y`): its colour, tooltip, space bar and summary dot.
+fn block_cell(s: &mut String, b: &BlockView, x: u32, y: u32) {
+    let sum = match &b.summary {
+        SummaryUse::Used => "summary used",
+        SummaryUse::Rejected(_) => "summary rejected",
+        SummaryUse::None if b.summary_present => "summary not read",
+        SummaryUse::None => "no summary",
+    };
+    let tip = format!(
+        "block {} at 0x{:08x}: {}\nused {} + unchecked {}, dirty {}, wasted {}, free {}\n{} nodes, cleanmarker: {}, {}",
+        b.index,
+        b.offset,
+        b.state.name(),
+        b.used,
+        b.unchecked,
+        b.dirty,
+        b.wasted,
+        b.free,
+        b.nodes,
+        if b.cleanmarker { "yes" } else { "no" },
+        sum
+    );
+    let _ = writeln!(
+        s,
+        r##"<g><title>{}</title><rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" fill="{}" stroke="#555" stroke-width="0.6"/>"##,
+        xml(&tip),
+        colour(b.state)
+    );
+    // The space bar: used (dark), dirty (red), free (white) along the bottom.
+    let size = f64::from(b.size.max(1));
+    let w = f64::from(CELL - 4);
+    let mut bx = f64::from(x + 2);
+    let by = y + CELL - 6;
+    for (bytes, fill) in [
+        (u64::from(b.used) + u64::from(b.unchecked), "#1b1b1b"),
+        (u64::from(b.dirty) + u64::from(b.wasted), "#d50000"),
+        (u64::from(b.free), "#ffffff"),
+    ] {
+        let bw = (bytes as f64 / size * w).min(w);
+        if bw > 0.05 {
             let _ = write!(
                 s,
-                r##"<circle cx="{}" cy="{}" r="2.5" fill="#ffffff" stroke="#000" stroke-width="0.6"/>"##,
-                x + CELL - 5,
-                y + 5
+                r#"<rect x="{bx:.2}" y="{by}" width="{bw:.2}" height="4" fill="{fill}"/>"#
             );
+            bx += bw;
         }
-        let _ = writeln!(s, "</g>");
     }
-    // Legend.
-    let ly = top + grid_h + 24;
+    if b.summary == SummaryUse::Used {
+        let _ = write!(
+            s,
+            r##"<circle cx="{}" cy="{}" r="2.5" fill="#ffffff" stroke="#000" stroke-width="0.6"/>"##,
+            x + CELL - 5,
+            y + 5
+        );
+    }
+    let _ = writeln!(s, "</g>");
+}
+
+/// The legend from `ly` down: each state's colour and count, the bar, the summary dot.
+fn legend(s: &mut String, counts: &[usize; 8], ly: u32) {
     for (k, st) in BlockState::ALL.iter().enumerate() {
         let (col, row) = (k as u32 % 2, k as u32 / 2);
         let x = MARGIN + col * 270;
@@ -197,6 +240,4 @@ pub fn svg_map(blocks: &[BlockView], title: &str) -> String {
         MARGIN + 290,
         y + 11
     );
-    s.push_str("</svg>\n");
-    s
 }
