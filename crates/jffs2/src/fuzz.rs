@@ -186,8 +186,8 @@ pub fn dump(data: &[u8]) {
         }
     }
     for (from, recalc_crc) in [(Endian::Little, false), (Endian::Big, true)] {
-        let opts = crate::dump::ConvertOptions { from, recalc_crc };
-        let _ = crate::dump::convert_endian(data, &opts, &mut io::sink(), &mut io::sink());
+        let opts = crate::dump::SwapOptions { from, recalc_crc };
+        let _ = crate::dump::swap_endian(data, &opts, &mut io::sink(), &mut io::sink());
     }
 }
 
@@ -363,6 +363,7 @@ pub fn convert(data: &[u8]) {
         erase_size: Some(g.erase_size),
         endian: Some(g.endian),
         compare: None,
+        progress: None,
     };
     let consistent =
         crate::fsck::check(data, &fsck).is_ok_and(|r| r.count(crate::fsck::Severity::Error) == 0);

@@ -24,7 +24,7 @@
 //! # Data flow
 //!
 //! ```text
-//! writing:  host directory --source::scan_host--> source::Tree --mkfs::build--> image bytes
+//! writing:  host directory --source::scan_host--> source::SourceTree --mkfs::build--> image bytes
 //!           (source::apply_device_table, xattrs)  (compress, layout::BlockWriter, summaries)
 //!
 //! reading:  path or bytes --Image::open---------------------> Image --Image::mount--> Fs
@@ -35,7 +35,7 @@
 //!   fsck::check                             every node and file checked, findings by offset
 //!   sumtool::summarize                      erase-block summaries added, filesystem unchanged
 //!   convert::convert                        garbage-collected and re-laid (erase size, ...)
-//!   dump::{dump_content, convert_endian}    jffs2dump's listing; the other byte order
+//!   dump::{dump_content, swap_endian}       jffs2dump's listing; the other byte order
 //! ```
 //!
 //! Below [`Image`], images are plain byte slices (`&[u8]`, typically a file read or
@@ -54,7 +54,7 @@
 //! std::fs::write(dir.path().join("README"), &text)?;
 //!
 //! // host tree -> image (mkfs.jffs2 -r DIR -e 64KiB -l -f)
-//! let opts = source::ScanOptions { faketime: true, ..Default::default() };
+//! let opts = source::SourceOptions { faketime: true, ..Default::default() };
 //! let (tree, _warnings) = source::scan_host(dir.path(), &opts)?;
 //! let cfg = mkfs::MkfsConfig {
 //!     endian: jffs2::format::Endian::Little,
@@ -106,7 +106,7 @@
 //! * **Deterministic output.** Images and texts depend only on the inputs and the options,
 //!   never on the number of threads, the locale, the host's directory order or the time of
 //!   the run (the one clock read, for device-table entries, is injected:
-//!   [`source::ScanOptions::now`]); see the README's "Reproducible images".
+//!   [`source::SourceOptions::now`]); see the README's "Reproducible images".
 //!
 //! # Stability
 //!
@@ -152,6 +152,7 @@ pub mod mapped;
 pub mod mkfs;
 pub mod name;
 mod prefetch;
+pub mod progress;
 pub mod scan;
 pub mod source;
 pub mod sumtool;
@@ -161,7 +162,8 @@ pub mod sumtool;
 pub mod testing;
 pub mod text;
 
-pub use image::{FileError, FileReader, Image, ImageError, ImageOptions, MountError};
+pub use image::{FileError, FileReader, Image, ImageBytes, ImageError, ImageOptions, MountError};
+pub use progress::Progress;
 
 /// What docs/LIBRARY.md promises of the error types and the read-side models, checked at
 /// compile time: errors are `std::error::Error + Send + Sync + 'static` (usable with `?` into

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use crate::format::InodeNode;
 use crate::fs::{Fs, InodeKind, Tree, TreeEntry};
-use crate::source::{self, Entry, SourceError, XattrSelect};
+use crate::source::{self, SourceEntry, SourceError, XattrSelect};
 
 /// How the image was made (so that what `mkfs.jffs2` changed is expected).
 #[derive(Debug, Clone, Default)]
@@ -123,7 +123,7 @@ pub fn compare(
     } else {
         XattrSelect::NONE
     });
-    let sopts = source::ScanOptions {
+    let sopts = source::SourceOptions {
         squash_uids: opts.squash_uids,
         squash_perms: opts.squash_perms,
         faketime: opts.faketime,
@@ -132,7 +132,7 @@ pub fn compare(
         now: 0,
     };
     let (host, _warnings) = source::scan_host(&opts.dir, &sopts)?;
-    let mut hosts: BTreeMap<Vec<u8>, &Entry> = BTreeMap::new();
+    let mut hosts: BTreeMap<Vec<u8>, &SourceEntry> = BTreeMap::new();
     for e in &host.entries {
         let rel = match e.full_name.strip_prefix(b"/") {
             Some(r) if !r.is_empty() => r.to_vec(),
@@ -146,7 +146,7 @@ pub fn compare(
     }
 
     let mut diffs: Vec<Difference> = Vec::new();
-    let mut both: Vec<(&TreeEntry, &Entry)> = Vec::new();
+    let mut both: Vec<(&TreeEntry, &SourceEntry)> = Vec::new();
     for (p, e) in &images {
         match hosts.get(p) {
             Some(h) => both.push((e, h)),
@@ -229,7 +229,7 @@ pub fn compare(
 fn compare_entry(
     fs: &Fs<'_>,
     e: &TreeEntry,
-    h: &Entry,
+    h: &SourceEntry,
     opts: &CompareOptions,
     select: XattrSelect,
 ) -> Vec<Difference> {
@@ -355,7 +355,7 @@ fn stored_mtime(fs: &Fs<'_>, ino: u32) -> Option<u32> {
 }
 
 /// The first differing byte of a regular file, streamed from both sides.
-fn content_difference(fs: &Fs<'_>, e: &TreeEntry, h: &Entry) -> Option<(String, String)> {
+fn content_difference(fs: &Fs<'_>, e: &TreeEntry, h: &SourceEntry) -> Option<(String, String)> {
     let inode = match fs.read_inode(e.ino) {
         Ok(i) => i,
         Err(err) => return Some((format!("unreadable ({err})"), "readable".to_string())),
