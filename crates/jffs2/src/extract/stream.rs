@@ -299,10 +299,7 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
         let Some(&file) = self.files.get(index) else {
             return Ok(());
         };
-        let (_, last) = node_order(file);
-        let mut held: HashMap<usize, (Out, u64)> = HashMap::new();
-        let mut held_bytes = 0u64;
-        let mut received = vec![false; file.nodes.len()];
+        let mut held = Held::new(file);
         let mut pos = 0u64;
         let end = file.size;
         for (fi, f) in file.frags.iter().enumerate() {
@@ -326,86 +323,16 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
             }
             let k = f.node;
             // Make node k's data available.
-            if !held.contains_key(&k) {
-                let seen = received.get(k).copied().unwrap_or(true);
-                if !seen && self.scope.is_some() {
-                    // It is the next node of this file in first-use order: receive results
-                    // until it arrives.
-                    while !received.get(k).copied().unwrap_or(true) {
-                        let Some((jfi, res)) = self.next_job() else {
-                            break;
-                        };
-                        if jfi != index {
-                            continue;
-                        }
-                        for (n, out) in res {
-                            if let Some(r) = received.get_mut(n) {
-                                *r = true;
-                            }
-                            let c = cost(file, n);
-                            held_bytes += c;
-                            held.insert(n, (out, c));
-                        }
-                    }
-                }
-                if let std::collections::hash_map::Entry::Vacant(slot) = held.entry(k) {
-                    // Sequential mode, or dropped for the held budget: decompress here.
-                    if let Some(r) = received.get_mut(k) {
-                        *r = true;
-                    }
-                    let c = cost(file, k);
-                    held_bytes += c;
-                    slot.insert((decode(self.fs, file, k), c));
-                }
-            }
-            let out = held.get(&k).map(|(o, _)| o.clone()).unwrap_or(Out::Zeros);
+            self.make_available(index, file, &mut held, k);
+            let out = held
+                .nodes
+                .get(&k)
+                .map(|(o, _)| o.clone())
+                .unwrap_or(Out::Zeros);
             let dn_ofs = file.nodes.get(k).map(|n| u64::from(n.ofs)).unwrap_or(0);
-            match out {
-                Out::Zeros => sink(Chunk::Zeros {
-                    offset: pos,
-                    len: stop - pos,
-                })?,
-                Out::Error(error) => sink(Chunk::Unreadable {
-                    offset: pos,
-                    len: stop - pos,
-                    error,
-                })?,
-                Out::Data(d) => {
-                    let rel = |x: u64| {
-                        x.checked_sub(dn_ofs)
-                            .and_then(|v| usize::try_from(v).ok())
-                            .unwrap_or(usize::MAX)
-                    };
-                    let (a, b) = (rel(pos), rel(stop));
-                    if b <= d.len() && a <= b {
-                        sink(Chunk::Data {
-                            offset: pos,
-                            bytes: Bytes {
-                                data: d,
-                                start: a,
-                                end: b,
-                            },
-                        })?;
-                    } else {
-                        // Cannot happen: a node's fragments lie within its dsize.
-                        sink(Chunk::Zeros {
-                            offset: pos,
-                            len: stop - pos,
-                        })?;
-                    }
-                }
-            }
+            sink(fragment_chunk(out, dn_ofs, pos, stop))?;
             pos = stop;
-            if last.get(k) == Some(&fi) {
-                if let Some((_, c)) = held.remove(&k) {
-                    held_bytes -= c;
-                }
-            }
-            // Over budget: drop what is held (it is decompressed again if needed).
-            if held_bytes > self.opts.held_bytes {
-                held.clear();
-                held_bytes = 0;
-            }
+            held.used(k, fi, self.opts.held_bytes);
         }
         if pos < end {
             sink(Chunk::Zeros {
@@ -419,6 +346,124 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
             let _ = self.next_job();
         }
         Ok(())
+    }
+
+    /// Makes node `k` of file `index` available in `held`: received from the workers, or
+    /// decompressed here (sequential mode, or dropped for the held budget).
+    fn make_available(&mut self, index: usize, file: &FileData, held: &mut Held, k: usize) {
+        if held.nodes.contains_key(&k) {
+            return;
+        }
+        let seen = held.received.get(k).copied().unwrap_or(true);
+        if !seen && self.scope.is_some() {
+            // It is the next node of this file in first-use order: receive results
+            // until it arrives.
+            while !held.received.get(k).copied().unwrap_or(true) {
+                let Some((jfi, res)) = self.next_job() else {
+                    break;
+                };
+                if jfi != index {
+                    continue;
+                }
+                for (n, out) in res {
+                    held.insert(file, n, out);
+                }
+            }
+        }
+        if !held.nodes.contains_key(&k) {
+            // Sequential mode, or dropped for the held budget: decompress here.
+            held.insert(file, k, decode(self.fs, file, k));
+        }
+    }
+}
+
+/// The decompressed nodes of the file being read, kept for its fragments still to come.
+struct Held {
+    /// Node results by node index, with their cost.
+    nodes: HashMap<usize, (Out, u64)>,
+    /// The sum of the costs in `nodes`.
+    bytes: u64,
+    /// Whether each node's result has been received (or decompressed here).
+    received: Vec<bool>,
+    /// For each node, the index of the last fragment that uses it.
+    last: Vec<usize>,
+}
+
+impl Held {
+    /// Nothing held yet of `file`.
+    fn new(file: &FileData) -> Held {
+        let (_, last) = node_order(file);
+        Held {
+            nodes: HashMap::new(),
+            bytes: 0,
+            received: vec![false; file.nodes.len()],
+            last,
+        }
+    }
+
+    /// Holds node `n`'s result, marking it received.
+    fn insert(&mut self, file: &FileData, n: usize, out: Out) {
+        if let Some(r) = self.received.get_mut(n) {
+            *r = true;
+        }
+        let c = cost(file, n);
+        self.bytes += c;
+        self.nodes.insert(n, (out, c));
+    }
+
+    /// After fragment `fi` (of node `k`) is emitted: drops node `k` if no later fragment uses
+    /// it, and everything when over `budget` bytes.
+    fn used(&mut self, k: usize, fi: usize, budget: u64) {
+        if self.last.get(k) == Some(&fi) {
+            if let Some((_, c)) = self.nodes.remove(&k) {
+                self.bytes -= c;
+            }
+        }
+        // Over budget: drop what is held (it is decompressed again if needed).
+        if self.bytes > budget {
+            self.nodes.clear();
+            self.bytes = 0;
+        }
+    }
+}
+
+/// The chunk for file range `[pos, stop)` of a fragment of a node at file offset `dn_ofs`
+/// whose decompressed result is `out`.
+fn fragment_chunk(out: Out, dn_ofs: u64, pos: u64, stop: u64) -> Chunk {
+    match out {
+        Out::Zeros => Chunk::Zeros {
+            offset: pos,
+            len: stop - pos,
+        },
+        Out::Error(error) => Chunk::Unreadable {
+            offset: pos,
+            len: stop - pos,
+            error,
+        },
+        Out::Data(d) => {
+            let rel = |x: u64| {
+                x.checked_sub(dn_ofs)
+                    .and_then(|v| usize::try_from(v).ok())
+                    .unwrap_or(usize::MAX)
+            };
+            let (a, b) = (rel(pos), rel(stop));
+            if b <= d.len() && a <= b {
+                Chunk::Data {
+                    offset: pos,
+                    bytes: Bytes {
+                        data: d,
+                        start: a,
+                        end: b,
+                    },
+                }
+            } else {
+                // Cannot happen: a node's fragments lie within its dsize.
+                Chunk::Zeros {
+                    offset: pos,
+                    len: stop - pos,
+                }
+            }
+        }
     }
 }
 

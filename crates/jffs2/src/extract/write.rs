@@ -1067,75 +1067,11 @@ pub fn extract(
             })?,
         )
     };
-    // SAFETY: no preconditions.
-    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    let mut w = Writer {
-        plan,
-        opts,
-        stack: vec![Level {
-            entry: 0,
-            fd: Some(root),
-            existed: root_existed,
-        }],
-        open: 1,
-        shallow: 1,
-        max_open: max_open(),
-        state: vec![State::Pending; plan.entries.len()],
-        report: ExtractReport {
-            refused: plan.refused.clone(),
-            ..ExtractReport::default()
-        },
-        devtable: Vec::new(),
-        devtable_lines: 0,
-        euid,
-        egid,
-    };
-    if let Some(s) = w.state.first_mut() {
-        *s = State::Created;
-    }
+    let mut w = Writer::new(plan, opts, root, root_existed);
     let files = plan.files();
     let data: Vec<&FileData> = files.iter().map(|(_, f)| *f).collect();
     let result = stream(fs, &data, opts.stream, |reader| {
-        let mut next_file = 0usize;
-        let mut skip_below: Option<u32> = None;
-        for (i, e) in plan.entries.iter().enumerate().skip(1) {
-            if let Some(d) = skip_below {
-                if e.depth > d {
-                    continue;
-                }
-                skip_below = None;
-            }
-            w.pop_to(e.depth as usize)
-                .map_err(|source| ExtractError::Write {
-                    path: plan.path(i),
-                    source,
-                })?;
-            if w.stack.last().map(|l| l.entry) != Some(e.parent) {
-                // The parent was not created: skip (its refusal is reported).
-                continue;
-            }
-            match &e.kind {
-                EntryKind::Dir => {
-                    if !w.make_dir(i, e) {
-                        skip_below = Some(e.depth);
-                    }
-                }
-                EntryKind::File(f) => {
-                    while files.get(next_file).is_some_and(|(fi, _)| *fi < i) {
-                        next_file += 1;
-                    }
-                    w.make_file(i, e, f, next_file, reader)?;
-                    next_file += 1;
-                }
-                EntryKind::HardLink { first } => w.make_link(i, e, *first),
-                EntryKind::Symlink(t) => w.make_symlink(i, e, t),
-                EntryKind::Char(..)
-                | EntryKind::Block(..)
-                | EntryKind::Fifo
-                | EntryKind::Socket => w.make_special(i, e),
-            }
-        }
-        Ok::<(), ExtractError>(())
+        w.create_all(&files, reader)
     });
     // Finalise every directory still open, the destination last.
     let popped = w.pop_to(1);
@@ -1146,26 +1082,121 @@ pub fn extract(
         path: Vec::new(),
         source,
     })?;
-    if !w.devtable.is_empty() {
-        let path = opts
-            .devtable
-            .clone()
-            .unwrap_or_else(|| default_devtable(dir));
-        let mut text = b"# Device nodes not created by jffs2-dump (not permitted); add them with\n\
-# mkfs.jffs2 -D this-file. <name> <type> <mode> <uid> <gid> <major> <minor> <start> <inc> <count>\n"
-            .to_vec();
-        text.extend_from_slice(&w.devtable);
-        // A name the user did not give never replaces a file: O_EXCL.
-        write_nofollow(&path, &text, opts.devtable.is_none()).map_err(|source| {
-            ExtractError::Io {
-                what: "write device table",
-                path: path.clone(),
-                source,
-            }
-        })?;
-        w.report.devtable = Some((path, w.devtable_lines));
-    }
+    w.write_devtable(dir)?;
     Ok(w.report)
+}
+
+impl<'p> Writer<'p> {
+    /// A writer for `plan` whose stack holds the destination, open as `root`.
+    fn new(
+        plan: &'p Plan,
+        opts: &'p ExtractOptions,
+        root: OwnedFd,
+        root_existed: Option<[libc::timespec; 2]>,
+    ) -> Writer<'p> {
+        // SAFETY: no preconditions.
+        let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let mut w = Writer {
+            plan,
+            opts,
+            stack: vec![Level {
+                entry: 0,
+                fd: Some(root),
+                existed: root_existed,
+            }],
+            open: 1,
+            shallow: 1,
+            max_open: max_open(),
+            state: vec![State::Pending; plan.entries.len()],
+            report: ExtractReport {
+                refused: plan.refused.clone(),
+                ..ExtractReport::default()
+            },
+            devtable: Vec::new(),
+            devtable_lines: 0,
+            euid,
+            egid,
+        };
+        if let Some(s) = w.state.first_mut() {
+            *s = State::Created;
+        }
+        w
+    }
+
+    /// Creates every entry below the root in plan order, `files` (the plan's regular files
+    /// with their entry indices) read from `reader`; skips the subtree of a directory not made.
+    fn create_all(
+        &mut self,
+        files: &[(usize, &FileData)],
+        reader: &mut Reader<'_, '_, '_>,
+    ) -> Result<(), ExtractError> {
+        let plan = self.plan;
+        let mut next_file = 0usize;
+        let mut skip_below: Option<u32> = None;
+        for (i, e) in plan.entries.iter().enumerate().skip(1) {
+            if let Some(d) = skip_below {
+                if e.depth > d {
+                    continue;
+                }
+                skip_below = None;
+            }
+            self.pop_to(e.depth as usize)
+                .map_err(|source| ExtractError::Write {
+                    path: plan.path(i),
+                    source,
+                })?;
+            if self.stack.last().map(|l| l.entry) != Some(e.parent) {
+                // The parent was not created: skip (its refusal is reported).
+                continue;
+            }
+            match &e.kind {
+                EntryKind::Dir => {
+                    if !self.make_dir(i, e) {
+                        skip_below = Some(e.depth);
+                    }
+                }
+                EntryKind::File(f) => {
+                    while files.get(next_file).is_some_and(|(fi, _)| *fi < i) {
+                        next_file += 1;
+                    }
+                    self.make_file(i, e, f, next_file, reader)?;
+                    next_file += 1;
+                }
+                EntryKind::HardLink { first } => self.make_link(i, e, *first),
+                EntryKind::Symlink(t) => self.make_symlink(i, e, t),
+                EntryKind::Char(..)
+                | EntryKind::Block(..)
+                | EntryKind::Fifo
+                | EntryKind::Socket => self.make_special(i, e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the device table (devices not created), if any, and records it in the report.
+    fn write_devtable(&mut self, dir: &Path) -> Result<(), ExtractError> {
+        if !self.devtable.is_empty() {
+            let path = self
+                .opts
+                .devtable
+                .clone()
+                .unwrap_or_else(|| default_devtable(dir));
+            let mut text = b"# Device nodes not created by jffs2-dump (not permitted); add them with\n\
+# mkfs.jffs2 -D this-file. <name> <type> <mode> <uid> <gid> <major> <minor> <start> <inc> <count>\n"
+                .to_vec();
+            text.extend_from_slice(&self.devtable);
+            // A name the user did not give never replaces a file: O_EXCL.
+            write_nofollow(&path, &text, self.opts.devtable.is_none()).map_err(|source| {
+                ExtractError::Io {
+                    what: "write device table",
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+            self.report.devtable = Some((path, self.devtable_lines));
+        }
+        Ok(())
+    }
 }
 
 /// Writes `data` to `path`, replacing the content of a regular file there (unless

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::refs::{mark_obsolete, ref_offset};
 use super::{kmsg, xattr, Fs, FsOptions, InoBuild, Problem, ScanRef};
 use crate::format::dt;
-use crate::scan::{Level, RefState, Scan};
+use crate::scan::{KernelMsg, Level, RefState, Scan};
 
 /// `INOCACHE_HASHSIZE_MIN` / `_MAX` (§1.10).
 const HASH_MIN: u32 = 128;
@@ -65,148 +65,14 @@ pub(super) fn build_into<'a>(image: &'a [u8], mut held: ScanMut<'a>, opts: FsOpt
         ScanMut::Borrowed(s) => s,
         ScanMut::Owned(s) => s,
     };
-    let mut problems = Vec::new();
-    let mut log = Vec::new();
-    let mut obsolete: Vec<usize> = Vec::new();
-
-    let es = u64::from(scan.geometry.erase_size.max(1));
-    let flash_size = (image.len() as u64 / es) * es;
-    let order = hash_order(scan.inodes.keys().copied(), inocache_hashsize(flash_size));
-
-    let mut inos: BTreeMap<u32, InoBuild> = scan
-        .inodes
-        .iter()
-        .map(|(&ino, ic)| {
-            (
-                ino,
-                InoBuild {
-                    pino_nlink: ic.pino_nlink,
-                    ..InoBuild::default()
-                },
-            )
-        })
-        .collect();
-
+    let mut b = Builder::new(image, scan);
     // Pass 1 (§5.3).
-    let mut dir_hardlinks = false;
-    for ino in &order {
-        let Some(ic) = scan.inodes.get(ino) else {
-            continue;
-        };
-        for fd in &ic.scan_dents {
-            if fd.ino == 0 {
-                continue;
-            }
-            match inos.get_mut(&fd.ino) {
-                None => {
-                    obsolete.push(fd.node);
-                    problems.push(Problem::DirentToMissingInode {
-                        offset: ref_offset(scan, fd.node),
-                        parent: *ino,
-                        name: fd.name.to_vec(),
-                        ino: fd.ino,
-                    });
-                }
-                Some(child) => {
-                    child.pino_nlink = child.pino_nlink.saturating_add(1);
-                    if fd.dtype == dt::DIR {
-                        child.is_dir = true;
-                        if child.pino_nlink > 1 {
-                            dir_hardlinks = true;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
+    let dir_hardlinks = b.count_links();
     // Pass 2 and 2a (§5.4).
-    let mut dead: Vec<u32> = Vec::new();
-    for ino in &order {
-        if inos
-            .get(ino)
-            .is_some_and(|b| b.pino_nlink == 0 && !b.removed)
-        {
-            remove(
-                scan,
-                &mut inos,
-                *ino,
-                &mut dead,
-                &mut obsolete,
-                &mut problems,
-            );
-        }
-    }
-    while let Some(ino) = dead.pop() {
-        if inos.get(&ino).is_some_and(|b| !b.removed) {
-            remove(
-                scan,
-                &mut inos,
-                ino,
-                &mut dead,
-                &mut obsolete,
-                &mut problems,
-            );
-        }
-    }
-
+    b.remove_unlinked();
     // Directory hard links and parents (§5.5).
-    if dir_hardlinks {
-        for b in inos.values_mut() {
-            if b.is_dir {
-                b.pino_nlink = 0;
-            }
-        }
-    }
-    for ino in &order {
-        if inos.get(ino).is_none_or(|b| b.removed) {
-            continue;
-        }
-        let Some(ic) = scan.inodes.get(ino) else {
-            continue;
-        };
-        for fd in &ic.scan_dents {
-            if fd.dtype != dt::DIR || fd.ino == 0 {
-                continue;
-            }
-            let Some(child) = inos.get_mut(&fd.ino) else {
-                continue; // obsoleted in pass 1
-            };
-            if dir_hardlinks && child.pino_nlink != 0 {
-                let offset = ref_offset(scan, fd.node);
-                log.push(kmsg(
-                    Level::Err,
-                    "jffs2_build_filesystem",
-                    Some(offset),
-                    format!(
-                        "child dir \"{}\" (ino #{}) of dir ino #{} is also hard linked from dir ino #{}",
-                        crate::text::escape_if_needed(&fd.name),
-                        fd.ino,
-                        ino,
-                        child.pino_nlink
-                    ),
-                ));
-                problems.push(Problem::DirHardLink {
-                    offset,
-                    ino: fd.ino,
-                    name: fd.name.to_vec(),
-                    parent: *ino,
-                    other_parent: child.pino_nlink,
-                });
-            }
-            child.pino_nlink = *ino;
-        }
-    }
-
-    for idx in obsolete {
-        mark_obsolete(scan, idx);
-    }
-    // The kernel frees `scan_dents` in that last loop (§5.5): nothing reads them after the
-    // build (readinode reads the dirent nodes), and a directory of a million entries would
-    // hold them for the whole run.
-    for ic in scan.inodes.values_mut() {
-        ic.scan_dents = Vec::new();
-    }
+    b.set_parents(dir_hardlinks);
+    let (inos, mut problems, mut log) = b.finish();
 
     // The xattr subsystem (§9.4).
     let (xattr, xproblems, xlog) = xattr::build(image, scan, &inos);
@@ -228,47 +94,212 @@ pub(super) fn build_into<'a>(image: &'a [u8], mut held: ScanMut<'a>, opts: FsOpt
     }
 }
 
-/// `jffs2_build_remove_unlinked_inode` (§5.4).
-fn remove(
-    scan: &Scan,
-    inos: &mut BTreeMap<u32, InoBuild>,
-    ino: u32,
-    dead: &mut Vec<u32>,
-    obsolete: &mut Vec<usize>,
-    problems: &mut Vec<Problem>,
-) {
-    if let Some(b) = inos.get_mut(&ino) {
-        b.removed = true;
-    }
-    let Some(ic) = scan.inodes.get(&ino) else {
-        return;
-    };
-    let live: Vec<usize> = ic
-        .nodes
-        .iter()
-        .copied()
-        .filter(|&i| {
-            scan.refs
-                .get(i)
-                .is_some_and(|r| r.state != RefState::Obsolete)
-        })
-        .collect();
-    problems.push(Problem::OrphanInode {
-        ino,
-        offset: live.first().map(|&i| ref_offset(scan, i)),
-        nodes: live.len(),
-    });
-    obsolete.extend(ic.nodes.iter().copied());
-    for fd in &ic.scan_dents {
-        if fd.ino == 0 {
-            continue; // deletion dirent
+/// The state of `jffs2_build_filesystem` (§5): the scan, the per-inode link counts, the
+/// visiting order, and what the passes found.
+struct Builder<'s> {
+    scan: &'s mut Scan,
+    /// Link counts and flags by ino.
+    inos: BTreeMap<u32, InoBuild>,
+    /// The kernel's hash order (§5.5).
+    order: Vec<u32>,
+    /// Refs to mark obsolete once the passes are done.
+    obsolete: Vec<usize>,
+    problems: Vec<Problem>,
+    log: Vec<KernelMsg>,
+}
+
+impl<'s> Builder<'s> {
+    /// Starts from the scan's counts, visiting in the hash order of the flash size (the
+    /// image length rounded down to whole erase blocks).
+    fn new(image: &[u8], scan: &'s mut Scan) -> Builder<'s> {
+        let es = u64::from(scan.geometry.erase_size.max(1));
+        let flash_size = (image.len() as u64 / es) * es;
+        let order = hash_order(scan.inodes.keys().copied(), inocache_hashsize(flash_size));
+
+        let inos: BTreeMap<u32, InoBuild> = scan
+            .inodes
+            .iter()
+            .map(|(&ino, ic)| {
+                (
+                    ino,
+                    InoBuild {
+                        pino_nlink: ic.pino_nlink,
+                        ..InoBuild::default()
+                    },
+                )
+            })
+            .collect();
+        Builder {
+            scan,
+            inos,
+            order,
+            obsolete: Vec::new(),
+            problems: Vec::new(),
+            log: Vec::new(),
         }
-        if let Some(child) = inos.get_mut(&fd.ino) {
-            child.pino_nlink = child.pino_nlink.saturating_sub(1);
-            if child.pino_nlink == 0 {
-                dead.push(fd.ino);
+    }
+
+    /// Pass 1 (§5.3): every non-deletion dirent links its child, or is obsoleted if the
+    /// child has no inode. Returns whether a directory has a second link (`dir_hardlinks`).
+    fn count_links(&mut self) -> bool {
+        let mut dir_hardlinks = false;
+        for ino in &self.order {
+            let Some(ic) = self.scan.inodes.get(ino) else {
+                continue;
+            };
+            for fd in &ic.scan_dents {
+                if fd.ino == 0 {
+                    continue;
+                }
+                match self.inos.get_mut(&fd.ino) {
+                    None => {
+                        self.obsolete.push(fd.node);
+                        self.problems.push(Problem::DirentToMissingInode {
+                            offset: ref_offset(self.scan, fd.node),
+                            parent: *ino,
+                            name: fd.name.to_vec(),
+                            ino: fd.ino,
+                        });
+                    }
+                    Some(child) => {
+                        child.pino_nlink = child.pino_nlink.saturating_add(1);
+                        if fd.dtype == dt::DIR {
+                            child.is_dir = true;
+                            if child.pino_nlink > 1 {
+                                dir_hardlinks = true;
+                            }
+                        }
+                    }
+                }
             }
         }
+        dir_hardlinks
+    }
+
+    /// Pass 2 and 2a (§5.4): removes every inode left without links, then, recursively,
+    /// the children that lose their last link with it.
+    fn remove_unlinked(&mut self) {
+        let mut dead: Vec<u32> = Vec::new();
+        for k in 0..self.order.len() {
+            let ino = self.order[k];
+            if self
+                .inos
+                .get(&ino)
+                .is_some_and(|b| b.pino_nlink == 0 && !b.removed)
+            {
+                self.remove(ino, &mut dead);
+            }
+        }
+        while let Some(ino) = dead.pop() {
+            if self.inos.get(&ino).is_some_and(|b| !b.removed) {
+                self.remove(ino, &mut dead);
+            }
+        }
+    }
+
+    /// `jffs2_build_remove_unlinked_inode` (§5.4).
+    fn remove(&mut self, ino: u32, dead: &mut Vec<u32>) {
+        if let Some(b) = self.inos.get_mut(&ino) {
+            b.removed = true;
+        }
+        let scan: &Scan = self.scan;
+        let Some(ic) = scan.inodes.get(&ino) else {
+            return;
+        };
+        let live: Vec<usize> = ic
+            .nodes
+            .iter()
+            .copied()
+            .filter(|&i| {
+                scan.refs
+                    .get(i)
+                    .is_some_and(|r| r.state != RefState::Obsolete)
+            })
+            .collect();
+        self.problems.push(Problem::OrphanInode {
+            ino,
+            offset: live.first().map(|&i| ref_offset(scan, i)),
+            nodes: live.len(),
+        });
+        self.obsolete.extend(ic.nodes.iter().copied());
+        for fd in &ic.scan_dents {
+            if fd.ino == 0 {
+                continue; // deletion dirent
+            }
+            if let Some(child) = self.inos.get_mut(&fd.ino) {
+                child.pino_nlink = child.pino_nlink.saturating_sub(1);
+                if child.pino_nlink == 0 {
+                    dead.push(fd.ino);
+                }
+            }
+        }
+    }
+
+    /// §5.5: every directory's count becomes its parent's ino; with `dir_hardlinks` the
+    /// counts are cleared first and a second parent is reported.
+    fn set_parents(&mut self, dir_hardlinks: bool) {
+        if dir_hardlinks {
+            for b in self.inos.values_mut() {
+                if b.is_dir {
+                    b.pino_nlink = 0;
+                }
+            }
+        }
+        for ino in &self.order {
+            if self.inos.get(ino).is_none_or(|b| b.removed) {
+                continue;
+            }
+            let Some(ic) = self.scan.inodes.get(ino) else {
+                continue;
+            };
+            for fd in &ic.scan_dents {
+                if fd.dtype != dt::DIR || fd.ino == 0 {
+                    continue;
+                }
+                let Some(child) = self.inos.get_mut(&fd.ino) else {
+                    continue; // obsoleted in pass 1
+                };
+                if dir_hardlinks && child.pino_nlink != 0 {
+                    let other_parent = child.pino_nlink;
+                    let offset = ref_offset(self.scan, fd.node);
+                    self.log.push(kmsg(
+                        Level::Err,
+                        "jffs2_build_filesystem",
+                        Some(offset),
+                        format!(
+                            "child dir \"{}\" (ino #{}) of dir ino #{} is also hard linked from dir ino #{}",
+                            crate::text::escape_if_needed(&fd.name),
+                            fd.ino,
+                            ino,
+                            other_parent
+                        ),
+                    ));
+                    self.problems.push(Problem::DirHardLink {
+                        offset,
+                        ino: fd.ino,
+                        name: fd.name.to_vec(),
+                        parent: *ino,
+                        other_parent,
+                    });
+                }
+                child.pino_nlink = *ino;
+            }
+        }
+    }
+
+    /// Marks the collected refs obsolete and frees the scan's dirents; returns the counts
+    /// and what the passes found.
+    fn finish(self) -> (BTreeMap<u32, InoBuild>, Vec<Problem>, Vec<KernelMsg>) {
+        for idx in self.obsolete {
+            mark_obsolete(self.scan, idx);
+        }
+        // The kernel frees `scan_dents` in that last loop (§5.5): nothing reads them after the
+        // build (readinode reads the dirent nodes), and a directory of a million entries would
+        // hold them for the whole run.
+        for ic in self.scan.inodes.values_mut() {
+            ic.scan_dents = Vec::new();
+        }
+        (self.inos, self.problems, self.log)
     }
 }
 

@@ -600,14 +600,51 @@ impl Fs<'_> {
         }
     }
 
-    /// Pre-filter, fragment tree and metadata (§6.2–§6.4), then `jffs2_iget`.
+    /// Pre-filter, fragment tree and metadata (§6.2–§6.4), then `jffs2_iget`: the rest of
+    /// `jffs2_do_read_inode_internal` once `jffs2_get_inode_nodes` has collected the nodes.
     fn finish_inode(&self, ino: u32, mut c: Collect) -> Result<Inode, ReadFailure> {
+        let (good, bad) = self.check_data(std::mem::take(&mut c.tns));
+        let tree = FragTree::build(&good, c.mdata.as_ref(), &mut c.obsoleted);
+        tree.report_bad(ino, bad, &mut c);
+        tree.obsolete_unused(&mut c.obsoleted);
+        let metadata = surviving_metadata(c.mdata.as_ref(), tree.latest, &mut c.obsoleted);
+
+        let pino_nlink = self.inos.get(&ino).map_or(1, |b| b.pino_nlink);
+        let (dents, had_fds) = self.settle_dirents(&mut c);
+        let latest = tree.latest;
+        let settled = Settled {
+            tree,
+            metadata,
+            mctime_ver: c.mctime_ver,
+            latest_mctime: c.latest_mctime,
+        };
+        let mut inode = Inode::unread(ino, dents, c);
+
+        let Some((_, latest_idx, _)) = latest else {
+            return fake_inode(ino, inode, had_fds);
+        };
+        if let Err(error) = self.read_metadata(&mut inode, latest_idx, settled) {
+            return Err(ReadFailure {
+                error,
+                log: inode.log,
+            });
+        }
+        inode.nlink = if inode.kind == InodeKind::Dir {
+            dir_nlink(ino, &inode.dents)
+        } else {
+            pino_nlink
+        };
+        Ok(inode)
+    }
+
+    /// The data CRC checks of the candidates (`check_tn_node`, §6.2): the good nodes, and
+    /// the bad ones with their stored and computed CRCs, each in collection order.
+    fn check_data(&self, tns: Vec<Tn>) -> (Vec<Tn>, Vec<(Tn, u32, u32)>) {
         // Data CRCs (§6.2, §6.3): a bad node is dropped and older data shows through.
-        let mut good: Vec<Tn> = Vec::with_capacity(c.tns.len());
+        let mut good: Vec<Tn> = Vec::with_capacity(tns.len());
         let mut bad: Vec<(Tn, u32, u32)> = Vec::new();
         // The checks are independent: a large file's run on all cores (same results, in
         // the same order).
-        let tns = std::mem::take(&mut c.tns);
         let checks: Vec<Result<(), (u32, u32)>> = if tns.len() >= PAR_CHECKS {
             tns.par_iter().map(|tn| self.check_tn(tn)).collect()
         } else {
@@ -619,7 +656,181 @@ impl Fs<'_> {
                 Err((stored, computed)) => bad.push((tn, stored, computed)),
             }
         }
+        (good, bad)
+    }
 
+    /// The dirents after the kernel's de-duplication (§5.2), those with `ino != 0`, and
+    /// whether any survived it (an inode without nodes but with children is faked, §6.4).
+    fn settle_dirents(&self, c: &mut Collect) -> (Vec<Dirent>, bool) {
+        let mut all_fds = std::mem::take(&mut c.fds).settle(self.image, &mut c.obsoleted);
+        let had_fds = c.any_fd && !all_fds.is_empty();
+        all_fds.retain(|d| d.ino != 0);
+        (all_fds, had_fds)
+    }
+
+    /// The latest node gives the inode its metadata (the `jffs2_flash_read` of
+    /// `latest_node` and the `switch` on its mode in `jffs2_do_read_inode_internal`, §6.4).
+    fn read_metadata(
+        &self,
+        inode: &mut Inode,
+        latest_idx: usize,
+        s: Settled,
+    ) -> Result<(), FsError> {
+        let ino = inode.ino;
+        let ln = self.reread_latest(ino, latest_idx, &mut inode.log)?;
+        inode.latest = Some(latest_idx);
+        inode.version = ln.node.version;
+        inode.mode = ln.node.mode;
+        inode.kind = InodeKind::of_mode(ln.node.mode);
+        inode.uid = u32::from(ln.node.uid);
+        inode.gid = u32::from(ln.node.gid);
+        inode.atime = ln.node.atime;
+        inode.mtime = ln.node.mtime;
+        inode.ctime = ln.node.ctime;
+        let mut isize = ln.node.isize;
+
+        let frags = s.tree.frags();
+
+        match ln.node.mode & S_IFMT {
+            S_IFDIR => {
+                if s.mctime_ver > ln.node.version {
+                    inode.mtime = s.latest_mctime;
+                    inode.ctime = s.latest_mctime;
+                }
+            }
+            S_IFREG => isize = regular_file(inode, frags, s.tree.nodes, isize),
+            S_IFLNK | S_IFBLK | S_IFCHR => {
+                if ln.node.mode & S_IFMT == S_IFLNK {
+                    // Old-symlink hack (§6.4).
+                    if isize == 0 {
+                        isize = ln.node.dsize;
+                    }
+                    inode.target = Some(ln.symlink_target(ino)?);
+                }
+                self.special_node(inode, ln.node.mode, &frags, s)?;
+            }
+            S_IFSOCK | S_IFIFO => {}
+            _ => {
+                inode.log.push(kmsg(
+                    Level::Warning,
+                    "",
+                    None,
+                    format!(
+                        "jffs2_iget(): Bogus i_mode {:o} for ino {ino}",
+                        ln.node.mode
+                    ),
+                ));
+            }
+        }
+        inode.size = u64::from(isize);
+        Ok(())
+    }
+
+    /// Re-reads the latest node's header and checks its CRC again (§6.4); a failure is
+    /// logged.
+    fn reread_latest(
+        &self,
+        ino: u32,
+        latest_idx: usize,
+        log: &mut Vec<KernelMsg>,
+    ) -> Result<LatestNode<'_>, FsError> {
+        // Re-read the latest node's header and check its CRC again (§6.4).
+        let loff = ref_offset(&self.scan, latest_idx);
+        let lb = self
+            .image
+            .get(loff as usize..)
+            .filter(|b| b.len() >= INODE_SIZE)
+            .ok_or(FsError::ShortRead { ino, offset: loff })?;
+        let ln = InodeNode::decode(lb, self.scan.geometry.endian, u64::from(loff))
+            .map_err(|_| FsError::ShortRead { ino, offset: loff })?;
+        if crc32(&lb[..INODE_SIZE - 8]) != ln.node_crc {
+            log.push(kmsg(
+                Level::Err,
+                "jffs2_do_read_inode_internal",
+                Some(loff),
+                format!("CRC failed for read_inode of inode {ino} at physical location 0x{loff:x}"),
+            ));
+            return Err(FsError::LatestNodeCrc { ino, offset: loff });
+        }
+        Ok(LatestNode {
+            off: loff,
+            bytes: lb,
+            node: ln,
+        })
+    }
+
+    /// The single data node of a symlink or device, kept as the metadata node, and a
+    /// device's numbers from it (§6.4).
+    fn special_node(
+        &self,
+        inode: &mut Inode,
+        mode: u32,
+        frags: &[Frag],
+        s: Settled,
+    ) -> Result<(), FsError> {
+        let ino = inode.ino;
+        // One data node, kept as the metadata node (§6.4).
+        // The kernel prints the mode in octal for two of these and in hex for the
+        // third (§6.4).
+        let mut bad = |what: &'static str, shown: String| {
+            inode.log.push(kmsg(
+                Level::Err,
+                "jffs2_do_read_inode_internal",
+                None,
+                format!("Argh. Special inode #{ino} with mode {shown} {what}"),
+            ));
+            FsError::BadSpecial { ino, mode, what }
+        };
+        if s.metadata.is_some() {
+            return Err(bad("had metadata node", format!("0{mode:o}")));
+        }
+        let Some(first) = frags.first() else {
+            return Err(bad("has no fragments", format!("0{mode:o}")));
+        };
+        // A hole before the first fragment is a fragment of its own.
+        if frags.len() > 1 || first.start != 0 {
+            return Err(bad("had more than one node", format!("0x{mode:x}")));
+        }
+        let dn = s.tree.nodes[first.node].clone();
+        if mode & S_IFMT != S_IFLNK {
+            if dn.size as usize != OLD_DEV_SIZE && dn.size as usize != NEW_DEV_SIZE {
+                inode.log.push(kmsg(
+                    Level::Notice,
+                    "",
+                    Some(dn.offset),
+                    format!("Device node has strange size {}", dn.size as i32),
+                ));
+                return Err(FsError::DeviceSize { ino, size: dn.size });
+            }
+            let data = self
+                .node_bytes(&dn)
+                .map_err(|error| FsError::Read { ino, error })?;
+            inode.rdev = Some(decode_dev(&data, self.scan.geometry.endian));
+        }
+        inode.nodes = vec![dn];
+        Ok(())
+    }
+
+    /// The whole data of a small node (device numbers), through [`Fs::node_data`].
+    fn node_bytes(&self, dn: &DataNode) -> Result<Vec<u8>, ReadError> {
+        Ok(self.node_data(dn)?.into_vec(dn.size))
+    }
+}
+
+/// The fragment tree of an inode's good data nodes (§6.3), and its latest valid node.
+struct FragTree {
+    /// The fragments: start → (end, index into `nodes`).
+    map: BTreeMap<u64, (u64, usize)>,
+    /// The data nodes applied, in the order applied.
+    nodes: Vec<DataNode>,
+    /// `(version, ref, is the metadata node)` of the latest valid node.
+    latest: Option<(u32, usize, bool)>,
+}
+
+impl FragTree {
+    /// Lays the good nodes over each other by version (`jffs2_build_inode_fragtree`,
+    /// §6.2–§6.3), obsoleting an equal-version node that overlaps one already laid.
+    fn build(good: &[Tn], mdata: Option<&Tn>, obsoleted: &mut Vec<usize>) -> FragTree {
         // Apply in ascending version order; among equal versions (a pristine GC copy beside
         // its original) the first met that overlaps wins and the other is dropped (§6.2).
         // Modelled for overlapping nodes only: Linux (`jffs2_add_tn_to_tree`) compares a
@@ -630,8 +841,7 @@ impl Fs<'_> {
         order.sort_by_key(|&i| good[i].dn.version);
         let mut map: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
         let mut nodes: Vec<DataNode> = Vec::new();
-        let mut latest: Option<(u32, usize, bool)> =
-            c.mdata.as_ref().map(|m| (m.dn.version, m.dn.node, true));
+        let mut latest: Option<(u32, usize, bool)> = mdata.map(|m| (m.dn.version, m.dn.node, true));
         let mut i = 0;
         while i < order.len() {
             let v = good[order[i]].dn.version;
@@ -642,7 +852,7 @@ impl Fs<'_> {
                 let (s, en) = (u64::from(tn.dn.ofs), tn.dn.end());
                 let clash = same.range(..en).next_back().is_some_and(|(_, &e)| e > s);
                 if clash {
-                    c.obsoleted.push(tn.dn.node);
+                    obsoleted.push(tn.dn.node);
                 } else {
                     same.insert(s, en);
                     let id = nodes.len();
@@ -656,10 +866,15 @@ impl Fs<'_> {
             }
             i = j;
         }
+        FragTree { map, nodes, latest }
+    }
 
+    /// Obsoletes and records the nodes that failed their data CRC; only those newer valid
+    /// data does not cover entirely are logged (`check_node_data`, §6.2).
+    fn report_bad(&self, ino: u32, bad: Vec<(Tn, u32, u32)>, c: &mut Collect) {
         // Which bad nodes newer valid data covers entirely (the kernel never checks those).
         for (tn, stored, computed) in bad {
-            let superseded = covered_by_newer(&map, &nodes, &tn.dn);
+            let superseded = covered_by_newer(&self.map, &self.nodes, &tn.dn);
             if !superseded {
                 // check_node_data prints the node's offset (confirmed by the torn-node
                 // kernel fixture).
@@ -684,34 +899,97 @@ impl Fs<'_> {
                 superseded,
             });
         }
+    }
 
+    /// Obsoletes the nodes none of whose fragments are left (§6.3).
+    fn obsolete_unused(&self, obsoleted: &mut Vec<usize>) {
         // Nodes whose fragments were all overwritten are obsoleted (§6.3).
-        let mut used = vec![false; nodes.len()];
-        for &(_, id) in map.values() {
+        let mut used = vec![false; self.nodes.len()];
+        for &(_, id) in self.map.values() {
             used[id] = true;
         }
         for (id, u) in used.iter().enumerate() {
             if !u {
-                c.obsoleted.push(nodes[id].node);
+                obsoleted.push(self.nodes[id].node);
             }
         }
+    }
 
-        // The metadata node survives only if it is the latest (§6.4).
-        let metadata = match (&c.mdata, latest) {
-            (Some(m), Some((_, n, true))) if n == m.dn.node => Some(m.dn.clone()),
-            (Some(m), _) => {
-                c.obsoleted.push(m.dn.node);
-                None
-            }
-            _ => None,
-        };
+    /// The fragments in file order.
+    fn frags(&self) -> Vec<Frag> {
+        self.map
+            .iter()
+            .map(|(&s, &(e, id))| Frag {
+                start: s,
+                end: e,
+                node: id,
+            })
+            .collect()
+    }
+}
 
-        let pino_nlink = self.inos.get(&ino).map_or(1, |b| b.pino_nlink);
-        let mut all_fds = std::mem::take(&mut c.fds).settle(self.image, &mut c.obsoleted);
-        let had_fds = c.any_fd && !all_fds.is_empty();
-        all_fds.retain(|d| d.ino != 0);
+/// What the data stage (§6.2–§6.3) leaves for reading the latest node (§6.4).
+struct Settled {
+    /// The fragment tree.
+    tree: FragTree,
+    /// The metadata node, if it is the latest.
+    metadata: Option<DataNode>,
+    /// Version of the latest dirent with a non-zero mctime (§6.1).
+    mctime_ver: u32,
+    /// Its mctime.
+    latest_mctime: u32,
+}
 
-        let mut inode = Inode {
+/// The latest valid node, re-read (§6.4).
+struct LatestNode<'i> {
+    /// Its offset in the image.
+    off: u32,
+    /// The image from that offset on.
+    bytes: &'i [u8],
+    /// Its header.
+    node: InodeNode,
+}
+
+impl LatestNode<'_> {
+    /// The symlink target the node stores, at most `MAX_NAME_LEN` bytes (§6.4).
+    fn symlink_target(&self, ino: u32) -> Result<Vec<u8>, FsError> {
+        let (loff, csize) = (self.off, self.node.csize);
+        if csize as usize > MAX_NAME_LEN {
+            return Err(FsError::SymlinkTooLong {
+                ino,
+                offset: loff,
+                len: csize,
+            });
+        }
+        let t = self
+            .bytes
+            .get(INODE_SIZE..INODE_SIZE + csize as usize)
+            .ok_or(FsError::ShortRead { ino, offset: loff })?;
+        Ok(t.to_vec())
+    }
+}
+
+/// The metadata node survives only if it is the latest (§6.4); otherwise it is obsoleted.
+fn surviving_metadata(
+    mdata: Option<&Tn>,
+    latest: Option<(u32, usize, bool)>,
+    obsoleted: &mut Vec<usize>,
+) -> Option<DataNode> {
+    match (mdata, latest) {
+        (Some(m), Some((_, n, true))) if n == m.dn.node => Some(m.dn.clone()),
+        (Some(m), _) => {
+            obsoleted.push(m.dn.node);
+            None
+        }
+        _ => None,
+    }
+}
+
+impl Inode {
+    /// The inode before its latest node is read: a 0755 directory owned by 0:0 with times 0
+    /// (what a faked inode shows, §6.4), holding the dirents and what collecting found.
+    fn unread(ino: u32, dents: Vec<Dirent>, c: Collect) -> Inode {
+        Inode {
             ino,
             kind: InodeKind::Dir,
             mode: S_IFDIR | 0o755,
@@ -728,202 +1006,71 @@ impl Fs<'_> {
             faked: false,
             rdev: None,
             target: None,
-            dents: all_fds,
+            dents,
             nodes: Vec::new(),
             frags: Vec::new(),
             obsoleted: c.obsoleted,
             problems: c.problems,
             log: c.log,
-        };
+        }
+    }
+}
 
-        let Some((_, latest_idx, _)) = latest else {
-            // No valid data or metadata node (§6.4).
-            if ino != ROOT_INO {
-                inode.log.push(kmsg(
-                    Level::Warning,
-                    "jffs2_do_read_inode_internal",
-                    None,
-                    format!("no data nodes found for ino #{ino}"),
-                ));
-                if !had_fds {
-                    return Err(ReadFailure {
-                        error: FsError::NoDataNodes(ino),
-                        log: inode.log,
-                    });
-                }
-                inode.log.push(kmsg(
-                    Level::Notice,
-                    "jffs2_do_read_inode_internal",
-                    None,
-                    "but it has children so we fake some modes for it".to_string(),
-                ));
-            }
-            inode.faked = true;
-            inode.nlink = dir_nlink(ino, &inode.dents);
-            return Ok(inode);
-        };
-
-        let finished = (|| -> Result<(), FsError> {
-            // Re-read the latest node's header and check its CRC again (§6.4).
-            let loff = ref_offset(&self.scan, latest_idx);
-            let lb = self
-                .image
-                .get(loff as usize..)
-                .filter(|b| b.len() >= INODE_SIZE)
-                .ok_or(FsError::ShortRead { ino, offset: loff })?;
-            let ln = InodeNode::decode(lb, self.scan.geometry.endian, u64::from(loff))
-                .map_err(|_| FsError::ShortRead { ino, offset: loff })?;
-            if crc32(&lb[..INODE_SIZE - 8]) != ln.node_crc {
-                inode.log.push(kmsg(
-                    Level::Err,
-                    "jffs2_do_read_inode_internal",
-                    Some(loff),
-                    format!(
-                        "CRC failed for read_inode of inode {ino} at physical location 0x{loff:x}"
-                    ),
-                ));
-                return Err(FsError::LatestNodeCrc { ino, offset: loff });
-            }
-            inode.latest = Some(latest_idx);
-            inode.version = ln.version;
-            inode.mode = ln.mode;
-            inode.kind = InodeKind::of_mode(ln.mode);
-            inode.uid = u32::from(ln.uid);
-            inode.gid = u32::from(ln.gid);
-            inode.atime = ln.atime;
-            inode.mtime = ln.mtime;
-            inode.ctime = ln.ctime;
-            let mut isize = ln.isize;
-
-            let frags: Vec<Frag> = map
-                .iter()
-                .map(|(&s, &(e, id))| Frag {
-                    start: s,
-                    end: e,
-                    node: id,
-                })
-                .collect();
-
-            match ln.mode & S_IFMT {
-                S_IFDIR => {
-                    if c.mctime_ver > ln.version {
-                        inode.mtime = c.latest_mctime;
-                        inode.ctime = c.latest_mctime;
-                    }
-                }
-                S_IFREG => {
-                    let (frags, new_size) = truncate(frags, isize);
-                    if new_size != isize {
-                        inode.log.push(kmsg(
-                            Level::Warning,
-                            "jffs2_do_read_inode_internal",
-                            None,
-                            format!(
-                                "Truncating ino #{ino} to {} bytes failed because it only had {} bytes to start with!",
-                                isize as i32, new_size as i32
-                            ),
-                        ));
-                        inode.problems.push(Problem::SizeBeyondData {
-                            ino,
-                            path: None,
-                            isize,
-                            size: new_size,
-                        });
-                        isize = new_size;
-                    }
-                    inode.frags = frags;
-                    inode.nodes = nodes;
-                }
-                S_IFLNK | S_IFBLK | S_IFCHR => {
-                    if ln.mode & S_IFMT == S_IFLNK {
-                        // Old-symlink hack (§6.4).
-                        if isize == 0 {
-                            isize = ln.dsize;
-                        }
-                        if ln.csize as usize > MAX_NAME_LEN {
-                            return Err(FsError::SymlinkTooLong {
-                                ino,
-                                offset: loff,
-                                len: ln.csize,
-                            });
-                        }
-                        let t = lb
-                            .get(INODE_SIZE..INODE_SIZE + ln.csize as usize)
-                            .ok_or(FsError::ShortRead { ino, offset: loff })?;
-                        inode.target = Some(t.to_vec());
-                    }
-                    // One data node, kept as the metadata node (§6.4).
-                    // The kernel prints the mode in octal for two of these and in hex for the
-                    // third (§6.4).
-                    let mode = ln.mode;
-                    let mut bad = |what: &'static str, shown: String| {
-                        inode.log.push(kmsg(
-                            Level::Err,
-                            "jffs2_do_read_inode_internal",
-                            None,
-                            format!("Argh. Special inode #{ino} with mode {shown} {what}"),
-                        ));
-                        FsError::BadSpecial { ino, mode, what }
-                    };
-                    if metadata.is_some() {
-                        return Err(bad("had metadata node", format!("0{mode:o}")));
-                    }
-                    let Some(first) = frags.first() else {
-                        return Err(bad("has no fragments", format!("0{mode:o}")));
-                    };
-                    // A hole before the first fragment is a fragment of its own.
-                    if frags.len() > 1 || first.start != 0 {
-                        return Err(bad("had more than one node", format!("0x{mode:x}")));
-                    }
-                    let dn = nodes[first.node].clone();
-                    if ln.mode & S_IFMT != S_IFLNK {
-                        if dn.size as usize != OLD_DEV_SIZE && dn.size as usize != NEW_DEV_SIZE {
-                            inode.log.push(kmsg(
-                                Level::Notice,
-                                "",
-                                Some(dn.offset),
-                                format!("Device node has strange size {}", dn.size as i32),
-                            ));
-                            return Err(FsError::DeviceSize { ino, size: dn.size });
-                        }
-                        let data = self
-                            .node_bytes(&dn)
-                            .map_err(|error| FsError::Read { ino, error })?;
-                        inode.rdev = Some(decode_dev(&data, self.scan.geometry.endian));
-                    }
-                    inode.nodes = vec![dn];
-                }
-                S_IFSOCK | S_IFIFO => {}
-                _ => {
-                    inode.log.push(kmsg(
-                        Level::Warning,
-                        "",
-                        None,
-                        format!("jffs2_iget(): Bogus i_mode {:o} for ino {ino}", ln.mode),
-                    ));
-                }
-            }
-            inode.size = u64::from(isize);
-            Ok(())
-        })();
-        if let Err(error) = finished {
+/// No valid data or metadata node (§6.4): the root, or an inode with children, is faked as a
+/// directory; any other inode fails with [`FsError::NoDataNodes`].
+fn fake_inode(ino: u32, mut inode: Inode, had_fds: bool) -> Result<Inode, ReadFailure> {
+    if ino != ROOT_INO {
+        inode.log.push(kmsg(
+            Level::Warning,
+            "jffs2_do_read_inode_internal",
+            None,
+            format!("no data nodes found for ino #{ino}"),
+        ));
+        if !had_fds {
             return Err(ReadFailure {
-                error,
+                error: FsError::NoDataNodes(ino),
                 log: inode.log,
             });
         }
-        inode.nlink = if inode.kind == InodeKind::Dir {
-            dir_nlink(ino, &inode.dents)
-        } else {
-            pino_nlink
-        };
-        Ok(inode)
+        inode.log.push(kmsg(
+            Level::Notice,
+            "jffs2_do_read_inode_internal",
+            None,
+            "but it has children so we fake some modes for it".to_string(),
+        ));
     }
+    inode.faked = true;
+    inode.nlink = dir_nlink(ino, &inode.dents);
+    Ok(inode)
+}
 
-    /// The whole data of a small node (device numbers), through [`Fs::node_data`].
-    fn node_bytes(&self, dn: &DataNode) -> Result<Vec<u8>, ReadError> {
-        Ok(self.node_data(dn)?.into_vec(dn.size))
+/// A regular file's fragments cut at its size (`jffs2_truncate_fragtree`, §6.4); a size
+/// beyond the data is clipped, logged and recorded. Returns the size Linux shows.
+fn regular_file(inode: &mut Inode, frags: Vec<Frag>, nodes: Vec<DataNode>, isize: u32) -> u32 {
+    let ino = inode.ino;
+    let (frags, new_size) = truncate(frags, isize);
+    let mut size = isize;
+    if new_size != isize {
+        inode.log.push(kmsg(
+            Level::Warning,
+            "jffs2_do_read_inode_internal",
+            None,
+            format!(
+                "Truncating ino #{ino} to {} bytes failed because it only had {} bytes to start with!",
+                isize as i32, new_size as i32
+            ),
+        ));
+        inode.problems.push(Problem::SizeBeyondData {
+            ino,
+            path: None,
+            isize,
+            size: new_size,
+        });
+        size = new_size;
     }
+    inode.frags = frags;
+    inode.nodes = nodes;
+    size
 }
 
 /// `jffs2_iget` for a directory (§5.6): 2, plus one per DT_DIR entry, plus one more for the

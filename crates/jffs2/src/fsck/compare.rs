@@ -132,22 +132,50 @@ pub fn compare(
         now: 0,
     };
     let (host, _warnings) = source::scan_host(&opts.dir, &sopts)?;
-    let mut hosts: BTreeMap<Vec<u8>, &SourceEntry> = BTreeMap::new();
-    for e in &host.entries {
-        let rel = match e.full_name.strip_prefix(b"/") {
-            Some(r) if !r.is_empty() => r.to_vec(),
-            _ => b".".to_vec(),
-        };
-        hosts.entry(rel).or_insert(e);
-    }
+    let hosts = host_paths(&host.entries);
     let mut images: BTreeMap<Vec<u8>, &TreeEntry> = BTreeMap::new();
     for e in &tree.entries {
         images.entry(e.path.clone()).or_insert(e);
     }
 
     let mut diffs: Vec<Difference> = Vec::new();
+    let both = pair_paths(&images, &hosts, &mut diffs);
+
+    let per: Vec<Vec<Difference>> = both
+        .par_iter()
+        .map(|(e, h)| compare_entry(fs, e, h, opts, select))
+        .collect();
+    for d in per {
+        diffs.extend(d);
+    }
+
+    diffs.extend(hard_links(&both));
+
+    diffs.sort_by(|a, b| (a.path.as_bytes(), a.what).cmp(&(b.path.as_bytes(), b.what)));
+    Ok(diffs)
+}
+
+/// The host entries by path relative to the root (`.` for the root), the first of each.
+fn host_paths(entries: &[SourceEntry]) -> BTreeMap<Vec<u8>, &SourceEntry> {
+    let mut hosts: BTreeMap<Vec<u8>, &SourceEntry> = BTreeMap::new();
+    for e in entries {
+        let rel = match e.full_name.strip_prefix(b"/") {
+            Some(r) if !r.is_empty() => r.to_vec(),
+            _ => b".".to_vec(),
+        };
+        hosts.entry(rel).or_insert(e);
+    }
+    hosts
+}
+
+/// Pairs the paths present on both sides; those on one side only are differences.
+fn pair_paths<'t, 'h>(
+    images: &BTreeMap<Vec<u8>, &'t TreeEntry>,
+    hosts: &BTreeMap<Vec<u8>, &'h SourceEntry>,
+    diffs: &mut Vec<Difference>,
+) -> Vec<(&'t TreeEntry, &'h SourceEntry)> {
     let mut both: Vec<(&TreeEntry, &SourceEntry)> = Vec::new();
-    for (p, e) in &images {
+    for (p, e) in images {
         match hosts.get(p) {
             Some(h) => both.push((e, h)),
             None => diffs.push(Difference {
@@ -158,7 +186,7 @@ pub fn compare(
             }),
         }
     }
-    for (p, h) in &hosts {
+    for (p, h) in hosts {
         if !images.contains_key(p) {
             diffs.push(Difference {
                 path: lossy(p),
@@ -168,30 +196,25 @@ pub fn compare(
             });
         }
     }
+    both
+}
 
-    let per: Vec<Vec<Difference>> = both
-        .par_iter()
-        .map(|(e, h)| compare_entry(fs, e, h, opts, select))
-        .collect();
-    for d in per {
-        diffs.extend(d);
-    }
-
-    // Hard-link groups: paths sharing an inode in the image must share one on the host.
+/// Hard-link groups: paths sharing an inode in the image must share one on the host.
+fn hard_links(both: &[(&TreeEntry, &SourceEntry)]) -> Vec<Difference> {
     let mut img_groups: HashMap<u32, Vec<&[u8]>> = HashMap::new();
-    for (e, _) in &both {
+    for (e, _) in both {
         if e.kind != InodeKind::Dir {
             img_groups.entry(e.ino).or_default().push(&e.path);
         }
     }
     let mut host_groups: HashMap<(u64, u64), Vec<&[u8]>> = HashMap::new();
-    for (e, h) in &both {
+    for (e, h) in both {
         if e.kind != InodeKind::Dir && h.ino != 0 && h.nlink > 1 {
             host_groups.entry((h.dev, h.ino)).or_default().push(&e.path);
         }
     }
     let mut partners: BTreeMap<Vec<u8>, (Vec<String>, Vec<String>)> = BTreeMap::new();
-    for (e, h) in &both {
+    for (e, h) in both {
         if e.kind == InodeKind::Dir {
             continue;
         }
@@ -213,19 +236,18 @@ pub fn compare(
             partners.insert(e.path.clone(), (a, b));
         }
     }
-    for (p, (a, b)) in partners {
-        diffs.push(Difference {
+    partners
+        .into_iter()
+        .map(|(p, (a, b))| Difference {
             path: lossy(&p),
             what: "hard-link",
             image: format!("[{}]", a.join(", ")),
             dir: format!("[{}]", b.join(", ")),
-        });
-    }
-
-    diffs.sort_by(|a, b| (a.path.as_bytes(), a.what).cmp(&(b.path.as_bytes(), b.what)));
-    Ok(diffs)
+        })
+        .collect()
 }
 
+/// Compares one path present on both sides.
 fn compare_entry(
     fs: &Fs<'_>,
     e: &TreeEntry,
@@ -233,82 +255,110 @@ fn compare_entry(
     opts: &CompareOptions,
     select: XattrSelect,
 ) -> Vec<Difference> {
-    let mut d = Vec::new();
-    let path = lossy(&e.path);
-    let mut diff = |what: &'static str, image: String, dir: String| {
-        d.push(Difference {
-            path: path.clone(),
-            what,
-            image,
-            dir,
-        })
+    let mut d = EntryDiffs {
+        path: lossy(&e.path),
+        diffs: Vec::new(),
     };
     let hkind = kind_of_mode(h.mode);
     if e.kind != hkind {
-        diff(
+        d.diff(
             "type",
             e.kind.listing_name().to_string(),
             hkind.listing_name().to_string(),
         );
-        return d;
+        return d.diffs;
     }
     if e.path == b"." {
         // mkfs.jffs2 never writes the root's inode: its attributes are Linux's defaults.
-        return d;
+        return d.diffs;
     }
-    if e.mode & 0o7777 != h.mode & 0o7777 {
-        diff(
-            "mode",
-            format!("{:04o}", e.mode & 0o7777),
-            format!("{:04o}", h.mode & 0o7777),
-        );
-    }
-    if e.uid != h.uid {
-        diff("uid", e.uid.to_string(), h.uid.to_string());
-    }
-    if e.gid != h.gid {
-        diff("gid", e.gid.to_string(), h.gid.to_string());
-    }
-    if matches!(e.kind, InodeKind::File | InodeKind::Symlink) && e.size != h.size {
-        diff("size", e.size.to_string(), h.size.to_string());
-    }
-    if !opts.ignore_mtime && e.mtime != h.mtime {
-        // A directory shows its newest entry's time when that entry is newer than its inode
-        // (mkfs.jffs2 stores each child's mtime in its entry): the time mkfs stored in the
-        // directory's inode counts as well.
-        let stored = (e.kind == InodeKind::Dir)
-            .then(|| stored_mtime(fs, e.ino))
-            .flatten();
-        if stored != Some(h.mtime) {
-            diff("mtime", e.mtime.to_string(), h.mtime.to_string());
-        }
-    }
-    match e.kind {
-        InodeKind::Symlink => {
-            let t = e.target.clone().unwrap_or_default();
-            let ht = h.link_target.clone().unwrap_or_default();
-            if t != ht {
-                diff("target", lossy(&t), lossy(&ht));
-            }
-        }
-        InodeKind::Char | InodeKind::Block => {
-            let r = e.rdev.unwrap_or((0, 0));
-            if r != (h.rdev_major, h.rdev_minor) {
-                diff(
-                    "rdev",
-                    format!("{}:{}", r.0, r.1),
-                    format!("{}:{}", h.rdev_major, h.rdev_minor),
-                );
-            }
-        }
-        InodeKind::File if e.size == h.size => {
-            if let Some(m) = content_difference(fs, e, h) {
-                diff("content", m.0, m.1);
-            }
-        }
-        _ => {}
-    }
+    d.attributes(fs, e, h, opts);
+    d.by_kind(fs, e, h);
     if !select.is_empty() {
+        d.xattrs(e, h, select);
+    }
+    d.diffs
+}
+
+/// The differences found at one path.
+struct EntryDiffs {
+    path: String,
+    diffs: Vec<Difference>,
+}
+
+impl EntryDiffs {
+    /// Records one difference.
+    fn diff(&mut self, what: &'static str, image: String, dir: String) {
+        self.diffs.push(Difference {
+            path: self.path.clone(),
+            what,
+            image,
+            dir,
+        })
+    }
+
+    /// The attributes every type has: mode, owner, group, size (files and symlinks), mtime.
+    fn attributes(&mut self, fs: &Fs<'_>, e: &TreeEntry, h: &SourceEntry, opts: &CompareOptions) {
+        if e.mode & 0o7777 != h.mode & 0o7777 {
+            self.diff(
+                "mode",
+                format!("{:04o}", e.mode & 0o7777),
+                format!("{:04o}", h.mode & 0o7777),
+            );
+        }
+        if e.uid != h.uid {
+            self.diff("uid", e.uid.to_string(), h.uid.to_string());
+        }
+        if e.gid != h.gid {
+            self.diff("gid", e.gid.to_string(), h.gid.to_string());
+        }
+        if matches!(e.kind, InodeKind::File | InodeKind::Symlink) && e.size != h.size {
+            self.diff("size", e.size.to_string(), h.size.to_string());
+        }
+        if !opts.ignore_mtime && e.mtime != h.mtime {
+            // A directory shows its newest entry's time when that entry is newer than its inode
+            // (mkfs.jffs2 stores each child's mtime in its entry): the time mkfs stored in the
+            // directory's inode counts as well.
+            let stored = (e.kind == InodeKind::Dir)
+                .then(|| stored_mtime(fs, e.ino))
+                .flatten();
+            if stored != Some(h.mtime) {
+                self.diff("mtime", e.mtime.to_string(), h.mtime.to_string());
+            }
+        }
+    }
+
+    /// What only some types have: symlink targets, device numbers, file contents.
+    fn by_kind(&mut self, fs: &Fs<'_>, e: &TreeEntry, h: &SourceEntry) {
+        match e.kind {
+            InodeKind::Symlink => {
+                let t = e.target.clone().unwrap_or_default();
+                let ht = h.link_target.clone().unwrap_or_default();
+                if t != ht {
+                    self.diff("target", lossy(&t), lossy(&ht));
+                }
+            }
+            InodeKind::Char | InodeKind::Block => {
+                let r = e.rdev.unwrap_or((0, 0));
+                if r != (h.rdev_major, h.rdev_minor) {
+                    self.diff(
+                        "rdev",
+                        format!("{}:{}", r.0, r.1),
+                        format!("{}:{}", h.rdev_major, h.rdev_minor),
+                    );
+                }
+            }
+            InodeKind::File if e.size == h.size => {
+                if let Some(m) = content_difference(fs, e, h) {
+                    self.diff("content", m.0, m.1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The extended attributes of the selected classes, all of them as one difference.
+    fn xattrs(&mut self, e: &TreeEntry, h: &SourceEntry, select: XattrSelect) {
         let img: BTreeMap<Vec<u8>, String> = e
             .xattrs
             .iter()
@@ -337,10 +387,9 @@ fn compare_entry(
                 let v: Vec<String> = m.iter().map(|(k, v)| format!("{}={v}", lossy(k))).collect();
                 format!("{{{}}}", v.join(", "))
             };
-            diff("xattr", show(&img), show(&host));
+            self.diff("xattr", show(&img), show(&host));
         }
     }
-    d
 }
 
 /// The mtime stored in a directory's latest inode node (Linux may show the newest entry's

@@ -208,71 +208,81 @@ pub(crate) fn walk(
         .collect()
 }
 
+/// Walks one erase block, item by item, from `start` to `start + es`.
 fn walk_block(img: &[u8], start: u32, es: u32, fs: &Fs<'_>, live: &HashSet<u32>) -> BlockWalk {
-    let e = fs.scan().geometry.endian;
-    let end = start + es;
-    let mut w = BlockWalk {
-        offset: start,
-        ..BlockWalk::default()
-    };
-    let mut budget = Budget {
-        live,
-        left: u64::from(es).saturating_mul(DEAD_DATA_PER_BYTE),
+    let mut bw = BlockWalker {
+        img,
+        end: start + es,
+        e: fs.scan().geometry.endian,
+        fs,
+        budget: Budget {
+            live,
+            left: u64::from(es).saturating_mul(DEAD_DATA_PER_BYTE),
+        },
+        w: BlockWalk {
+            offset: start,
+            ..BlockWalk::default()
+        },
     };
     let mut p = start;
-    let add_junk = |w: &mut BlockWalk, at: u32, len: u32, kind: JunkKind| {
-        if let Some(last) = w.junk.last_mut() {
-            // Runs of one kind are one finding; a valid header claiming a bad length is
-            // never folded into the garbage before it (its offset and claim would vanish
-            // from the report: a 4 GiB totlen right after junk read as mere "garbage").
-            let same = std::mem::discriminant(&last.kind) == std::mem::discriminant(&kind)
-                && !matches!(kind, JunkKind::Crosses { .. } | JunkKind::ShortTotlen);
-            if same && last.offset + last.len == at && w.last_item == Some(last.offset) {
-                last.len += len;
-                return;
-            }
+    while p < bw.end {
+        match bw.step(p) {
+            Some(next) => p = next,
+            None => break,
         }
-        w.junk.push(Junk {
-            offset: at,
-            len,
-            kind,
-        });
-        w.last_item = Some(at);
-    };
-    while p < end {
-        let rest = &img[p as usize..end as usize];
+    }
+    bw.w
+}
+
+/// One block being walked: where it ends, how to read it, and what was found so far.
+struct BlockWalker<'a, 'f> {
+    img: &'a [u8],
+    end: u32,
+    e: Endian,
+    fs: &'a Fs<'f>,
+    budget: Budget<'a>,
+    w: BlockWalk,
+}
+
+impl BlockWalker<'_, '_> {
+    /// Reads what lies at `p` (erased flash, a node, or junk) and returns where the next item
+    /// may start, or `None` when the block is done.
+    fn step(&mut self, p: u32) -> Option<u32> {
+        let img = self.img;
+        let rest = &img[p as usize..self.end as usize];
         if rest.len() >= 4 && all_ff(&rest[..4]) {
-            // Skip erased flash, 32 bytes at a time where possible.
-            let mut q = 4usize;
-            while q + 32 <= rest.len() && all_ff(&rest[q..q + 32]) {
-                q += 32;
-            }
-            while q + 4 <= rest.len() && all_ff(&rest[q..q + 4]) {
-                q += 4;
-            }
-            p += q as u32;
-            continue;
+            return Some(p + erased_len(rest));
         }
         if rest.len() < HEADER_SIZE {
             // Fewer than 12 bytes left: not 0xFF (checked above for the first word).
-            let kind = JunkKind::BadMagic(e.get_u16(rest, hdr::MAGIC).unwrap_or(0));
-            add_junk(&mut w, p, rest.len() as u32, kind);
-            break;
+            let kind = JunkKind::BadMagic(self.e.get_u16(rest, hdr::MAGIC).unwrap_or(0));
+            self.w.add_junk(p, rest.len() as u32, kind);
+            return None;
         }
+        match self.header(rest, p) {
+            Ok((nodetype, totlen)) => Some(p + self.node(rest, p, nodetype, totlen)),
+            Err(kind) => {
+                self.w.add_junk(p, 4, kind);
+                Some(p + 4)
+            }
+        }
+    }
+
+    /// The node type and `totlen` of a valid header at `p` whose node lies within the block,
+    /// or why its first word is junk.
+    fn header(&self, rest: &[u8], p: u32) -> Result<(u16, u32), JunkKind> {
+        let e = self.e;
         let magic = e.get_u16(rest, hdr::MAGIC).unwrap_or(0);
         let nodetype = e.get_u16(rest, hdr::NODETYPE).unwrap_or(0);
         let totlen = e.get_u32(rest, hdr::TOTLEN).unwrap_or(0);
         let hdr_crc = e.get_u32(rest, hdr::HDR_CRC).unwrap_or(0);
         if magic != MAGIC {
-            let kind = match magic {
+            return Err(match magic {
                 OLD_MAGIC => JunkKind::OldMagic,
                 MAGIC_SWAPPED => JunkKind::Swapped,
                 0 => JunkKind::Zero,
                 m => JunkKind::BadMagic(m),
-            };
-            add_junk(&mut w, p, 4, kind);
-            p += 4;
-            continue;
+            });
         }
         let h = NodeHeader {
             magic,
@@ -281,33 +291,75 @@ fn walk_block(img: &[u8], start: u32, es: u32, fs: &Fs<'_>, live: &HashSet<u32>)
             hdr_crc,
         };
         if !h.crc_ok(e) {
-            add_junk(&mut w, p, 4, JunkKind::HeaderCrc);
-            p += 4;
-            continue;
+            return Err(JunkKind::HeaderCrc);
         }
         if totlen < HEADER_SIZE as u32 {
-            add_junk(&mut w, p, 4, JunkKind::ShortTotlen);
-            p += 4;
-            continue;
+            return Err(JunkKind::ShortTotlen);
         }
-        if u64::from(p) + u64::from(totlen) > u64::from(end) {
-            add_junk(&mut w, p, 4, JunkKind::Crosses { totlen });
-            p += 4;
-            continue;
+        if u64::from(p) + u64::from(totlen) > u64::from(self.end) {
+            return Err(JunkKind::Crosses { totlen });
         }
+        Ok((nodetype, totlen))
+    }
+
+    /// Checks and records the node at `p` (header already valid), returning the bytes it
+    /// takes up to `PAD(totlen)`.
+    fn node(&mut self, rest: &[u8], p: u32, nodetype: u16, totlen: u32) -> u32 {
         let node = &rest[..totlen as usize];
-        let padded = pad4(totlen).min(end - p).max(totlen);
-        let mut wn = check_node(node, p, nodetype, e, fs, &mut w, &mut budget);
+        let padded = pad4(totlen).min(self.end - p).max(totlen);
+        let ctx = NodeCtx {
+            b: node,
+            offset: p,
+            e: self.e,
+            fs: self.fs,
+        };
+        let mut wn = ctx.check(nodetype, &mut self.w, &mut self.budget);
         let tail = &rest[totlen as usize..padded as usize];
         wn.bad_padding += tail.iter().filter(|&&c| c != 0xFF).count() as u32;
-        if wn.body == Body::Summary && p + totlen == end {
-            w.has_summary = true;
+        if wn.body == Body::Summary && p + totlen == self.end {
+            self.w.has_summary = true;
         }
-        w.last_item = Some(p);
-        w.nodes.push(wn);
-        p += padded;
+        self.w.last_item = Some(p);
+        self.w.nodes.push(wn);
+        padded
     }
-    w
+}
+
+/// The length of the erased flash (0xFF words) `rest` starts with (its first word is).
+fn erased_len(rest: &[u8]) -> u32 {
+    // Skip erased flash, 32 bytes at a time where possible.
+    let mut q = 4usize;
+    while q + 32 <= rest.len() && all_ff(&rest[q..q + 32]) {
+        q += 32;
+    }
+    while q + 4 <= rest.len() && all_ff(&rest[q..q + 4]) {
+        q += 4;
+    }
+    q as u32
+}
+
+impl BlockWalk {
+    /// Records `len` junk bytes at `at`, extending the previous run when it is of the same
+    /// kind and ends there.
+    fn add_junk(&mut self, at: u32, len: u32, kind: JunkKind) {
+        if let Some(last) = self.junk.last_mut() {
+            // Runs of one kind are one finding; a valid header claiming a bad length is
+            // never folded into the garbage before it (its offset and claim would vanish
+            // from the report: a 4 GiB totlen right after junk read as mere "garbage").
+            let same = std::mem::discriminant(&last.kind) == std::mem::discriminant(&kind)
+                && !matches!(kind, JunkKind::Crosses { .. } | JunkKind::ShortTotlen);
+            if same && last.offset + last.len == at && self.last_item == Some(last.offset) {
+                last.len += len;
+                return;
+            }
+        }
+        self.junk.push(Junk {
+            offset: at,
+            len,
+            kind,
+        });
+        self.last_item = Some(at);
+    }
 }
 
 /// What a block may still decompress of data no live inode shows.
@@ -316,293 +368,345 @@ struct Budget<'l> {
     left: u64,
 }
 
-/// Checks one node whose header is valid and that lies within its block.
-fn check_node(
-    b: &[u8],
+/// One node whose header is valid and that lies within its block: its bytes (`totlen` of
+/// them), where it lies, and how to read its data.
+struct NodeCtx<'a, 'f> {
+    b: &'a [u8],
     offset: u32,
-    nodetype: u16,
     e: Endian,
-    fs: &Fs<'_>,
-    w: &mut BlockWalk,
-    budget: &mut Budget<'_>,
-) -> WNode {
-    let totlen = b.len() as u32;
-    let accurate = nodetype & NODE_ACCURATE != 0;
-    let mut n = WNode {
-        offset,
-        nodetype,
-        totlen,
-        accurate,
-        body: Body::Unknown,
-        fault: None,
-        bad_padding: 0,
-        stray_data_crc: None,
-    };
-    let short = |what: &str, need: usize| {
+    fs: &'a Fs<'f>,
+}
+
+impl NodeCtx<'_, '_> {
+    /// Checks the node, by its type.
+    fn check(&self, nodetype: u16, w: &mut BlockWalk, budget: &mut Budget<'_>) -> WNode {
+        let mut n = WNode {
+            offset: self.offset,
+            nodetype,
+            totlen: self.totlen(),
+            accurate: nodetype & NODE_ACCURATE != 0,
+            body: Body::Unknown,
+            fault: None,
+            bad_padding: 0,
+            stray_data_crc: None,
+        };
+        match nodetype | NODE_ACCURATE {
+            NODETYPE_INODE => self.inode(&mut n, w, budget),
+            NODETYPE_DIRENT => self.dirent(&mut n),
+            NODETYPE_XATTR => self.xattr(&mut n),
+            NODETYPE_XREF => self.xref(&mut n),
+            NODETYPE_CLEANMARKER => n.body = Body::Cleanmarker,
+            NODETYPE_PADDING => n.body = Body::Padding,
+            NODETYPE_SUMMARY => n.body = Body::Summary,
+            _ => n.body = Body::Unknown,
+        }
+        n
+    }
+
+    /// The node's `totlen` (its bytes are exactly that many).
+    fn totlen(&self) -> u32 {
+        self.b.len() as u32
+    }
+
+    /// The fault of a node too short to hold the `need` bytes of its fixed part.
+    fn short(&self, what: &str, need: usize) -> Fault {
+        let totlen = self.totlen();
         Fault::Length(format!(
             "totlen {totlen} is shorter than the {need} bytes of {what}"
         ))
-    };
-    match nodetype | NODE_ACCURATE {
-        NODETYPE_INODE => {
-            n.body = Body::Unreadable;
-            let Ok(ri) = InodeNode::decode(b, e, u64::from(offset)) else {
-                n.fault = Some(Box::new(short("an inode node", INODE_SIZE)));
-                return n;
-            };
-            let computed = accurate_crc(b, INODE_SIZE - 8, e).unwrap_or(0);
-            if computed != ri.node_crc {
-                n.fault = Some(Box::new(Fault::NodeCrc {
-                    stored: ri.node_crc,
-                    computed,
-                }));
-                return n;
-            }
-            let size = if ri.compr == COMPR_ZERO && ri.dsize == 0 && ri.csize != 0 {
-                ri.csize
-            } else {
-                ri.dsize
-            };
-            n.body = Body::Inode {
-                ino: ri.ino,
-                version: ri.version,
-                isize: ri.isize,
-                ofs: ri.offset,
-                size,
-                compr: ri.compr,
-            };
-            if pad4(ri.csize.wrapping_add(INODE_SIZE as u32)) != pad4(totlen)
-                || u64::from(ri.csize) + INODE_SIZE as u64 > u64::from(totlen)
-            {
-                n.fault = Some(Box::new(Fault::Length(format!(
-                    "csize {} does not fit totlen {totlen} (68 + csize expected)",
-                    ri.csize
-                ))));
-                return n;
-            }
-            if ri.csize == 0 && ri.data_crc != 0 {
-                n.stray_data_crc = Some(ri.data_crc);
-            }
-            if ri.offset > ri.isize {
-                n.fault = Some(Box::new(Fault::Length(format!(
-                    "data offset {} lies beyond the inode size {}",
-                    ri.offset, ri.isize
-                ))));
-                return n;
-            }
-            if !accurate {
-                // Obsolete: the kernel never reads it again; the data CRC is checked, the data
-                // is not decompressed.
-                let data = &b[INODE_SIZE..INODE_SIZE + ri.csize as usize];
-                if ri.csize > 0 && ri.compr != COMPR_ZERO {
-                    let computed = crc32(data);
-                    if computed != ri.data_crc {
-                        n.fault = Some(Box::new(Fault::DataCrc {
-                            stored: ri.data_crc,
-                            computed,
-                        }));
-                    }
-                }
-                return n;
-            }
-            let dn = DataNode {
-                node: usize::MAX,
-                offset,
-                version: ri.version,
-                ofs: ri.offset,
-                size,
-                csize: ri.csize,
-                compr: ri.compr,
-                usercompr: ri.usercompr,
-            };
-            if size == 0 && ri.csize == 0 {
-                return n;
-            }
-            if ri.compr == COMPR_NONE {
-                // What `node_data` does for stored data, without copying it out.
-                let data = &b[INODE_SIZE..INODE_SIZE + ri.csize as usize];
-                let computed = crc32(data);
-                if computed != ri.data_crc {
-                    n.fault = Some(Box::new(Fault::DataCrc {
-                        stored: ri.data_crc,
-                        computed,
-                    }));
-                } else if ri.dsize > ri.csize {
-                    n.fault = Some(Box::new(Fault::Data(ReadError::ShortUncompressed {
-                        offset,
-                        csize: ri.csize,
-                        dsize: ri.dsize,
-                    })));
-                } else {
-                    w.data_checked += 1;
-                    w.data_bytes += u64::from(size);
-                }
-                return n;
-            }
-            // Dead data beyond the block's budget: the CRCs only (the node CRC passed above).
-            // ZERO nodes and unavailable compressors cost nothing, and a `dsize` Linux cannot
-            // allocate is refused before any work: those go through `node_data` as usual.
-            let costly = matches!(
-                ri.compr,
-                COMPR_RTIME
-                    | COMPR_RUBINMIPS
-                    | COMPR_DYNRUBIN
-                    | COMPR_ZLIB
-                    | COMPR_LZO
-                    | COMPR_LZMA
-            ) && size <= fs.options().kmalloc_max;
-            if costly && !budget.live.contains(&offset) {
-                if u64::from(size) <= budget.left {
-                    budget.left -= u64::from(size);
-                } else {
-                    let data = &b[INODE_SIZE..INODE_SIZE + ri.csize as usize];
-                    let computed = crc32(data);
-                    if computed != ri.data_crc {
-                        n.fault = Some(Box::new(Fault::DataCrc {
-                            stored: ri.data_crc,
-                            computed,
-                        }));
-                    } else {
-                        w.not_decompressed += 1;
-                        w.first_not_decompressed.get_or_insert(offset);
-                    }
-                    return n;
-                }
-            }
-            match fs.node_data(&dn) {
-                // `node_data` returns exactly `size` bytes (zeros are not materialised).
-                Ok(_) => {
-                    w.data_checked += 1;
-                    w.data_bytes += u64::from(size);
-                }
-                Err(ReadError::NodeCrc {
-                    stored, computed, ..
-                }) => n.fault = Some(Box::new(Fault::NodeCrc { stored, computed })),
-                Err(ReadError::DataCrc {
-                    stored, computed, ..
-                }) => n.fault = Some(Box::new(Fault::DataCrc { stored, computed })),
-                Err(err) => n.fault = Some(Box::new(Fault::Data(err))),
-            }
-        }
-        NODETYPE_DIRENT => {
-            n.body = Body::Unreadable;
-            let Ok(rd) = DirentNode::decode(b, e, u64::from(offset)) else {
-                n.fault = Some(Box::new(short("a dirent node", DIRENT_SIZE)));
-                return n;
-            };
-            let computed = accurate_crc(b, DIRENT_SIZE - 8, e).unwrap_or(0);
-            if computed != rd.node_crc {
-                n.fault = Some(Box::new(Fault::NodeCrc {
-                    stored: rd.node_crc,
-                    computed,
-                }));
-                return n;
-            }
-            let name = b
-                .get(DIRENT_SIZE..DIRENT_SIZE + usize::from(rd.nsize))
-                .unwrap_or(&[]);
-            n.body = Body::Dirent {
-                pino: rd.pino,
-                version: rd.version,
-                ino: rd.ino,
-                dtype: rd.dtype,
-                // `name` is empty when it does not fit, else it starts DIRENT_SIZE bytes in.
-                name: Name {
-                    at: offset.saturating_add(DIRENT_SIZE as u32),
-                    len: name.len() as u8,
-                },
-            };
-            if pad4(u32::from(rd.nsize) + DIRENT_SIZE as u32) != pad4(totlen)
-                || DIRENT_SIZE + usize::from(rd.nsize) > b.len()
-            {
-                n.fault = Some(Box::new(Fault::Length(format!(
-                    "name length {} does not fit totlen {totlen} (40 + nsize expected)",
-                    rd.nsize
-                ))));
-                return n;
-            }
-            let computed = crc32(name);
-            if computed != rd.name_crc {
-                n.fault = Some(Box::new(Fault::NameCrc {
-                    stored: rd.name_crc,
-                    computed,
-                }));
-                return n;
-            }
-            if let Some(at) = name.iter().position(|&c| c == 0) {
-                n.fault = Some(Box::new(Fault::NulInName { at }));
-            } else if let Some(why) = crate::name::name_problem(name) {
-                n.fault = Some(Box::new(Fault::BadName { why }));
-            }
-        }
-        NODETYPE_XATTR => {
-            n.body = Body::Unreadable;
-            let Ok(rx) = XattrNode::decode(b, e, u64::from(offset)) else {
-                n.fault = Some(Box::new(short("an xattr node", XATTR_SIZE)));
-                return n;
-            };
-            let computed = accurate_crc(b, XATTR_SIZE - 4, e).unwrap_or(0);
-            if computed != rx.node_crc {
-                n.fault = Some(Box::new(Fault::NodeCrc {
-                    stored: rx.node_crc,
-                    computed,
-                }));
-                return n;
-            }
-            n.body = Body::Xattr {
-                xid: rx.xid,
-                version: rx.version,
-            };
-            let raw = XATTR_SIZE as u32 + u32::from(rx.name_len) + 1 + u32::from(rx.value_len);
-            if pad4(raw) != totlen {
-                n.fault = Some(Box::new(Fault::Length(format!(
-                    "name and value lengths ({} + {}) do not fit totlen {totlen}",
-                    rx.name_len, rx.value_len
-                ))));
-                return n;
-            }
-            let data = &b[XATTR_SIZE..raw as usize];
-            let computed = crc32(data);
-            if computed != rx.data_crc {
-                n.fault = Some(Box::new(Fault::DataCrc {
-                    stored: rx.data_crc,
-                    computed,
-                }));
-                return n;
-            }
-            n.bad_padding += b[raw as usize..].iter().filter(|&&c| c != 0xFF).count() as u32;
-        }
-        NODETYPE_XREF => {
-            n.body = Body::Unreadable;
-            let Ok(rr) = XrefNode::decode(b, e, u64::from(offset)) else {
-                n.fault = Some(Box::new(short("an xref node", XREF_SIZE)));
-                return n;
-            };
-            let computed = accurate_crc(b, XREF_SIZE - 4, e).unwrap_or(0);
-            if computed != rr.node_crc {
-                n.fault = Some(Box::new(Fault::NodeCrc {
-                    stored: rr.node_crc,
-                    computed,
-                }));
-                return n;
-            }
-            n.body = Body::Xref {
-                ino: rr.ino,
-                xid: rr.xid,
-                xseqno: rr.xseqno,
-            };
-            if totlen != XREF_SIZE as u32 {
-                n.fault = Some(Box::new(Fault::Length(format!(
-                    "an xref node is {XREF_SIZE} bytes, totlen is {totlen}"
-                ))));
-            }
-        }
-        NODETYPE_CLEANMARKER => n.body = Body::Cleanmarker,
-        NODETYPE_PADDING => n.body = Body::Padding,
-        NODETYPE_SUMMARY => n.body = Body::Summary,
-        _ => n.body = Body::Unknown,
     }
-    n
+
+    /// An inode node: its fields, lengths and data (decompressed within the budget).
+    fn inode(&self, n: &mut WNode, w: &mut BlockWalk, budget: &mut Budget<'_>) {
+        n.body = Body::Unreadable;
+        let Some((ri, size)) = self.inode_fields(n) else {
+            return;
+        };
+        if !n.accurate {
+            // Obsolete: the kernel never reads it again; the data CRC is checked, the data
+            // is not decompressed.
+            if ri.csize > 0 && ri.compr != COMPR_ZERO {
+                self.data_crc(n, &ri);
+            }
+            return;
+        }
+        if size == 0 && ri.csize == 0 {
+            return;
+        }
+        if ri.compr == COMPR_NONE {
+            self.stored_data(n, w, &ri, size);
+            return;
+        }
+        if self.over_budget(n, w, budget, &ri, size) {
+            return;
+        }
+        self.decompress(n, w, &ri, size);
+    }
+
+    /// Decodes an inode node and checks its node CRC and lengths, setting its body; the node
+    /// and the range it covers when its data may be checked.
+    fn inode_fields(&self, n: &mut WNode) -> Option<(InodeNode, u32)> {
+        let (b, e, offset, totlen) = (self.b, self.e, self.offset, self.totlen());
+        let Ok(ri) = InodeNode::decode(b, e, u64::from(offset)) else {
+            n.fault = Some(Box::new(self.short("an inode node", INODE_SIZE)));
+            return None;
+        };
+        let computed = accurate_crc(b, INODE_SIZE - 8, e).unwrap_or(0);
+        if computed != ri.node_crc {
+            n.fault = Some(Box::new(Fault::NodeCrc {
+                stored: ri.node_crc,
+                computed,
+            }));
+            return None;
+        }
+        let size = if ri.compr == COMPR_ZERO && ri.dsize == 0 && ri.csize != 0 {
+            ri.csize
+        } else {
+            ri.dsize
+        };
+        n.body = Body::Inode {
+            ino: ri.ino,
+            version: ri.version,
+            isize: ri.isize,
+            ofs: ri.offset,
+            size,
+            compr: ri.compr,
+        };
+        if pad4(ri.csize.wrapping_add(INODE_SIZE as u32)) != pad4(totlen)
+            || u64::from(ri.csize) + INODE_SIZE as u64 > u64::from(totlen)
+        {
+            n.fault = Some(Box::new(Fault::Length(format!(
+                "csize {} does not fit totlen {totlen} (68 + csize expected)",
+                ri.csize
+            ))));
+            return None;
+        }
+        if ri.csize == 0 && ri.data_crc != 0 {
+            n.stray_data_crc = Some(ri.data_crc);
+        }
+        if ri.offset > ri.isize {
+            n.fault = Some(Box::new(Fault::Length(format!(
+                "data offset {} lies beyond the inode size {}",
+                ri.offset, ri.isize
+            ))));
+            return None;
+        }
+        Some((ri, size))
+    }
+
+    /// Checks the data CRC of an inode node's stored data (`csize` known to fit); whether it
+    /// passed.
+    fn data_crc(&self, n: &mut WNode, ri: &InodeNode) -> bool {
+        let data = &self.b[INODE_SIZE..INODE_SIZE + ri.csize as usize];
+        let computed = crc32(data);
+        if computed != ri.data_crc {
+            n.fault = Some(Box::new(Fault::DataCrc {
+                stored: ri.data_crc,
+                computed,
+            }));
+            return false;
+        }
+        true
+    }
+
+    /// Uncompressed data: its CRC, and whether it holds the `dsize` bytes it claims.
+    fn stored_data(&self, n: &mut WNode, w: &mut BlockWalk, ri: &InodeNode, size: u32) {
+        // What `node_data` does for stored data, without copying it out.
+        if !self.data_crc(n, ri) {
+            return;
+        }
+        if ri.dsize > ri.csize {
+            n.fault = Some(Box::new(Fault::Data(ReadError::ShortUncompressed {
+                offset: self.offset,
+                csize: ri.csize,
+                dsize: ri.dsize,
+            })));
+        } else {
+            w.data_checked += 1;
+            w.data_bytes += u64::from(size);
+        }
+    }
+
+    /// Spends the budget on dead compressed data; once it is spent, checks the CRCs only and
+    /// counts the node. Whether the node is done (not to be decompressed).
+    fn over_budget(
+        &self,
+        n: &mut WNode,
+        w: &mut BlockWalk,
+        budget: &mut Budget<'_>,
+        ri: &InodeNode,
+        size: u32,
+    ) -> bool {
+        // Dead data beyond the block's budget: the CRCs only (the node CRC passed above).
+        // ZERO nodes and unavailable compressors cost nothing, and a `dsize` Linux cannot
+        // allocate is refused before any work: those go through `node_data` as usual.
+        let costly = matches!(
+            ri.compr,
+            COMPR_RTIME | COMPR_RUBINMIPS | COMPR_DYNRUBIN | COMPR_ZLIB | COMPR_LZO | COMPR_LZMA
+        ) && size <= self.fs.options().kmalloc_max;
+        if !costly || budget.live.contains(&self.offset) {
+            return false;
+        }
+        if u64::from(size) <= budget.left {
+            budget.left -= u64::from(size);
+            return false;
+        }
+        if self.data_crc(n, ri) {
+            w.not_decompressed += 1;
+            w.first_not_decompressed.get_or_insert(self.offset);
+        }
+        true
+    }
+
+    /// Reads the node's data as Linux would (`node_data`), recording what fails.
+    fn decompress(&self, n: &mut WNode, w: &mut BlockWalk, ri: &InodeNode, size: u32) {
+        let dn = DataNode {
+            node: usize::MAX,
+            offset: self.offset,
+            version: ri.version,
+            ofs: ri.offset,
+            size,
+            csize: ri.csize,
+            compr: ri.compr,
+            usercompr: ri.usercompr,
+        };
+        match self.fs.node_data(&dn) {
+            // `node_data` returns exactly `size` bytes (zeros are not materialised).
+            Ok(_) => {
+                w.data_checked += 1;
+                w.data_bytes += u64::from(size);
+            }
+            Err(ReadError::NodeCrc {
+                stored, computed, ..
+            }) => n.fault = Some(Box::new(Fault::NodeCrc { stored, computed })),
+            Err(ReadError::DataCrc {
+                stored, computed, ..
+            }) => n.fault = Some(Box::new(Fault::DataCrc { stored, computed })),
+            Err(err) => n.fault = Some(Box::new(Fault::Data(err))),
+        }
+    }
+
+    /// A dirent node: its fields, lengths, name CRC and name.
+    fn dirent(&self, n: &mut WNode) {
+        let (b, e, offset, totlen) = (self.b, self.e, self.offset, self.totlen());
+        n.body = Body::Unreadable;
+        let Ok(rd) = DirentNode::decode(b, e, u64::from(offset)) else {
+            n.fault = Some(Box::new(self.short("a dirent node", DIRENT_SIZE)));
+            return;
+        };
+        let computed = accurate_crc(b, DIRENT_SIZE - 8, e).unwrap_or(0);
+        if computed != rd.node_crc {
+            n.fault = Some(Box::new(Fault::NodeCrc {
+                stored: rd.node_crc,
+                computed,
+            }));
+            return;
+        }
+        let name = b
+            .get(DIRENT_SIZE..DIRENT_SIZE + usize::from(rd.nsize))
+            .unwrap_or(&[]);
+        n.body = Body::Dirent {
+            pino: rd.pino,
+            version: rd.version,
+            ino: rd.ino,
+            dtype: rd.dtype,
+            // `name` is empty when it does not fit, else it starts DIRENT_SIZE bytes in.
+            name: Name {
+                at: offset.saturating_add(DIRENT_SIZE as u32),
+                len: name.len() as u8,
+            },
+        };
+        if pad4(u32::from(rd.nsize) + DIRENT_SIZE as u32) != pad4(totlen)
+            || DIRENT_SIZE + usize::from(rd.nsize) > b.len()
+        {
+            n.fault = Some(Box::new(Fault::Length(format!(
+                "name length {} does not fit totlen {totlen} (40 + nsize expected)",
+                rd.nsize
+            ))));
+            return;
+        }
+        let computed = crc32(name);
+        if computed != rd.name_crc {
+            n.fault = Some(Box::new(Fault::NameCrc {
+                stored: rd.name_crc,
+                computed,
+            }));
+            return;
+        }
+        if let Some(at) = name.iter().position(|&c| c == 0) {
+            n.fault = Some(Box::new(Fault::NulInName { at }));
+        } else if let Some(why) = crate::name::name_problem(name) {
+            n.fault = Some(Box::new(Fault::BadName { why }));
+        }
+    }
+
+    /// An xattr datum: its fields, lengths, data CRC and padding.
+    fn xattr(&self, n: &mut WNode) {
+        let (b, e, offset, totlen) = (self.b, self.e, self.offset, self.totlen());
+        n.body = Body::Unreadable;
+        let Ok(rx) = XattrNode::decode(b, e, u64::from(offset)) else {
+            n.fault = Some(Box::new(self.short("an xattr node", XATTR_SIZE)));
+            return;
+        };
+        let computed = accurate_crc(b, XATTR_SIZE - 4, e).unwrap_or(0);
+        if computed != rx.node_crc {
+            n.fault = Some(Box::new(Fault::NodeCrc {
+                stored: rx.node_crc,
+                computed,
+            }));
+            return;
+        }
+        n.body = Body::Xattr {
+            xid: rx.xid,
+            version: rx.version,
+        };
+        let raw = XATTR_SIZE as u32 + u32::from(rx.name_len) + 1 + u32::from(rx.value_len);
+        if pad4(raw) != totlen {
+            n.fault = Some(Box::new(Fault::Length(format!(
+                "name and value lengths ({} + {}) do not fit totlen {totlen}",
+                rx.name_len, rx.value_len
+            ))));
+            return;
+        }
+        let data = &b[XATTR_SIZE..raw as usize];
+        let computed = crc32(data);
+        if computed != rx.data_crc {
+            n.fault = Some(Box::new(Fault::DataCrc {
+                stored: rx.data_crc,
+                computed,
+            }));
+            return;
+        }
+        n.bad_padding += b[raw as usize..].iter().filter(|&&c| c != 0xFF).count() as u32;
+    }
+
+    /// An xattr reference: its fields and length.
+    fn xref(&self, n: &mut WNode) {
+        let (b, e, offset, totlen) = (self.b, self.e, self.offset, self.totlen());
+        n.body = Body::Unreadable;
+        let Ok(rr) = XrefNode::decode(b, e, u64::from(offset)) else {
+            n.fault = Some(Box::new(self.short("an xref node", XREF_SIZE)));
+            return;
+        };
+        let computed = accurate_crc(b, XREF_SIZE - 4, e).unwrap_or(0);
+        if computed != rr.node_crc {
+            n.fault = Some(Box::new(Fault::NodeCrc {
+                stored: rr.node_crc,
+                computed,
+            }));
+            return;
+        }
+        n.body = Body::Xref {
+            ino: rr.ino,
+            xid: rr.xid,
+            xseqno: rr.xseqno,
+        };
+        if totlen != XREF_SIZE as u32 {
+            n.fault = Some(Box::new(Fault::Length(format!(
+                "an xref node is {XREF_SIZE} bytes, totlen is {totlen}"
+            ))));
+        }
+    }
 }
 
 /// Whether a compressor id is one Linux 6.1 (Debian) cannot read at all.
