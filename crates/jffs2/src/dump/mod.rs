@@ -52,8 +52,8 @@
 //! (no xattrs, no device nodes, nothing obsolete or corrupt) the output is the same bytes.
 
 mod content;
-mod swap;
 mod oob;
+mod swap;
 pub mod views;
 
 pub use content::{dump_content, ContentOptions, ContentReport, Deviation};

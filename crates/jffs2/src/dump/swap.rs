@@ -35,7 +35,7 @@
 use std::io::{self, Write};
 
 use crate::format::swap::{other, Converter};
-use crate::format::{SwapReport, Endian, NodeHeader, HEADER_SIZE, MAGIC};
+use crate::format::{Endian, NodeHeader, SwapReport, HEADER_SIZE, MAGIC};
 
 /// Options of the conversion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
