@@ -53,8 +53,6 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
 use crate::compress::{Compressed, Compressors, COMPR_NONE, COMPR_ZERO};
 use crate::format::dev::encode_dev;
 use crate::format::hdr;
@@ -62,7 +60,7 @@ use crate::format::HEADER_SIZE;
 use crate::format::ROOT_INO;
 use crate::format::{acl::swap_acl, swap_node};
 use crate::format::{
-    xprefix, DirentNode, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode, INODE_SIZE,
+    xprefix, Endian, InodeNode, NodeHeader, NodeKind, XattrNode, XrefNode, INODE_SIZE,
     NODE_ACCURATE, XATTR_SIZE, XREF_SIZE,
 };
 use crate::fs::{DataNode, Fs, FsError, Inode, InodeKind, NodeData};
@@ -73,6 +71,7 @@ mod pipe;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod write;
 
 /// What the output looks like.
 #[derive(Debug, Clone)]
@@ -472,6 +471,37 @@ pub fn convert_with_progress<W: Write + Send>(
     out: W,
     progress: Option<ProgressFn<'_>>,
 ) -> Result<(W, ConvertReport), ConvertError> {
+    check_geometry(cfg)?;
+    let threads = thread_count(cfg);
+    let refused = |source: io::Error| ConvertError::Threads { threads, source };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("jffs2-convert-{i}"))
+        .build()
+        .map_err(|e| refused(io::Error::other(e.to_string())))?;
+    let planner = Planner::new(fs, cfg);
+
+    // Bytes go to `out` on a thread of their own; copied nodes straight from the image.
+    std::thread::scope(|pipes| -> Result<(W, ConvertReport), ConvertError> {
+        let w = BlockWriter::new(
+            pipe::Pipe::start(pipes, fs.image(), out).map_err(refused)?,
+            cfg.layout,
+        );
+        let mut writer = write::Writer::new(fs, cfg, w);
+        // Progress in inodes (those Linux shows, at most the live ones).
+        let total = fs.live_inodes().count() as u64 + 1;
+        write::write_rounds(&planner, &pool, &mut writer, progress, total, threads)?;
+        if let Some(p) = progress {
+            p(total, total);
+        }
+        let (out, report) = writer.finish()?;
+        Ok((out.finish()?, report))
+    })
+}
+
+/// The output geometry [`convert_with_progress`] accepts: an erase size of at least
+/// [`MIN_ERASE`] and a multiple of 4, a page size of at least 512 and at most half of it.
+fn check_geometry(cfg: &ConvertConfig) -> Result<(), ConvertError> {
     let lc = cfg.layout;
     if lc.erase_size < MIN_ERASE || lc.erase_size % 4 != 0 {
         return Err(ConvertError::Geometry(format!(
@@ -485,249 +515,17 @@ pub fn convert_with_progress<W: Write + Send>(
             cfg.page_size
         )));
     }
-    let mut report = ConvertReport::default();
-    let threads = if cfg.threads == 0 {
+    Ok(())
+}
+
+/// The compression threads of `cfg`: one per core for 0, at most the layout's maximum.
+fn thread_count(cfg: &ConvertConfig) -> usize {
+    if cfg.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
         cfg.threads
     }
-    .min(crate::layout::MAX_THREADS);
-    let refused = |source: io::Error| ConvertError::Threads { threads, source };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("jffs2-convert-{i}"))
-        .build()
-        .map_err(|e| refused(io::Error::other(e.to_string())))?;
-    let planner = Planner::new(fs, cfg);
-
-    // Bytes go to `out` on a thread of their own; copied nodes straight from the image.
-    let out = std::thread::scope(|pipes| -> Result<W, ConvertError> {
-        let mut w = BlockWriter::new(
-            pipe::Pipe::start(pipes, fs.image(), out).map_err(refused)?,
-            lc,
-        );
-        let mut first_version: HashMap<u32, u32> = HashMap::new();
-        let mut versions: HashMap<u32, u32> = HashMap::new();
-        let mut buf = Vec::new();
-        let worker = Worker { fs, cfg };
-        // Progress in inodes (those Linux shows, at most the live ones).
-        let total = fs.live_inodes().count() as u64 + 1;
-        let prepare = |round: Vec<Item>| -> (Vec<Item>, Vec<Ready>) {
-            let ready = pool.install(|| round.par_iter().map(|it| worker.ready(it)).collect());
-            (round, ready)
-        };
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(16);
-        let (planner_ref, pool_ref) = (&planner, &pool);
-        std::thread::scope(|scope| -> Result<(), ConvertError> {
-            // Inodes are read and their items planned (on the pool; xattrs in order) while
-            // earlier ones are compressed and written: round k+1 is made ready while round k
-            // is written.
-            let planning = std::thread::Builder::new()
-                .name("jffs2-convert-plan".into())
-                .spawn_scoped(scope, move || planner_ref.stream(pool_ref, &tx))
-                .map_err(refused)?;
-            // Owned here: if writing fails, the receiver goes at the return and the planning
-            // thread's next send fails, so the scope's join does not wait on it forever.
-            let mut incoming = Incoming {
-                rx,
-                pending: VecDeque::new(),
-                closed: false,
-                versions: Vec::new(),
-                inodes: 0,
-            };
-            // A round with work to do is made ready on a thread (and the pool) of its own;
-            // one of nodes copied in the input's byte order only (nothing to compute) is
-            // made ready as it is written, without the round trip.
-            let start = |r: Vec<Item>| -> Result<_, ConvertError> {
-                Ok(if r.iter().any(|it| worker.heavy(it)) {
-                    Ahead::Thread(
-                        std::thread::Builder::new()
-                            .name("jffs2-convert-round".into())
-                            .spawn_scoped(scope, move || prepare(r))
-                            .map_err(refused)?,
-                    )
-                } else {
-                    Ahead::Inline(r)
-                })
-            };
-            let mut ahead = incoming.next_round().map(start).transpose()?;
-            while let Some(a) = ahead.take() {
-                if let Some(p) = progress {
-                    p(incoming.inodes.min(total), total);
-                }
-                let (round, ready) = match a {
-                    Ahead::Thread(h) => match h.join() {
-                        Ok(v) => v,
-                        Err(_) => {
-                            return Err(ConvertError::Internal(
-                                "a compression thread failed".into(),
-                            ))
-                        }
-                    },
-                    Ahead::Inline(r) => {
-                        let ready = r.iter().map(|it| worker.ready(it)).collect();
-                        (r, ready)
-                    }
-                };
-                ahead = incoming.next_round().map(start).transpose()?;
-                for (ino, v) in incoming.versions.drain(..) {
-                    first_version.insert(ino, v);
-                    versions.insert(ino, v);
-                }
-                let mut ready: Vec<Option<Ready>> = ready.into_iter().map(Some).collect();
-                for i in 0..ready.len() {
-                    let (Some(r), Some(it)) = (ready[i].take(), round.get(i)) else {
-                        continue;
-                    };
-                    if let Some((len, rec)) = movable(&r) {
-                        let (_, rest) = ready.split_at_mut(i + 1);
-                        fill(&mut w, rest, &round[i + 1..], len, rec, &mut report)?;
-                    }
-                    match r {
-                        Ready::Node(bytes, rec) => {
-                            match it {
-                                Item::Copy { .. } => report.copied += 1,
-                                Item::Data { .. } => {
-                                    report.copied += 1;
-                                    report.kept_undecodable += 1;
-                                }
-                                _ => report.rewritten += 1,
-                            }
-                            emit(&mut w, &bytes, rec, &mut report)?;
-                        }
-                        Ready::DataCopy(bytes, dn, tmpl) => {
-                            let room = w.room(INODE_REC) as usize;
-                            if bytes.len() <= room || room < SPLIT_MIN {
-                                report.copied += 1;
-                                emit(&mut w, &bytes, INODE_REC, &mut report)?;
-                            } else {
-                                // It would leave a block tail Linux counts as dirt: rewritten instead,
-                                // its data filling the block, with fresh versions and the inode's
-                                // current attributes. (Not pieces of its own version: Linux compares
-                                // a node with its neighbours in the version tree even when they do not
-                                // overlap, and drops one of two equal versions — the kernel test of
-                                // tests/convert_kernel.rs lost data that way.)
-                                let data = match fs.node_data(&dn) {
-                                    Ok(NodeData::Bytes(b)) => Some(b),
-                                    Ok(NodeData::Zeros(_)) => None,
-                                    Err(_) => {
-                                        report.copied += 1;
-                                        report.kept_undecodable += 1;
-                                        emit(&mut w, &bytes, INODE_REC, &mut report)?;
-                                        continue;
-                                    }
-                                };
-                                let chunk = Chunk {
-                                    ofs: dn.ofs,
-                                    len: dn.size,
-                                    data,
-                                    spec: None,
-                                };
-                                let mut fresh = |ino: u32| next(&mut versions, ino);
-                                write_chunk(
-                                    &mut w,
-                                    cfg,
-                                    &tmpl,
-                                    &chunk,
-                                    &mut fresh,
-                                    &mut buf,
-                                    &mut report,
-                                )?;
-                            }
-                        }
-                        Ready::Pieces(tmpl, chunks) => {
-                            let mut fresh = |ino: u32| next(&mut versions, ino);
-                            for chunk in &chunks {
-                                write_chunk(
-                                    &mut w,
-                                    cfg,
-                                    &tmpl,
-                                    chunk,
-                                    &mut fresh,
-                                    &mut buf,
-                                    &mut report,
-                                )?;
-                            }
-                        }
-                        Ready::LastMeta(copy, node) => {
-                            let untouched = versions.get(&node.ino) == first_version.get(&node.ino);
-                            match copy {
-                                Some(bytes) if untouched => {
-                                    report.copied += 1;
-                                    emit(&mut w, &bytes, INODE_REC, &mut report)?;
-                                }
-                                _ => {
-                                    let version = next(&mut versions, node.ino);
-                                    buf.clear();
-                                    InodeNode { version, ..node }.encode(lc.endian, &[], &mut buf);
-                                    report.rewritten += 1;
-                                    emit(&mut w, &buf, INODE_REC, &mut report)?;
-                                }
-                            }
-                        }
-                        Ready::Versioned(item) => {
-                            buf.clear();
-                            let rec = match item {
-                                Item::Meta { node, payload } => {
-                                    let version = next(&mut versions, node.ino);
-                                    InodeNode { version, ..*node }
-                                        .encode(lc.endian, &payload, &mut buf);
-                                    INODE_REC
-                                }
-                                Item::Dirent {
-                                    pino,
-                                    ino,
-                                    dtype,
-                                    name,
-                                } => {
-                                    let version = next(&mut versions, pino);
-                                    DirentNode {
-                                        pino,
-                                        version,
-                                        ino,
-                                        mctime: 0,
-                                        dtype,
-                                        ..Default::default()
-                                    }
-                                    .encode(lc.endian, &name, &mut buf);
-                                    record_for(&buf, lc.endian, 0).map_or(0, |r| r.size() as u32)
-                                }
-                                _ => return Err(ConvertError::Internal("unversioned item".into())),
-                            };
-                            report.rewritten += 1;
-                            emit(&mut w, &buf, rec, &mut report)?;
-                        }
-                    }
-                }
-            }
-            match planning.join() {
-                Ok(Ok(r)) => {
-                    report.dropped = r.dropped;
-                    report.inodes = r.inodes;
-                    report.dirents = r.dirents;
-                    report.xattrs += r.xattrs;
-                }
-                Ok(Err(e)) => return Err(e),
-                Err(_) => return Err(ConvertError::Internal("the planning thread failed".into())),
-            }
-            Ok(())
-        })?;
-        if let Some(p) = progress {
-            p(total, total);
-        }
-        let (mut out, mut size) = w.finish(cfg.pad)?;
-        if fs.scan().end_marker.is_some() {
-            let es = u64::from(lc.erase_size);
-            let at = size.div_ceil(es) * es;
-            let ff = vec![0xFFu8; (at - size) as usize];
-            out.write_all(&ff)?;
-            out.write_all(&crate::scan::END_MARKER)?;
-            size = at + crate::scan::END_MARKER.len() as u64;
-        }
-        report.image_size = size;
-        Ok(out.finish()?)
-    })?;
-    Ok((out, report))
+    .min(crate::layout::MAX_THREADS)
 }
 
 /// The next round, being made ready.
