@@ -2,17 +2,18 @@
 //! and the items planned, handed to the writing side in batches while earlier ones are
 //! written.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::mpsc::{Receiver, SyncSender};
 
 use rayon::prelude::*;
 
 use super::{
-    hidden_by_summaries, path_of, reached_files, Batch, ConvertError, ConvertReport, Dropped, Item,
-    Planner, Read, Xattrs, AHEAD, BIG, CHUNK_NODES, PLAN_CHUNK,
+    Batch, ConvertError, ConvertReport, Dropped, Item, Planner, Xattrs, AHEAD, BIG, CHUNK_NODES,
+    PLAN_CHUNK,
 };
-use crate::format::ROOT_INO;
-use crate::fs::{Dirent, Inode, InodeKind};
+use crate::format::{hdr, HEADER_SIZE, NODE_ACCURATE, ROOT_INO};
+use crate::fs::{Dirent, Fs, FsError, Inode, InodeKind};
+use crate::scan::ScanOptions;
 
 /// A chunk of inodes read: each with what reading it gave, and its items when planned at
 /// once.
@@ -501,4 +502,296 @@ impl Walk {
         self.dents.entry(ino).or_default().reserve_exact(kids.len());
         stack.push((ino, kids));
     }
+}
+
+/// What reading an inode gave, for the walk of the tree Linux shows. Boxed: the map holds
+/// one for every inode, most of them sent or failed, and an `Inode` is hundreds of bytes.
+enum Read {
+    /// Read; its items are still to plan.
+    Held(Box<Inode>),
+    /// A directory read; its items are still to plan.
+    Dir(Box<DirInode>),
+    /// Read, reached by a directory, its items sent already (never a directory).
+    Sent(InodeKind),
+    /// Linux cannot read it.
+    Failed(Box<FsError>),
+}
+
+impl Read {
+    fn of(r: Result<Inode, FsError>) -> Read {
+        match r {
+            Ok(i) if i.kind == InodeKind::Dir => Read::Dir(Box::new(DirInode::of(i))),
+            Ok(i) => Read::Held(Box::new(i)),
+            Err(e) => Read::Failed(Box::new(e)),
+        }
+    }
+}
+
+/// A directory's inode while the tree is walked: what planning it reads (its attributes and
+/// entries), without the lists it never reads (data nodes, fragments, obsoleted refs,
+/// problems, log) — under half an [`Inode`], held for every directory of the image.
+struct DirInode {
+    ino: u32,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    atime: u32,
+    mtime: u32,
+    ctime: u32,
+    nlink: u32,
+    version: u32,
+    highest_version: u32,
+    faked: bool,
+    size: u64,
+    latest: Option<usize>,
+    dents: Vec<crate::fs::Dirent>,
+}
+
+impl DirInode {
+    fn of(i: Inode) -> DirInode {
+        DirInode {
+            ino: i.ino,
+            mode: i.mode,
+            uid: i.uid,
+            gid: i.gid,
+            atime: i.atime,
+            mtime: i.mtime,
+            ctime: i.ctime,
+            nlink: i.nlink,
+            version: i.version,
+            highest_version: i.highest_version,
+            faked: i.faked,
+            size: i.size,
+            latest: i.latest,
+            dents: i.dents,
+        }
+    }
+
+    /// The inode again, as planning reads it.
+    fn inode(self) -> Inode {
+        Inode {
+            ino: self.ino,
+            kind: InodeKind::Dir,
+            mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+            size: self.size,
+            atime: self.atime,
+            mtime: self.mtime,
+            ctime: self.ctime,
+            nlink: self.nlink,
+            version: self.version,
+            highest_version: self.highest_version,
+            latest: self.latest,
+            faked: self.faked,
+            rdev: None,
+            target: None,
+            dents: self.dents,
+            nodes: Vec::new(),
+            frags: Vec::new(),
+            obsoleted: Vec::new(),
+            problems: Vec::new(),
+            log: Vec::new(),
+        }
+    }
+}
+
+/// What valid nodes on flash hold that Linux never sees because an erase-block summary it
+/// trusts does not list them (docs/spec/kernel-jffs2-spec.md §4.3, §4.4: unlisted nodes are dirt, even
+/// a whole block's under a summary of 0 records). The output keeps what Linux shows, so
+/// these are left out, and said: every inode a full scan of the image (summaries ignored)
+/// shows and Linux does not, by its path there; and every inode Linux shows with nodes so
+/// hidden. Only when some used summary hides a valid inode, dirent or xattr node: the full
+/// scan and build cost is paid by such images alone. `named`: inodes already reported.
+fn hidden_by_summaries(
+    fs: &Fs<'_>,
+    shown: &BTreeMap<u32, InodeKind>,
+    named: &[u32],
+) -> Vec<Dropped> {
+    use crate::format::NodeKind;
+    use crate::scan::{RefState, SummaryUse};
+    let scan = fs.scan();
+    let es = scan.geometry.erase_size.max(1);
+    let summarised: std::collections::HashSet<u32> = scan
+        .blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.summary == SummaryUse::Used)
+        .map(|(i, _)| i as u32)
+        .collect();
+    if summarised.is_empty() || !gap_holds_node(fs, &summarised) {
+        return Vec::new();
+    }
+    let seen: std::collections::HashSet<u32> = scan
+        .refs
+        .iter()
+        .filter(|r| summarised.contains(&(r.offset / es)))
+        .map(|r| r.offset)
+        .collect();
+    let opts = ScanOptions {
+        read_only: true,
+        summary: false,
+        ..ScanOptions::default()
+    };
+    let mut full = crate::scan::scan(fs.image(), &scan.geometry, &opts);
+    // Hidden: valid on flash (linked by the full scan, not obsolete), in a block whose
+    // summary Linux used, and not linked by that summary. By inode, the first block.
+    let mut hidden: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+    for r in &full.refs {
+        if summarised.contains(&(r.offset / es))
+            && !seen.contains(&r.offset)
+            && r.state != RefState::Obsolete
+            && matches!(r.kind, NodeKind::Inode | NodeKind::Dirent | NodeKind::Xattr)
+        {
+            let e = hidden
+                .entry(r.ino.unwrap_or(0))
+                .or_insert((r.offset - r.offset % es, 0));
+            e.1 += 1;
+        }
+    }
+    if hidden.is_empty() {
+        return Vec::new();
+    }
+    let first_block = hidden.values().map(|&(b, _)| b).min().unwrap_or(0);
+    let blocks = hidden
+        .values()
+        .map(|&(b, _)| b)
+        .collect::<std::collections::BTreeSet<u32>>()
+        .len();
+    let full_fs = crate::fs::build(fs.image(), &mut full);
+    let tree = full_fs.tree(&crate::fs::TreeOptions::metadata());
+    let mut out = Vec::new();
+    let mut done: std::collections::HashSet<u32> = named.iter().copied().collect();
+    for e in &tree.entries {
+        if shown.contains_key(&e.ino) || !done.insert(e.ino) {
+            continue;
+        }
+        let mut path = b"/".to_vec();
+        path.extend_from_slice(&e.path);
+        out.push(Dropped {
+            ino: e.ino,
+            path: Some(path),
+            what: format!(
+                "the inode, valid on flash: Linux never sees it, erase-block summaries it \
+                 trusts do not list its nodes or names ({blocks} block(s), the first at \
+                 0x{first_block:08x})"
+            ),
+        });
+    }
+    for (&ino, &(block, n)) in &hidden {
+        if shown.contains_key(&ino) && done.insert(ino) {
+            out.push(Dropped {
+                ino,
+                path: None,
+                what: format!(
+                    "{n} of its nodes, valid on flash: the summary of the erase block at \
+                     0x{block:08x} does not list them, so Linux never sees them (the output \
+                     holds the inode as Linux shows it)"
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Whether the space that a used summary leaves undescribed (its gaps, dirt to Linux) holds
+/// the header of a valid inode, dirent or xattr node, not marked obsolete: the cheap test
+/// before [`hidden_by_summaries`] scans the whole image. Gaps are normally a block's padding.
+fn gap_holds_node(fs: &Fs<'_>, summarised: &std::collections::HashSet<u32>) -> bool {
+    use crate::format::{NodeKind, MAGIC};
+    use crate::scan::DirtCause;
+    let scan = fs.scan();
+    let e = scan.geometry.endian;
+    let es = scan.geometry.erase_size.max(1);
+    let img = fs.image();
+    scan.dirt.iter().any(|d| {
+        if !matches!(d.cause, DirtCause::SummaryGap | DirtCause::Mixed)
+            || !summarised.contains(&(d.offset / es))
+        {
+            return false;
+        }
+        let end = (d.offset as usize)
+            .saturating_add(d.len as usize)
+            .min(img.len());
+        let mut p = (d.offset as usize + 3) & !3;
+        while p + HEADER_SIZE <= end {
+            let h = &img[p..p + HEADER_SIZE];
+            if e.get_u16(h, hdr::MAGIC) == Some(MAGIC) {
+                let nodetype = e.get_u16(h, hdr::NODETYPE).unwrap_or(0);
+                let stored = e.get_u32(h, hdr::HDR_CRC).unwrap_or(0);
+                if nodetype & NODE_ACCURATE != 0
+                    && crate::crc::crc32(&h[..hdr::HDR_CRC]) == stored
+                    && matches!(
+                        NodeKind::of(nodetype),
+                        NodeKind::Inode | NodeKind::Dirent | NodeKind::Xattr
+                    )
+                {
+                    return true;
+                }
+            }
+            p += 4;
+        }
+        false
+    })
+}
+
+/// The path (`/a/b`) at which the walk first reached `ino`, from the parents recorded in
+/// `named`; the root is the empty path. Bounded by [`crate::fs::PATH_MAX`]: a longer path
+/// keeps its last bytes after `…`, and a loop in `named` (never built) cannot hang it.
+fn path_of(named: &HashMap<u32, (u32, crate::name::Name)>, mut ino: u32) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let mut len = 0usize;
+    let mut cut = false;
+    while let Some((parent, name)) = named.get(&ino) {
+        if len >= crate::fs::PATH_MAX {
+            cut = true;
+            break;
+        }
+        len += name.len() + 1;
+        parts.push(name);
+        ino = *parent;
+    }
+    let mut p = Vec::with_capacity(len + 4);
+    if cut {
+        p.extend_from_slice("…".as_bytes());
+    }
+    for n in parts.iter().rev() {
+        p.push(b'/');
+        p.extend_from_slice(n);
+    }
+    p
+}
+
+/// The inodes that the directories in `reads` reach from the root and that are not read
+/// yet (expected not to be directories: no `DT_DIR` entry names them).
+fn reached_files(reads: &HashMap<u32, Read>) -> std::collections::HashSet<u32> {
+    let mut seen = std::collections::HashSet::from([1u32]);
+    let mut queue = VecDeque::from([1u32]);
+    let mut files = std::collections::HashSet::new();
+    while let Some(d) = queue.pop_front() {
+        let entries = match reads.get(&d) {
+            Some(Read::Dir(i)) => &i.dents,
+            Some(Read::Held(i)) if i.kind == InodeKind::Dir => &i.dents,
+            _ => continue,
+        };
+        for de in entries {
+            let is_dir = match reads.get(&de.ino) {
+                Some(Read::Dir(_)) => true,
+                Some(Read::Held(c)) => c.kind == InodeKind::Dir,
+                _ => false,
+            };
+            match reads.get(&de.ino) {
+                _ if is_dir => {
+                    if seen.insert(de.ino) {
+                        queue.push_back(de.ino);
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    files.insert(de.ino);
+                }
+            }
+        }
+    }
+    files
 }

@@ -9,10 +9,11 @@ use std::thread::ScopedJoinHandle;
 use rayon::prelude::*;
 
 use super::{
-    emit, fill, movable, next, write_chunk, Ahead, Batch, Chunk, ConvertConfig, ConvertError,
-    ConvertReport, Incoming, Item, Planner, ProgressFn, Ready, Worker, INODE_REC, SPLIT_MIN,
+    Batch, ConvertConfig, ConvertError, ConvertReport, Item, Planner, ProgressFn, Ready, Worker,
+    INODE_REC, ROUND, ROUND_BYTES,
 };
-use crate::format::{DirentNode, InodeNode};
+use crate::compress::{Compressed, COMPR_NONE, COMPR_ZERO};
+use crate::format::{DirentNode, InodeNode, INODE_SIZE, MIN_DATA_LEN};
 use crate::fs::{DataNode, Fs, NodeData};
 use crate::layout::{record_for, BlockWriter};
 
@@ -344,4 +345,243 @@ impl<'f, 'a, W: Write> Writer<'f, 'a, W> {
         report.image_size = size;
         Ok((out, report))
     }
+}
+
+/// The next round, being made ready.
+enum Ahead<T> {
+    /// On a thread: its items and their ready forms.
+    Thread(T),
+    /// Nothing to compute: made ready when written.
+    Inline(Vec<Item>),
+}
+
+/// The writing side's end of the planning: items received, not yet in a round.
+struct Incoming {
+    rx: std::sync::mpsc::Receiver<Batch>,
+    pending: VecDeque<Item>,
+    /// No more will come.
+    closed: bool,
+    /// First free versions received, for the writer's tables.
+    versions: Vec<(u32, u32)>,
+    /// Inodes received.
+    inodes: u64,
+}
+
+impl Incoming {
+    /// The next round, receiving planned items until one is complete.
+    fn next_round(&mut self) -> Option<Vec<Item>> {
+        loop {
+            if let Some(n) = round_len(&self.pending, self.closed) {
+                return Some(self.pending.drain(..n).collect());
+            }
+            if self.closed {
+                return None;
+            }
+            match self.rx.recv() {
+                Ok(b) => {
+                    self.versions.extend(b.versions);
+                    self.pending.extend(b.items);
+                    self.inodes += b.inodes;
+                }
+                Err(_) => self.closed = true,
+            }
+        }
+    }
+}
+
+/// How many of the `pending` items make the next round: at most [`ROUND`] items and about
+/// [`ROUND_BYTES`] of data to decode; `None` while more items may come and neither limit is
+/// reached (`closed`: no more will come).
+fn round_len(pending: &VecDeque<Item>, closed: bool) -> Option<usize> {
+    let mut bytes = 0u64;
+    for (i, it) in pending.iter().enumerate() {
+        bytes += match it {
+            // Decompressed, split into pages, each compressed again.
+            Item::Data { dn, .. } => u64::from(dn.size.min(crate::fs::KMALLOC_MAX)) * 3,
+            Item::Meta { payload, .. } => payload.len() as u64,
+            Item::Datum { value, .. } => value.len() as u64,
+            // Borrowed from the image (a split at a block end is done by the writer, one
+            // node at a time).
+            _ => 0,
+        };
+        if i + 1 >= ROUND || bytes >= ROUND_BYTES {
+            return Some(i + 1);
+        }
+    }
+    (closed && !pending.is_empty()).then_some(pending.len())
+}
+
+/// Size and summary record size of a finished node whose place in the output is free: a
+/// copy that keeps its version (or a new xattr node), which no later decision depends on.
+fn movable(r: &Ready) -> Option<(usize, u32)> {
+    match r {
+        Ready::Node(b, rec) => Some((b.len(), *rec)),
+        Ready::DataCopy(b, ..) => Some((b.len(), INODE_REC)),
+        _ => None,
+    }
+}
+
+/// Before a node of `need` bytes that does not fit the current block: fills the block's
+/// room with later movable nodes of the round (the largest that fits, again and again) for
+/// as long as the room is more than the kernel would count as wasted. The kernel does not
+/// care where a node lies, only about versions, and these keep theirs; without this, the
+/// room would be left as dirt or filled by splitting a data node (decompressed and
+/// compressed again on the writing thread). `items` are the round's items after the
+/// current one, `rest` their ready forms (`None` once written).
+fn fill<W: Write>(
+    w: &mut BlockWriter<W>,
+    rest: &mut [Option<Ready>],
+    items: &[Item],
+    need: usize,
+    rec: u32,
+    report: &mut ConvertReport,
+) -> io::Result<()> {
+    loop {
+        let room = w.room(rec) as usize;
+        if need <= room || room < SPLIT_MIN {
+            return Ok(());
+        }
+        let mut best: Option<(usize, usize)> = None;
+        for (j, r) in rest.iter().enumerate() {
+            if let Some((len, rec_j)) = r.as_ref().and_then(movable) {
+                if len <= w.room(rec_j) as usize && best.is_none_or(|(_, l)| len > l) {
+                    best = Some((j, len));
+                }
+            }
+        }
+        let Some((j, _)) = best else {
+            return Ok(());
+        };
+        let (bytes, rec_j) = match rest[j].take() {
+            Some(Ready::Node(b, r)) => (b, r),
+            Some(Ready::DataCopy(b, ..)) => (b, INODE_REC),
+            _ => return Ok(()),
+        };
+        match items.get(j) {
+            Some(Item::Copy { .. }) => report.copied += 1,
+            Some(Item::Data { .. }) => {
+                report.copied += 1;
+                report.kept_undecodable += 1;
+            }
+            _ => report.rewritten += 1,
+        }
+        emit(w, &bytes, rec_j, report)?;
+    }
+}
+
+fn next(versions: &mut HashMap<u32, u32>, ino: u32) -> u32 {
+    let v = versions.entry(ino).or_insert(1);
+    let out = *v;
+    *v = v.saturating_add(1);
+    out
+}
+
+fn emit<W: Write>(
+    w: &mut BlockWriter<W>,
+    node: &[u8],
+    rec: u32,
+    report: &mut ConvertReport,
+) -> io::Result<()> {
+    if node.is_empty() {
+        return Ok(());
+    }
+    w.prepare(node.len() as u32, rec)?;
+    w.write_node(node)?;
+    report.node_bytes += node.len() as u64;
+    Ok(())
+}
+
+/// Room below which a block is closed rather than a data node split into it: the kernel
+/// counts a tail of up to 196 bytes (`ISDIRTY`, §1.10) as wasted, a larger one as dirt.
+const SPLIT_MIN: usize = INODE_SIZE + MIN_DATA_LEN as usize;
+
+/// Block tails smaller than this (less the node header) are filled with uncompressed data
+/// when a data node is split there.
+const RAW_TAIL: usize = 1024;
+
+/// A range of file data to write as one or more data nodes.
+pub(super) struct Chunk {
+    /// File offset.
+    pub(super) ofs: u32,
+    /// Length.
+    pub(super) len: u32,
+    /// The bytes; `None` for a hole (ZERO nodes).
+    pub(super) data: Option<Vec<u8>>,
+    /// The whole chunk compressed in advance (used when it fits).
+    pub(super) spec: Option<Compressed>,
+}
+
+/// Writes a chunk as mkfs.jffs2 writes a page (§3.6.3 of the mtd-utils notes): a node as
+/// large as the block's room allows, the rest in the next block. `version` gives each
+/// node's version (fresh ones, or the copied node's own).
+fn write_chunk<W: Write>(
+    w: &mut BlockWriter<W>,
+    cfg: &ConvertConfig,
+    tmpl: &InodeNode,
+    chunk: &Chunk,
+    version: &mut dyn FnMut(u32) -> u32,
+    buf: &mut Vec<u8>,
+    report: &mut ConvertReport,
+) -> Result<(), ConvertError> {
+    let e = cfg.layout.endian;
+    let Some(data) = &chunk.data else {
+        // A hole: one ZERO node, no payload.
+        w.prepare(INODE_SIZE as u32, INODE_REC)?;
+        let node = InodeNode {
+            version: version(tmpl.ino),
+            offset: chunk.ofs,
+            dsize: chunk.len,
+            compr: COMPR_ZERO,
+            ..tmpl.clone()
+        };
+        buf.clear();
+        node.encode(e, &[], buf);
+        report.rewritten += 1;
+        return emit(w, buf, INODE_REC, report).map_err(ConvertError::from);
+    };
+    let len = data.len();
+    let mut pos = 0usize;
+    let mut spec = chunk.spec.as_ref();
+    while pos < len {
+        w.prepare(SPLIT_MIN as u32, INODE_REC)?;
+        let room = (w.room(INODE_REC) as usize).saturating_sub(INODE_SIZE);
+        let space = room.min(len - pos);
+        let fresh;
+        let c = match spec.take() {
+            Some(s) if pos == 0 && space == len && s.consumed == len => s,
+            // A small block tail is filled with data as it is: compressing "as much as fits"
+            // takes zlib many partial flushes (mtd-utils' method, §4.2) on the thread that
+            // lays the output out, for a few hundred bytes; the rest of the page is
+            // compressed in the next block as usual.
+            _ if space < len - pos && space < RAW_TAIL => {
+                fresh = Compressed {
+                    compr: COMPR_NONE,
+                    consumed: space,
+                    data: data[pos..pos + space].to_vec(),
+                    stats: Default::default(),
+                };
+                &fresh
+            }
+            _ => {
+                fresh = cfg.compressors.compress(&data[pos..], space);
+                &fresh
+            }
+        };
+        if c.consumed == 0 {
+            return Err(ConvertError::Internal("compressor consumed nothing".into()));
+        }
+        let node = InodeNode {
+            version: version(tmpl.ino),
+            offset: chunk.ofs + pos as u32,
+            dsize: c.consumed as u32,
+            compr: c.compr,
+            ..tmpl.clone()
+        };
+        buf.clear();
+        node.encode(e, &c.data, buf);
+        report.rewritten += 1;
+        emit(w, buf, INODE_REC, report)?;
+        pos += c.consumed;
+    }
+    Ok(())
 }
