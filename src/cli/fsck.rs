@@ -402,6 +402,7 @@ fn repair(
             EndPad::Block
         },
         threads: 0,
+        progress: None,
     };
     let result = output
         .direct_writer()

@@ -319,6 +319,7 @@ pub fn convert(data: &[u8]) {
         compressors: Compressors::mkfs_default(),
         pad: crate::layout::EndPad::None,
         threads: 1,
+        progress: None,
     };
     let Ok((out, report)) = crate::convert::convert(&fs, &cfg, Vec::new()) else {
         return;
