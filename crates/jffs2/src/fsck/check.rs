@@ -162,121 +162,219 @@ pub(crate) fn run(
     // one at the first mount, so what lies there is checked as erased (and summed up in one
     // finding about the marker).
     let end_marker = scan.end_marker.map(|m| EndMarker::new(img, m, image_len));
-    let blanked: Vec<u8>;
-    let img: &[u8] = match &end_marker {
-        Some(m) => {
-            blanked = m.blank(img);
-            &blanked
-        }
-        None => img,
-    };
-    let scan_log = scan.log.clone();
-    let failure = scan.failure.clone();
-    let forced_ro = scan.forced_read_only;
-    let totals = scan.totals();
-    let any_summary = scan.blocks.iter().any(|b| b.summary == SummaryUse::Used);
-    let sblocks = scan.blocks.clone();
+    let blanked: Option<Vec<u8>> = end_marker.as_ref().map(|m| m.blank(img));
+    let img: &[u8] = blanked.as_deref().unwrap_or(img);
+    let facts = ScanFacts::of(&scan);
     let es = geom.erase_size;
 
     let fs = fs::build(img, &mut scan);
     // The inodes first: the walk must know which data nodes Linux shows (always
-    // decompressed) from dead ones (decompressed within a budget). Each inode is read in
-    // chunks of a few thousand and kept only as what the later checks need (whether it
-    // reads, and its kernel messages): a whole `Inode` for each of 100 000 directories is
-    // tens of MiB, and the tree walk reads them again anyway.
+    // decompressed) from dead ones (decompressed within a budget).
     let ((inodes, status), full_scan) = rayon::join(
-        || {
-            let refs = &fs.scan().refs;
-            let mut inos: Vec<u32> = fs.live_inodes().collect();
-            if !inos.contains(&1) {
-                inos.push(1);
-            }
-            inos.sort_unstable();
-            inos.dedup();
-            let mut inodes: BTreeMap<u32, InodeRead> = BTreeMap::new();
-            let mut status: HashMap<u32, Status> = HashMap::new();
-            for chunk in inos.chunks(READ_CHUNK) {
-                let read: Vec<Result<Inode, ReadFailure>> =
-                    chunk.par_iter().map(|&i| fs.read_inode_logged(i)).collect();
-                for (&ino, r) in chunk.iter().zip(read) {
-                    let kept = match r {
-                        Ok(inode) => {
-                            note_status(&mut status, refs, ino, &inode);
-                            Ok(inode.log)
-                        }
-                        Err(f) => Err(Box::new(f)),
-                    };
-                    inodes.insert(ino, kept);
-                }
-            }
-            (inodes, status)
-        },
-        || {
-            if any_summary {
-                let o = ScanOptions {
-                    summary: false,
-                    ..ScanOptions::default()
-                };
-                scan::scan(img, &geom, &o).totals().bytes_read
-            } else {
-                totals.bytes_read
-            }
-        },
+        || read_inodes(&fs),
+        || full_scan_cost(img, &geom, facts.any_summary, facts.totals.bytes_read),
     );
-    let live: HashSet<u32> = status
-        .iter()
-        .filter(|(_, s)| matches!(s, Status::Used(_)))
-        .map(|(&o, _)| o)
-        .collect();
+    let live = live_offsets(&status);
 
     let (walks, (tree, first, tree_counts)) = rayon::join(
         || walk::walk(img, &fs, es, &live, progress),
-        || {
-            // The tree's entries are not kept (a million names are a million entries), only
-            // what is needed of them: each inode's first path in path order and the counts;
-            // all of them only for --compare.
-            let mut first: HashMap<u32, Vec<u8>> = HashMap::new();
-            let mut counts = TreeCounts::default();
-            let mut kept: Vec<fs::TreeEntry> = Vec::new();
-            let keep = opts.compare.is_some();
-            let problems = fs.walk_tree(
-                &TreeOptions {
-                    content: false,
-                    xattrs: true,
-                    unreachable: true,
-                },
-                &mut |e: fs::TreeEntry| {
-                    match e.kind {
-                        InodeKind::Dir => counts.dirs += 1,
-                        InodeKind::File => {
-                            counts.files += 1;
-                            counts.bytes += e.size;
-                        }
-                        InodeKind::Symlink => counts.symlinks += 1,
-                        _ => counts.special += 1,
-                    }
-                    match first.get_mut(&e.ino) {
-                        Some(p) if *p <= e.path => {}
-                        Some(p) => p.clone_from(&e.path),
-                        None => {
-                            first.insert(e.ino, e.path.clone());
-                        }
-                    }
-                    if keep {
-                        kept.push(e);
-                    }
-                },
-            );
-            kept.sort_by(|a, b| a.path.cmp(&b.path));
-            let tree = fs::Tree {
-                entries: kept,
-                problems,
-            };
-            (tree, first, counts)
-        },
+        || walk_tree(&fs, opts.compare.is_some()),
     );
     drop(live);
 
+    let mut cx = Ctx {
+        img,
+        image_len,
+        fs: &fs,
+        es,
+        walks: &walks,
+        inodes: &inodes,
+        first: &first,
+        unreadable_paths: unreadable_paths(&tree, &first),
+        status,
+        model_offsets: HashSet::new(),
+        findings: Vec::new(),
+        end_marker: end_marker.as_ref().map(|m| m.offset),
+    };
+    let seen = Seen {
+        info: &info,
+        all_ff,
+        end_marker: end_marker.as_ref(),
+        tree: &tree,
+        failure: facts.failure.as_ref(),
+        sblocks: &facts.sblocks,
+    };
+    cx.all_findings(&seen);
+
+    // Kernel log: scan, build and root read, then reading every inode as a listing does.
+    // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
+    let mut kernel_log: Vec<KernelMsg> = facts.log;
+    if facts.failure.is_none() {
+        mount_log(&mut kernel_log, &fs, &inodes, &first, &tree);
+    }
+    cx.kernel_messages(&kernel_log);
+
+    // Order and de-duplicate.
+    let mut findings = std::mem::take(&mut cx.findings);
+    sort_findings(&mut findings);
+
+    let mount_ok = facts.failure.is_none() && matches!(inodes.get(&1), Some(Ok(_)));
+    let differences = opts
+        .compare
+        .as_ref()
+        .map(|c| compare::compare(&fs, &tree, c))
+        .transpose()?;
+
+    Ok(Report {
+        image_len,
+        flash_len: img.len() as u64,
+        geometry: info,
+        findings,
+        space: facts.totals,
+        blocks: block_counts(&facts.sblocks),
+        summary_blocks: summary_blocks(&facts.sblocks),
+        node_blocks: walks.iter().filter(|w| has_nodes(w)).count() as u32,
+        mount_cost: MountCost {
+            with_summaries: facts.totals.bytes_read,
+            full_scan,
+        },
+        mount_ok,
+        read_only: facts.forced_ro,
+        kernel_log,
+        block_details: block_details(&facts.sblocks, &walks),
+        tree: tree_counts,
+        nodes: node_counts(&walks),
+        differences,
+    })
+}
+
+/// Reads every live inode (and the root) for what the later checks need of it: whether it
+/// reads, its kernel messages, and how it treats its nodes.
+///
+/// Each inode is read in chunks of a few thousand and kept only as what the later checks
+/// need (whether it reads, and its kernel messages): a whole `Inode` for each of 100 000
+/// directories is tens of MiB, and the tree walk reads them again anyway.
+fn read_inodes(fs: &Fs<'_>) -> (BTreeMap<u32, InodeRead>, HashMap<u32, Status>) {
+    let refs = &fs.scan().refs;
+    let mut inos: Vec<u32> = fs.live_inodes().collect();
+    if !inos.contains(&1) {
+        inos.push(1);
+    }
+    inos.sort_unstable();
+    inos.dedup();
+    let mut inodes: BTreeMap<u32, InodeRead> = BTreeMap::new();
+    let mut status: HashMap<u32, Status> = HashMap::new();
+    for chunk in inos.chunks(READ_CHUNK) {
+        let read: Vec<Result<Inode, ReadFailure>> =
+            chunk.par_iter().map(|&i| fs.read_inode_logged(i)).collect();
+        for (&ino, r) in chunk.iter().zip(read) {
+            let kept = match r {
+                Ok(inode) => {
+                    note_status(&mut status, refs, ino, &inode);
+                    Ok(inode.log)
+                }
+                Err(f) => Err(Box::new(f)),
+            };
+            inodes.insert(ino, kept);
+        }
+    }
+    (inodes, status)
+}
+
+/// Bytes a mount without summaries reads (`bytes_read`, this scan's, when no summary was
+/// used): the cost the summaries save.
+fn full_scan_cost(img: &[u8], geom: &scan::Geometry, any_summary: bool, bytes_read: u64) -> u64 {
+    if any_summary {
+        let o = ScanOptions {
+            summary: false,
+            ..ScanOptions::default()
+        };
+        scan::scan(img, geom, &o).totals().bytes_read
+    } else {
+        bytes_read
+    }
+}
+
+/// What the report needs of the scan, taken before the build consumes its lists.
+struct ScanFacts {
+    log: Vec<KernelMsg>,
+    failure: Option<MountFailure>,
+    forced_ro: bool,
+    totals: scan::SpaceTotals,
+    any_summary: bool,
+    sblocks: Vec<scan::BlockInfo>,
+}
+
+impl ScanFacts {
+    /// Copies the facts out of `scan`.
+    fn of(scan: &scan::Scan) -> ScanFacts {
+        ScanFacts {
+            log: scan.log.clone(),
+            failure: scan.failure.clone(),
+            forced_ro: scan.forced_read_only,
+            totals: scan.totals(),
+            any_summary: scan.blocks.iter().any(|b| b.summary == SummaryUse::Used),
+            sblocks: scan.blocks.clone(),
+        }
+    }
+}
+
+/// Offsets of the nodes a live inode shows: the data nodes Linux decompresses.
+fn live_offsets(status: &HashMap<u32, Status>) -> HashSet<u32> {
+    status
+        .iter()
+        .filter(|(_, s)| matches!(s, Status::Used(_)))
+        .map(|(&o, _)| o)
+        .collect()
+}
+
+/// Walks the directory tree for each inode's first path and the counts; the entries
+/// themselves only when `keep` (for --compare).
+fn walk_tree(fs: &Fs<'_>, keep: bool) -> (fs::Tree, HashMap<u32, Vec<u8>>, TreeCounts) {
+    // The tree's entries are not kept (a million names are a million entries), only
+    // what is needed of them: each inode's first path in path order and the counts;
+    // all of them only for --compare.
+    let mut first: HashMap<u32, Vec<u8>> = HashMap::new();
+    let mut counts = TreeCounts::default();
+    let mut kept: Vec<fs::TreeEntry> = Vec::new();
+    let problems = fs.walk_tree(
+        &TreeOptions {
+            content: false,
+            xattrs: true,
+            unreachable: true,
+        },
+        &mut |e: fs::TreeEntry| {
+            match e.kind {
+                InodeKind::Dir => counts.dirs += 1,
+                InodeKind::File => {
+                    counts.files += 1;
+                    counts.bytes += e.size;
+                }
+                InodeKind::Symlink => counts.symlinks += 1,
+                _ => counts.special += 1,
+            }
+            match first.get_mut(&e.ino) {
+                Some(p) if *p <= e.path => {}
+                Some(p) => p.clone_from(&e.path),
+                None => {
+                    first.insert(e.ino, e.path.clone());
+                }
+            }
+            if keep {
+                kept.push(e);
+            }
+        },
+    );
+    kept.sort_by(|a, b| a.path.cmp(&b.path));
+    let tree = fs::Tree {
+        entries: kept,
+        problems,
+    };
+    (tree, first, counts)
+}
+
+/// The paths of inodes listed by their directory but unreadable, when they have no other.
+fn unreadable_paths(tree: &fs::Tree, first: &HashMap<u32, Vec<u8>>) -> HashMap<u32, String> {
     // Paths: the first one, in path order (`first`, made text when a finding names it).
     // Inodes listed by their directory but unreadable have a path too.
     let mut unreadable_paths: HashMap<u32, String> = HashMap::new();
@@ -287,121 +385,132 @@ pub(crate) fn run(
             }
         }
     }
+    unreadable_paths
+}
 
-    let mut cx = Ctx {
-        img,
-        image_len,
-        fs: &fs,
-        es,
-        walks: &walks,
-        inodes: &inodes,
-        first: &first,
-        unreadable_paths,
-        status,
-        model_offsets: HashSet::new(),
-        findings: Vec::new(),
-        end_marker: end_marker.as_ref().map(|m| m.offset),
-    };
+/// What the findings are made from besides [`Ctx`]: the image's facts, the tree's problems,
+/// the mount's failure and the scan's blocks.
+struct Seen<'s> {
+    info: &'s GeometryInfo,
+    all_ff: bool,
+    end_marker: Option<&'s EndMarker>,
+    tree: &'s fs::Tree,
+    failure: Option<&'s MountFailure>,
+    sblocks: &'s [scan::BlockInfo],
+}
 
-    // Image-level facts.
-    image_findings(&mut cx, &info, all_ff, img.len() as u64);
-    if let Some(m) = &end_marker {
-        cx.findings.push(m.finding(es));
+impl Ctx<'_, '_> {
+    /// Every finding but the kernel messages': image, model, mount, then flash walk.
+    fn all_findings(&mut self, seen: &Seen<'_>) {
+        // Image-level facts.
+        image_findings(self, seen.info, seen.all_ff, self.img.len() as u64);
+        if let Some(m) = seen.end_marker {
+            self.findings.push(m.finding(self.es));
+        }
+
+        // The model's problems.
+        let mut problems: Vec<Problem> = self.fs.build_problems().to_vec();
+        problems.extend(seen.tree.problems.iter().cloned());
+        for p in &problems {
+            self.model_problem(p);
+        }
+
+        // The mount's fatal conditions.
+        if let Some(f) = seen.failure {
+            self.failure(f);
+        }
+        self.root_unreadable(&problems);
+
+        // The flash walk.
+        for (b, w) in self.walks.iter().enumerate() {
+            let info = seen.sblocks.get(b);
+            self.block(w, info);
+        }
+        self.lost_nodes();
+        self.truncation();
+        erase_size_finding(self, seen.info);
+        self.lzma_nodes();
+        self.dead_data_budget();
+        self.large_data_nodes();
     }
 
-    // The model's problems.
-    let mut problems: Vec<Problem> = fs.build_problems().to_vec();
-    problems.extend(tree.problems.iter().cloned());
-    for p in &problems {
-        cx.model_problem(p);
+    /// A root directory that cannot be read fails the mount: said unless a model problem
+    /// already says so.
+    fn root_unreadable(&mut self, problems: &[Problem]) {
+        let root_error = match self.inodes.get(&1) {
+            Some(Ok(_)) => None,
+            Some(Err(f)) => Some(f.error.clone()),
+            None => Some(FsError::NoSuchInode(1)),
+        };
+        if let Some(e) = &root_error {
+            if !problems
+                .iter()
+                .any(|p| matches!(p, Problem::InodeUnreadable { ino: 1, .. }))
+            {
+                self.findings.push(Finding::new(
+                    Code::MountFailure,
+                    format!("the root directory cannot be read ({e}): the mount fails"),
+                ));
+            }
+        }
     }
+}
 
-    // The mount's fatal conditions.
-    if let Some(f) = &failure {
-        cx.failure(f);
+/// Adds to `kernel_log` what a mount that passed the scan logs: the build, the root read,
+/// then reading every inode as a listing does.
+fn mount_log(
+    kernel_log: &mut Vec<KernelMsg>,
+    fs: &Fs<'_>,
+    inodes: &BTreeMap<u32, InodeRead>,
+    first: &HashMap<u32, Vec<u8>>,
+    tree: &fs::Tree,
+) {
+    // `Fs::mount_log`, with the root as already read.
+    kernel_log.extend(fs.kernel_log().iter().cloned());
+    match inodes.get(&1) {
+        Some(Ok(root)) => kernel_log.extend(root.iter().cloned()),
+        Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
+        None => {}
     }
-    let root_error = match inodes.get(&1) {
-        Some(Ok(_)) => None,
-        Some(Err(f)) => Some(f.error.clone()),
-        None => Some(FsError::NoSuchInode(1)),
-    };
-    if let Some(e) = &root_error {
-        if !problems
-            .iter()
-            .any(|p| matches!(p, Problem::InodeUnreadable { ino: 1, .. }))
+    if !matches!(inodes.get(&1), Some(Ok(_))) {
+        return;
+    }
+    // The listing meets entries in path order (an inode first at its first path);
+    // an entry whose inode cannot be read is met too (readdir shows it, stat fails).
+    let mut met: Vec<(&[u8], u32)> = first.iter().map(|(&i, p)| (&p[..], i)).collect();
+    met.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
+    for p in &tree.problems {
+        if let Problem::InodeUnreadable {
+            ino,
+            path: Some(path),
+            ..
+        } = p
         {
-            cx.findings.push(Finding::new(
-                Code::MountFailure,
-                format!("the root directory cannot be read ({e}): the mount fails"),
-            ));
+            met.push((&path[..], *ino));
         }
     }
-
-    // The flash walk.
-    for (b, w) in walks.iter().enumerate() {
-        let info = sblocks.get(b);
-        cx.block(w, info);
-    }
-    cx.lost_nodes();
-    cx.truncation();
-    erase_size_finding(&mut cx, &info);
-    cx.lzma_nodes();
-    cx.dead_data_budget();
-    cx.large_data_nodes();
-
-    // Kernel log: scan, build and root read, then reading every inode as a listing does.
-    // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
-    let mut kernel_log: Vec<KernelMsg> = scan_log;
-    if failure.is_none() {
-        // `Fs::mount_log`, with the root as already read.
-        kernel_log.extend(fs.kernel_log().iter().cloned());
-        match inodes.get(&1) {
-            Some(Ok(root)) => kernel_log.extend(root.iter().cloned()),
-            Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
-            None => {}
-        }
-        if matches!(inodes.get(&1), Some(Ok(_))) {
-            // The listing meets entries in path order (an inode first at its first path);
-            // an entry whose inode cannot be read is met too (readdir shows it, stat fails).
-            let mut met: Vec<(&[u8], u32)> = first.iter().map(|(&i, p)| (&p[..], i)).collect();
-            met.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
-            for p in &tree.problems {
-                if let Problem::InodeUnreadable {
-                    ino,
-                    path: Some(path),
-                    ..
-                } = p
-                {
-                    met.push((&path[..], *ino));
-                }
-            }
-            met.sort_by(|a, b| a.0.cmp(b.0));
-            let mut seen: HashSet<u32> = HashSet::from([1]);
-            for (_, ino) in met {
-                if seen.insert(ino) {
-                    match inodes.get(&ino) {
-                        Some(Ok(log)) => kernel_log.extend(log.iter().cloned()),
-                        // A listing meets the inode and fails to read it: what was printed
-                        // up to the failure is in the log all the same.
-                        Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
-                        None => {}
-                    }
-                }
+    met.sort_by(|a, b| a.0.cmp(b.0));
+    let mut seen: HashSet<u32> = HashSet::from([1]);
+    for (_, ino) in met {
+        if seen.insert(ino) {
+            match inodes.get(&ino) {
+                Some(Ok(log)) => kernel_log.extend(log.iter().cloned()),
+                // A listing meets the inode and fails to read it: what was printed
+                // up to the failure is in the log all the same.
+                Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
+                None => {}
             }
         }
     }
-    cx.kernel_messages(&kernel_log);
+}
 
-    // Order and de-duplicate.
-    let mut findings = std::mem::take(&mut cx.findings);
-    sort_findings(&mut findings);
-
-    // Summary numbers.
+/// Summary numbers: the blocks by class.
+fn block_counts(sblocks: &[scan::BlockInfo]) -> BlockCounts {
     let mut blocks = BlockCounts {
         total: sblocks.len() as u32,
         ..BlockCounts::default()
     };
-    for b in &sblocks {
+    for b in sblocks {
         match b.class {
             BlockClass::Empty => blocks.empty += 1,
             BlockClass::Cleanmarker => blocks.cleanmarker += 1,
@@ -410,17 +519,27 @@ pub(crate) fn run(
             BlockClass::AllDirty => blocks.all_dirty += 1,
         }
     }
-    let has_nodes = |w: &BlockWalk| {
-        w.nodes
-            .iter()
-            .any(|n| !matches!(n.body, Body::Cleanmarker | Body::Padding))
-    };
-    let summary_blocks = sblocks
+    blocks
+}
+
+/// How many blocks Linux mounts from their summary.
+fn summary_blocks(sblocks: &[scan::BlockInfo]) -> u32 {
+    sblocks
         .iter()
         .filter(|b| b.summary == SummaryUse::Used)
-        .count() as u32;
-    let node_blocks = walks.iter().filter(|w| has_nodes(w)).count() as u32;
-    let block_details = sblocks
+        .count() as u32
+}
+
+/// Whether a block holds nodes other than cleanmarkers and padding.
+fn has_nodes(w: &BlockWalk) -> bool {
+    w.nodes
+        .iter()
+        .any(|n| !matches!(n.body, Body::Cleanmarker | Body::Padding))
+}
+
+/// Each block's scan counters and walk counts, for the report.
+fn block_details(sblocks: &[scan::BlockInfo], walks: &[BlockWalk]) -> Vec<BlockDetail> {
+    sblocks
         .iter()
         .zip(walks.iter())
         .map(|(b, w)| BlockDetail {
@@ -442,43 +561,19 @@ pub(crate) fn run(
             nodes: w.nodes.len() as u32,
             obsolete: w.nodes.iter().filter(|n| !n.accurate).count() as u32,
         })
-        .collect();
+        .collect()
+}
+
+/// The walk's node counts, summed over the blocks.
+fn node_counts(walks: &[BlockWalk]) -> NodeCounts {
     let mut nodes = NodeCounts::default();
-    for w in &walks {
+    for w in walks {
         nodes.nodes += w.nodes.len() as u64;
         nodes.obsolete += w.nodes.iter().filter(|n| !n.accurate).count() as u64;
         nodes.data_checked += w.data_checked;
         nodes.data_bytes += w.data_bytes;
     }
-    let tc = tree_counts;
-    let mount_ok = failure.is_none() && matches!(inodes.get(&1), Some(Ok(_)));
-
-    let differences = match &opts.compare {
-        Some(c) => Some(compare::compare(&fs, &tree, c)?),
-        None => None,
-    };
-
-    Ok(Report {
-        image_len,
-        flash_len: img.len() as u64,
-        geometry: info,
-        findings,
-        space: totals,
-        blocks,
-        summary_blocks,
-        node_blocks,
-        mount_cost: MountCost {
-            with_summaries: totals.bytes_read,
-            full_scan,
-        },
-        mount_ok,
-        read_only: forced_ro,
-        kernel_log,
-        block_details,
-        tree: tc,
-        nodes,
-        differences,
-    })
+    nodes
 }
 
 /// Sorts findings: image-level ones (no offset, no inode) first in the order made, then by
