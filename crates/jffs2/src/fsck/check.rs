@@ -951,9 +951,76 @@ impl Ctx<'_, '_> {
         self.findings.push(Finding::new(code, msg).at(j.offset));
     }
 
+    /// Findings of one node: stray bytes it carries, its place and kind, then its fault.
     fn node(&mut self, w: &BlockWalk, n: &WNode) {
         let o = n.offset;
         let start = w.offset;
+        self.node_stray_bytes(n);
+        match n.body {
+            Body::Cleanmarker => {
+                self.cleanmarker(n, start);
+                return;
+            }
+            Body::Summary => {
+                if o + n.totlen != start + self.es {
+                    self.findings.push(
+                        Finding::new(
+                            Code::SummaryInvalid,
+                            format!(
+                                "summary node of {} bytes does not end at the end of its erase block (0x{:08x}): Linux cannot find it (made for another erase size?)",
+                                n.totlen,
+                                start + self.es
+                            ),
+                        )
+                        .at(o),
+                    );
+                }
+                return;
+            }
+            Body::Unknown if n.accurate => {
+                self.unknown_node(n);
+                return;
+            }
+            _ => {}
+        }
+        let Some(fault) = n.fault.as_deref() else {
+            return;
+        };
+        if n.accurate && self.model_offsets.contains(&o) {
+            // The model reported it with the inode and the kernel's verdict.
+            return;
+        }
+        let (code, what) = self.fault_text(n, fault);
+        let ino = match &n.body {
+            Body::Inode { ino, .. } => Some(*ino),
+            Body::Dirent { pino, .. } => Some(*pino),
+            Body::Xref { ino, .. } => Some(*ino),
+            _ => None,
+        };
+        let (mut sev, why) = self.fault_severity(n);
+        let mut code = code;
+        let mut msg = format!("{what}{why}");
+        if n.accurate || self.truncated(o, n.totlen) {
+            if let Some((c, note)) = self.torn_note(o, n.totlen) {
+                code = c;
+                sev = Severity::Error;
+                msg.push_str(&note);
+            }
+        }
+        let path = ino.and_then(|i| self.path_of(i));
+        self.findings.push(
+            Finding::new(code, msg)
+                .with_severity(sev)
+                .at(o)
+                .ino(ino)
+                .path(path),
+        );
+    }
+
+    /// Bytes of a node no CRC covers that JFFS2 writers leave blank: its padding, the data CRC
+    /// of an inode node without data.
+    fn node_stray_bytes(&mut self, n: &WNode) {
+        let o = n.offset;
         if n.bad_padding > 0 {
             self.findings.push(
                 Finding::new(
@@ -977,92 +1044,71 @@ impl Ctx<'_, '_> {
                 .at(o),
             );
         }
-        match n.body {
-            Body::Cleanmarker => {
-                let cm = self.fs.scan().geometry.cleanmarker_size;
-                if !n.accurate {
-                    self.findings.push(
-                        Finding::new(
-                            Code::CleanmarkerObsolete,
-                            "cleanmarker with its ACCURATE bit cleared: Linux never obsoletes cleanmarkers (a flipped bit?)"
-                                .to_string(),
-                        )
-                        .at(o),
-                    );
-                } else if o != start {
-                    self.findings.push(
-                        Finding::new(
-                            Code::CleanmarkerMisplaced,
-                            format!(
-                                "cleanmarker not at the start of its erase block (0x{start:08x}): Linux ignores it (wrong erase size?)"
-                            ),
-                        )
-                        .at(o),
-                    );
-                } else if n.totlen != cm {
-                    self.findings.push(
-                        Finding::new(
-                            Code::CleanmarkerSize,
-                            format!(
-                                "cleanmarker of {} bytes where Linux expects {cm}: it is ignored and the block counts as dirty",
-                                n.totlen
-                            ),
-                        )
-                        .at(o),
-                    );
-                }
-                return;
-            }
-            Body::Summary => {
-                if o + n.totlen != start + self.es {
-                    self.findings.push(
-                        Finding::new(
-                            Code::SummaryInvalid,
-                            format!(
-                                "summary node of {} bytes does not end at the end of its erase block (0x{:08x}): Linux cannot find it (made for another erase size?)",
-                                n.totlen,
-                                start + self.es
-                            ),
-                        )
-                        .at(o),
-                    );
-                }
-                return;
-            }
-            Body::Unknown if n.accurate => {
-                let t = n.nodetype | NODE_ACCURATE;
-                let (code, what) = match t & COMPAT_MASK {
-                    FEATURE_INCOMPAT => (Code::IncompatNode, "INCOMPAT: Linux refuses to mount"),
-                    FEATURE_ROCOMPAT => (
-                        Code::RocompatNode,
-                        "ROCOMPAT: Linux mounts the filesystem read-only only",
+    }
+
+    /// A cleanmarker Linux ignores: obsolete, away from its block's start, or of another size.
+    fn cleanmarker(&mut self, n: &WNode, start: u32) {
+        let o = n.offset;
+        let cm = self.fs.scan().geometry.cleanmarker_size;
+        if !n.accurate {
+            self.findings.push(
+                Finding::new(
+                    Code::CleanmarkerObsolete,
+                    "cleanmarker with its ACCURATE bit cleared: Linux never obsoletes cleanmarkers (a flipped bit?)"
+                        .to_string(),
+                )
+                .at(o),
+            );
+        } else if o != start {
+            self.findings.push(
+                Finding::new(
+                    Code::CleanmarkerMisplaced,
+                    format!(
+                        "cleanmarker not at the start of its erase block (0x{start:08x}): Linux ignores it (wrong erase size?)"
                     ),
-                    FEATURE_RWCOMPAT_COPY => {
-                        (Code::UnknownNode, "RWCOMPAT_COPY: Linux keeps it as it is")
-                    }
-                    _ => (
-                        Code::UnknownNode,
-                        "RWCOMPAT_DELETE: Linux treats it as dirty space",
+                )
+                .at(o),
+            );
+        } else if n.totlen != cm {
+            self.findings.push(
+                Finding::new(
+                    Code::CleanmarkerSize,
+                    format!(
+                        "cleanmarker of {} bytes where Linux expects {cm}: it is ignored and the block counts as dirty",
+                        n.totlen
                     ),
-                };
-                self.findings.push(
-                    Finding::new(
-                        code,
-                        format!("node type 0x{:04x} unknown to Linux, {what}", n.nodetype),
-                    )
-                    .at(o),
-                );
-                return;
-            }
-            _ => {}
+                )
+                .at(o),
+            );
         }
-        let Some(fault) = n.fault.as_deref() else {
-            return;
+    }
+
+    /// A valid node of a type Linux does not know: what its compatibility bits make of it.
+    fn unknown_node(&mut self, n: &WNode) {
+        let t = n.nodetype | NODE_ACCURATE;
+        let (code, what) = match t & COMPAT_MASK {
+            FEATURE_INCOMPAT => (Code::IncompatNode, "INCOMPAT: Linux refuses to mount"),
+            FEATURE_ROCOMPAT => (
+                Code::RocompatNode,
+                "ROCOMPAT: Linux mounts the filesystem read-only only",
+            ),
+            FEATURE_RWCOMPAT_COPY => (Code::UnknownNode, "RWCOMPAT_COPY: Linux keeps it as it is"),
+            _ => (
+                Code::UnknownNode,
+                "RWCOMPAT_DELETE: Linux treats it as dirty space",
+            ),
         };
-        if n.accurate && self.model_offsets.contains(&o) {
-            // The model reported it with the inode and the kernel's verdict.
-            return;
-        }
+        self.findings.push(
+            Finding::new(
+                code,
+                format!("node type 0x{:04x} unknown to Linux, {what}", n.nodetype),
+            )
+            .at(n.offset),
+        );
+    }
+
+    /// The code and description of a node's fault, named after the node's kind.
+    fn fault_text(&self, n: &WNode, fault: &Fault) -> (Code, String) {
         let kind = match n.nodetype | NODE_ACCURATE {
             NODETYPE_INODE => "inode node",
             NODETYPE_DIRENT => "dirent",
@@ -1070,7 +1116,7 @@ impl Ctx<'_, '_> {
             NODETYPE_XREF => "xattr reference",
             _ => "node",
         };
-        let (code, what) = match fault {
+        match fault {
             Fault::NodeCrc { stored, computed } => (
                 Code::NodeCrc,
                 format!("{kind}: node CRC 0x{stored:08x}, calculated 0x{computed:08x}"),
@@ -1121,20 +1167,22 @@ impl Ctx<'_, '_> {
                     (Code::UnreadableData, format!("{kind}: {err}"))
                 }
             }
+        }
+    }
+
+    /// How much a damaged node matters, by whether Linux still reads it, and why.
+    fn fault_severity(&self, n: &WNode) -> (Severity, &'static str) {
+        let body_ino = match &n.body {
+            Body::Inode { ino, .. } => Some(*ino),
+            _ => None,
         };
-        let (ino, body_ino) = match &n.body {
-            Body::Inode { ino, .. } => (Some(*ino), Some(*ino)),
-            Body::Dirent { pino, .. } => (Some(*pino), None),
-            Body::Xref { ino, .. } => (Some(*ino), None),
-            _ => (None, None),
-        };
-        let (mut sev, why) = if !n.accurate {
+        if !n.accurate {
             (
                 Severity::Info,
                 "; the node is obsolete on flash and Linux never reads it again",
             )
         } else {
-            match self.status.get(&o) {
+            match self.status.get(&n.offset) {
                 Some(Status::Used(_)) => (Severity::Error, ""),
                 Some(Status::Superseded(_)) => (
                     Severity::Warning,
@@ -1152,24 +1200,7 @@ impl Ctx<'_, '_> {
                     }
                 }
             }
-        };
-        let mut code = code;
-        let mut msg = format!("{what}{why}");
-        if n.accurate || self.truncated(o, n.totlen) {
-            if let Some((c, note)) = self.torn_note(o, n.totlen) {
-                code = c;
-                sev = Severity::Error;
-                msg.push_str(&note);
-            }
         }
-        let path = ino.and_then(|i| self.path_of(i));
-        self.findings.push(
-            Finding::new(code, msg)
-                .with_severity(sev)
-                .at(o)
-                .ino(ino)
-                .path(path),
-        );
     }
 
     /// Checks a block's summary against the nodes on flash.
