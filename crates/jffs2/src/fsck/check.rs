@@ -213,11 +213,7 @@ pub(crate) fn run(
     if facts.failure.is_none() {
         mount_log(&mut kernel_log, &fs, &inodes, &first, &tree);
     }
-    cx.kernel_messages(&kernel_log);
-
-    // Order and de-duplicate.
-    let mut findings = std::mem::take(&mut cx.findings);
-    sort_findings(&mut findings);
+    let findings = cx.sorted_findings(&kernel_log);
 
     let mount_ok = facts.failure.is_none() && matches!(inodes.get(&1), Some(Ok(_)));
     let differences = opts
@@ -433,6 +429,16 @@ impl Ctx<'_, '_> {
         self.lzma_nodes();
         self.dead_data_budget();
         self.large_data_nodes();
+    }
+
+    /// Adds the kernel messages no finding explains, then orders and de-duplicates all
+    /// findings.
+    fn sorted_findings(&mut self, kernel_log: &[KernelMsg]) -> Vec<Finding> {
+        self.kernel_messages(kernel_log);
+        // Order and de-duplicate.
+        let mut findings = std::mem::take(&mut self.findings);
+        sort_findings(&mut findings);
+        findings
     }
 
     /// A root directory that cannot be read fails the mount: said unless a model problem
