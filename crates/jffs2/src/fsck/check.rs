@@ -11,16 +11,17 @@ use super::{
     Options, ProgressFn, Report, Severity, TreeCounts,
 };
 use crate::compress::{compr_name, COMPR_LZMA, COMPR_ZERO};
-use crate::format::marker;
 use crate::format::{
-    pad4, SumRecord, SummaryNode, COMPAT_MASK, FEATURE_INCOMPAT, FEATURE_ROCOMPAT,
-    FEATURE_RWCOMPAT_COPY, NODETYPE_DIRENT, NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF,
-    NODE_ACCURATE, SUMMARY_MARKER_SIZE, SUM_MAGIC,
+    COMPAT_MASK, FEATURE_INCOMPAT, FEATURE_ROCOMPAT, FEATURE_RWCOMPAT_COPY, NODETYPE_DIRENT,
+    NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF, NODE_ACCURATE,
 };
 use crate::fs::{self, Fs, FsError, Inode, InodeKind, Problem, ReadFailure, TreeOptions};
 use crate::scan::{
     self, BlockClass, BlockList, KernelMsg, Level, MountFailure, RefState, ScanOptions, SummaryUse,
 };
+
+mod lost;
+mod summary;
 
 /// The kernel's `EMPTY_SCAN_SIZE`: a block whose first 256 bytes are erased is taken as empty.
 const EMPTY_SCAN_SIZE: u32 = 256;
@@ -162,121 +163,215 @@ pub(crate) fn run(
     // one at the first mount, so what lies there is checked as erased (and summed up in one
     // finding about the marker).
     let end_marker = scan.end_marker.map(|m| EndMarker::new(img, m, image_len));
-    let blanked: Vec<u8>;
-    let img: &[u8] = match &end_marker {
-        Some(m) => {
-            blanked = m.blank(img);
-            &blanked
-        }
-        None => img,
-    };
-    let scan_log = scan.log.clone();
-    let failure = scan.failure.clone();
-    let forced_ro = scan.forced_read_only;
-    let totals = scan.totals();
-    let any_summary = scan.blocks.iter().any(|b| b.summary == SummaryUse::Used);
-    let sblocks = scan.blocks.clone();
+    let blanked: Option<Vec<u8>> = end_marker.as_ref().map(|m| m.blank(img));
+    let img: &[u8] = blanked.as_deref().unwrap_or(img);
+    let facts = ScanFacts::of(&scan);
     let es = geom.erase_size;
 
     let fs = fs::build(img, &mut scan);
     // The inodes first: the walk must know which data nodes Linux shows (always
-    // decompressed) from dead ones (decompressed within a budget). Each inode is read in
-    // chunks of a few thousand and kept only as what the later checks need (whether it
-    // reads, and its kernel messages): a whole `Inode` for each of 100 000 directories is
-    // tens of MiB, and the tree walk reads them again anyway.
+    // decompressed) from dead ones (decompressed within a budget).
     let ((inodes, status), full_scan) = rayon::join(
-        || {
-            let refs = &fs.scan().refs;
-            let mut inos: Vec<u32> = fs.live_inodes().collect();
-            if !inos.contains(&1) {
-                inos.push(1);
-            }
-            inos.sort_unstable();
-            inos.dedup();
-            let mut inodes: BTreeMap<u32, InodeRead> = BTreeMap::new();
-            let mut status: HashMap<u32, Status> = HashMap::new();
-            for chunk in inos.chunks(READ_CHUNK) {
-                let read: Vec<Result<Inode, ReadFailure>> =
-                    chunk.par_iter().map(|&i| fs.read_inode_logged(i)).collect();
-                for (&ino, r) in chunk.iter().zip(read) {
-                    let kept = match r {
-                        Ok(inode) => {
-                            note_status(&mut status, refs, ino, &inode);
-                            Ok(inode.log)
-                        }
-                        Err(f) => Err(Box::new(f)),
-                    };
-                    inodes.insert(ino, kept);
-                }
-            }
-            (inodes, status)
-        },
-        || {
-            if any_summary {
-                let o = ScanOptions {
-                    summary: false,
-                    ..ScanOptions::default()
-                };
-                scan::scan(img, &geom, &o).totals().bytes_read
-            } else {
-                totals.bytes_read
-            }
-        },
+        || read_inodes(&fs),
+        || full_scan_cost(img, &geom, facts.any_summary, facts.totals.bytes_read),
     );
-    let live: HashSet<u32> = status
-        .iter()
-        .filter(|(_, s)| matches!(s, Status::Used(_)))
-        .map(|(&o, _)| o)
-        .collect();
+    let live = live_offsets(&status);
 
     let (walks, (tree, first, tree_counts)) = rayon::join(
         || walk::walk(img, &fs, es, &live, progress),
-        || {
-            // The tree's entries are not kept (a million names are a million entries), only
-            // what is needed of them: each inode's first path in path order and the counts;
-            // all of them only for --compare.
-            let mut first: HashMap<u32, Vec<u8>> = HashMap::new();
-            let mut counts = TreeCounts::default();
-            let mut kept: Vec<fs::TreeEntry> = Vec::new();
-            let keep = opts.compare.is_some();
-            let problems = fs.walk_tree(
-                &TreeOptions {
-                    content: false,
-                    xattrs: true,
-                    unreachable: true,
-                },
-                &mut |e: fs::TreeEntry| {
-                    match e.kind {
-                        InodeKind::Dir => counts.dirs += 1,
-                        InodeKind::File => {
-                            counts.files += 1;
-                            counts.bytes += e.size;
-                        }
-                        InodeKind::Symlink => counts.symlinks += 1,
-                        _ => counts.special += 1,
-                    }
-                    match first.get_mut(&e.ino) {
-                        Some(p) if *p <= e.path => {}
-                        Some(p) => p.clone_from(&e.path),
-                        None => {
-                            first.insert(e.ino, e.path.clone());
-                        }
-                    }
-                    if keep {
-                        kept.push(e);
-                    }
-                },
-            );
-            kept.sort_by(|a, b| a.path.cmp(&b.path));
-            let tree = fs::Tree {
-                entries: kept,
-                problems,
-            };
-            (tree, first, counts)
-        },
+        || walk_tree(&fs, opts.compare.is_some()),
     );
     drop(live);
 
+    let mut cx = Ctx {
+        img,
+        image_len,
+        fs: &fs,
+        es,
+        walks: &walks,
+        inodes: &inodes,
+        first: &first,
+        unreadable_paths: unreadable_paths(&tree, &first),
+        status,
+        model_offsets: HashSet::new(),
+        findings: Vec::new(),
+        end_marker: end_marker.as_ref().map(|m| m.offset),
+    };
+    let seen = Seen {
+        info: &info,
+        all_ff,
+        end_marker: end_marker.as_ref(),
+        tree: &tree,
+        failure: facts.failure.as_ref(),
+        sblocks: &facts.sblocks,
+    };
+    cx.all_findings(&seen);
+
+    // Kernel log: scan, build and root read, then reading every inode as a listing does.
+    // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
+    let mut kernel_log: Vec<KernelMsg> = facts.log;
+    if facts.failure.is_none() {
+        mount_log(&mut kernel_log, &fs, &inodes, &first, &tree);
+    }
+    let findings = cx.sorted_findings(&kernel_log);
+
+    let mount_ok = facts.failure.is_none() && matches!(inodes.get(&1), Some(Ok(_)));
+    let differences = opts
+        .compare
+        .as_ref()
+        .map(|c| compare::compare(&fs, &tree, c))
+        .transpose()?;
+
+    Ok(Report {
+        image_len,
+        flash_len: img.len() as u64,
+        geometry: info,
+        findings,
+        space: facts.totals,
+        blocks: block_counts(&facts.sblocks),
+        summary_blocks: summary_blocks(&facts.sblocks),
+        node_blocks: walks.iter().filter(|w| has_nodes(w)).count() as u32,
+        mount_cost: MountCost {
+            with_summaries: facts.totals.bytes_read,
+            full_scan,
+        },
+        mount_ok,
+        read_only: facts.forced_ro,
+        kernel_log,
+        block_details: block_details(&facts.sblocks, &walks),
+        tree: tree_counts,
+        nodes: node_counts(&walks),
+        differences,
+    })
+}
+
+/// Reads every live inode (and the root) for what the later checks need of it: whether it
+/// reads, its kernel messages, and how it treats its nodes.
+///
+/// Each inode is read in chunks of a few thousand and kept only as what the later checks
+/// need (whether it reads, and its kernel messages): a whole `Inode` for each of 100 000
+/// directories is tens of MiB, and the tree walk reads them again anyway.
+fn read_inodes(fs: &Fs<'_>) -> (BTreeMap<u32, InodeRead>, HashMap<u32, Status>) {
+    let refs = &fs.scan().refs;
+    let mut inos: Vec<u32> = fs.live_inodes().collect();
+    if !inos.contains(&1) {
+        inos.push(1);
+    }
+    inos.sort_unstable();
+    inos.dedup();
+    let mut inodes: BTreeMap<u32, InodeRead> = BTreeMap::new();
+    let mut status: HashMap<u32, Status> = HashMap::new();
+    for chunk in inos.chunks(READ_CHUNK) {
+        let read: Vec<Result<Inode, ReadFailure>> =
+            chunk.par_iter().map(|&i| fs.read_inode_logged(i)).collect();
+        for (&ino, r) in chunk.iter().zip(read) {
+            let kept = match r {
+                Ok(inode) => {
+                    note_status(&mut status, refs, ino, &inode);
+                    Ok(inode.log)
+                }
+                Err(f) => Err(Box::new(f)),
+            };
+            inodes.insert(ino, kept);
+        }
+    }
+    (inodes, status)
+}
+
+/// Bytes a mount without summaries reads (`bytes_read`, this scan's, when no summary was
+/// used): the cost the summaries save.
+fn full_scan_cost(img: &[u8], geom: &scan::Geometry, any_summary: bool, bytes_read: u64) -> u64 {
+    if any_summary {
+        let o = ScanOptions {
+            summary: false,
+            ..ScanOptions::default()
+        };
+        scan::scan(img, geom, &o).totals().bytes_read
+    } else {
+        bytes_read
+    }
+}
+
+/// What the report needs of the scan, taken before the build consumes its lists.
+struct ScanFacts {
+    log: Vec<KernelMsg>,
+    failure: Option<MountFailure>,
+    forced_ro: bool,
+    totals: scan::SpaceTotals,
+    any_summary: bool,
+    sblocks: Vec<scan::BlockInfo>,
+}
+
+impl ScanFacts {
+    /// Copies the facts out of `scan`.
+    fn of(scan: &scan::Scan) -> ScanFacts {
+        ScanFacts {
+            log: scan.log.clone(),
+            failure: scan.failure.clone(),
+            forced_ro: scan.forced_read_only,
+            totals: scan.totals(),
+            any_summary: scan.blocks.iter().any(|b| b.summary == SummaryUse::Used),
+            sblocks: scan.blocks.clone(),
+        }
+    }
+}
+
+/// Offsets of the nodes a live inode shows: the data nodes Linux decompresses.
+fn live_offsets(status: &HashMap<u32, Status>) -> HashSet<u32> {
+    status
+        .iter()
+        .filter(|(_, s)| matches!(s, Status::Used(_)))
+        .map(|(&o, _)| o)
+        .collect()
+}
+
+/// Walks the directory tree for each inode's first path and the counts; the entries
+/// themselves only when `keep` (for --compare).
+fn walk_tree(fs: &Fs<'_>, keep: bool) -> (fs::Tree, HashMap<u32, Vec<u8>>, TreeCounts) {
+    // The tree's entries are not kept (a million names are a million entries), only
+    // what is needed of them: each inode's first path in path order and the counts;
+    // all of them only for --compare.
+    let mut first: HashMap<u32, Vec<u8>> = HashMap::new();
+    let mut counts = TreeCounts::default();
+    let mut kept: Vec<fs::TreeEntry> = Vec::new();
+    let problems = fs.walk_tree(
+        &TreeOptions {
+            content: false,
+            xattrs: true,
+            unreachable: true,
+        },
+        &mut |e: fs::TreeEntry| {
+            match e.kind {
+                InodeKind::Dir => counts.dirs += 1,
+                InodeKind::File => {
+                    counts.files += 1;
+                    counts.bytes += e.size;
+                }
+                InodeKind::Symlink => counts.symlinks += 1,
+                _ => counts.special += 1,
+            }
+            match first.get_mut(&e.ino) {
+                Some(p) if *p <= e.path => {}
+                Some(p) => p.clone_from(&e.path),
+                None => {
+                    first.insert(e.ino, e.path.clone());
+                }
+            }
+            if keep {
+                kept.push(e);
+            }
+        },
+    );
+    kept.sort_by(|a, b| a.path.cmp(&b.path));
+    let tree = fs::Tree {
+        entries: kept,
+        problems,
+    };
+    (tree, first, counts)
+}
+
+/// The paths of inodes listed by their directory but unreadable, when they have no other.
+fn unreadable_paths(tree: &fs::Tree, first: &HashMap<u32, Vec<u8>>) -> HashMap<u32, String> {
     // Paths: the first one, in path order (`first`, made text when a finding names it).
     // Inodes listed by their directory but unreadable have a path too.
     let mut unreadable_paths: HashMap<u32, String> = HashMap::new();
@@ -287,121 +382,142 @@ pub(crate) fn run(
             }
         }
     }
+    unreadable_paths
+}
 
-    let mut cx = Ctx {
-        img,
-        image_len,
-        fs: &fs,
-        es,
-        walks: &walks,
-        inodes: &inodes,
-        first: &first,
-        unreadable_paths,
-        status,
-        model_offsets: HashSet::new(),
-        findings: Vec::new(),
-        end_marker: end_marker.as_ref().map(|m| m.offset),
-    };
+/// What the findings are made from besides [`Ctx`]: the image's facts, the tree's problems,
+/// the mount's failure and the scan's blocks.
+struct Seen<'s> {
+    info: &'s GeometryInfo,
+    all_ff: bool,
+    end_marker: Option<&'s EndMarker>,
+    tree: &'s fs::Tree,
+    failure: Option<&'s MountFailure>,
+    sblocks: &'s [scan::BlockInfo],
+}
 
-    // Image-level facts.
-    image_findings(&mut cx, &info, all_ff, img.len() as u64);
-    if let Some(m) = &end_marker {
-        cx.findings.push(m.finding(es));
+impl Ctx<'_, '_> {
+    /// Every finding but the kernel messages': image, model, mount, then flash walk.
+    fn all_findings(&mut self, seen: &Seen<'_>) {
+        // Image-level facts.
+        image_findings(self, seen.info, seen.all_ff, self.img.len() as u64);
+        if let Some(m) = seen.end_marker {
+            self.findings.push(m.finding(self.es));
+        }
+
+        // The model's problems.
+        let mut problems: Vec<Problem> = self.fs.build_problems().to_vec();
+        problems.extend(seen.tree.problems.iter().cloned());
+        for p in &problems {
+            self.model_problem(p);
+        }
+
+        // The mount's fatal conditions.
+        if let Some(f) = seen.failure {
+            self.failure(f);
+        }
+        self.root_unreadable(&problems);
+
+        // The flash walk.
+        for (b, w) in self.walks.iter().enumerate() {
+            let info = seen.sblocks.get(b);
+            self.block(w, info);
+        }
+        self.lost_nodes();
+        self.truncation();
+        erase_size_finding(self, seen.info);
+        self.lzma_nodes();
+        self.dead_data_budget();
+        self.large_data_nodes();
     }
 
-    // The model's problems.
-    let mut problems: Vec<Problem> = fs.build_problems().to_vec();
-    problems.extend(tree.problems.iter().cloned());
-    for p in &problems {
-        cx.model_problem(p);
+    /// Adds the kernel messages no finding explains, then orders and de-duplicates all
+    /// findings.
+    fn sorted_findings(&mut self, kernel_log: &[KernelMsg]) -> Vec<Finding> {
+        self.kernel_messages(kernel_log);
+        // Order and de-duplicate.
+        let mut findings = std::mem::take(&mut self.findings);
+        sort_findings(&mut findings);
+        findings
     }
 
-    // The mount's fatal conditions.
-    if let Some(f) = &failure {
-        cx.failure(f);
+    /// A root directory that cannot be read fails the mount: said unless a model problem
+    /// already says so.
+    fn root_unreadable(&mut self, problems: &[Problem]) {
+        let root_error = match self.inodes.get(&1) {
+            Some(Ok(_)) => None,
+            Some(Err(f)) => Some(f.error.clone()),
+            None => Some(FsError::NoSuchInode(1)),
+        };
+        if let Some(e) = &root_error {
+            if !problems
+                .iter()
+                .any(|p| matches!(p, Problem::InodeUnreadable { ino: 1, .. }))
+            {
+                self.findings.push(Finding::new(
+                    Code::MountFailure,
+                    format!("the root directory cannot be read ({e}): the mount fails"),
+                ));
+            }
+        }
     }
-    let root_error = match inodes.get(&1) {
-        Some(Ok(_)) => None,
-        Some(Err(f)) => Some(f.error.clone()),
-        None => Some(FsError::NoSuchInode(1)),
-    };
-    if let Some(e) = &root_error {
-        if !problems
-            .iter()
-            .any(|p| matches!(p, Problem::InodeUnreadable { ino: 1, .. }))
+}
+
+/// Adds to `kernel_log` what a mount that passed the scan logs: the build, the root read,
+/// then reading every inode as a listing does.
+fn mount_log(
+    kernel_log: &mut Vec<KernelMsg>,
+    fs: &Fs<'_>,
+    inodes: &BTreeMap<u32, InodeRead>,
+    first: &HashMap<u32, Vec<u8>>,
+    tree: &fs::Tree,
+) {
+    // `Fs::mount_log`, with the root as already read.
+    kernel_log.extend(fs.kernel_log().iter().cloned());
+    match inodes.get(&1) {
+        Some(Ok(root)) => kernel_log.extend(root.iter().cloned()),
+        Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
+        None => {}
+    }
+    if !matches!(inodes.get(&1), Some(Ok(_))) {
+        return;
+    }
+    // The listing meets entries in path order (an inode first at its first path);
+    // an entry whose inode cannot be read is met too (readdir shows it, stat fails).
+    let mut met: Vec<(&[u8], u32)> = first.iter().map(|(&i, p)| (&p[..], i)).collect();
+    met.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
+    for p in &tree.problems {
+        if let Problem::InodeUnreadable {
+            ino,
+            path: Some(path),
+            ..
+        } = p
         {
-            cx.findings.push(Finding::new(
-                Code::MountFailure,
-                format!("the root directory cannot be read ({e}): the mount fails"),
-            ));
+            met.push((&path[..], *ino));
         }
     }
-
-    // The flash walk.
-    for (b, w) in walks.iter().enumerate() {
-        let info = sblocks.get(b);
-        cx.block(w, info);
-    }
-    cx.lost_nodes();
-    cx.truncation();
-    erase_size_finding(&mut cx, &info);
-    cx.lzma_nodes();
-    cx.dead_data_budget();
-    cx.large_data_nodes();
-
-    // Kernel log: scan, build and root read, then reading every inode as a listing does.
-    // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
-    let mut kernel_log: Vec<KernelMsg> = scan_log;
-    if failure.is_none() {
-        // `Fs::mount_log`, with the root as already read.
-        kernel_log.extend(fs.kernel_log().iter().cloned());
-        match inodes.get(&1) {
-            Some(Ok(root)) => kernel_log.extend(root.iter().cloned()),
-            Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
-            None => {}
-        }
-        if matches!(inodes.get(&1), Some(Ok(_))) {
-            // The listing meets entries in path order (an inode first at its first path);
-            // an entry whose inode cannot be read is met too (readdir shows it, stat fails).
-            let mut met: Vec<(&[u8], u32)> = first.iter().map(|(&i, p)| (&p[..], i)).collect();
-            met.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
-            for p in &tree.problems {
-                if let Problem::InodeUnreadable {
-                    ino,
-                    path: Some(path),
-                    ..
-                } = p
-                {
-                    met.push((&path[..], *ino));
-                }
-            }
-            met.sort_by(|a, b| a.0.cmp(b.0));
-            let mut seen: HashSet<u32> = HashSet::from([1]);
-            for (_, ino) in met {
-                if seen.insert(ino) {
-                    match inodes.get(&ino) {
-                        Some(Ok(log)) => kernel_log.extend(log.iter().cloned()),
-                        // A listing meets the inode and fails to read it: what was printed
-                        // up to the failure is in the log all the same.
-                        Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
-                        None => {}
-                    }
-                }
+    met.sort_by(|a, b| a.0.cmp(b.0));
+    let mut seen: HashSet<u32> = HashSet::from([1]);
+    for (_, ino) in met {
+        if seen.insert(ino) {
+            match inodes.get(&ino) {
+                Some(Ok(log)) => kernel_log.extend(log.iter().cloned()),
+                // A listing meets the inode and fails to read it: what was printed
+                // up to the failure is in the log all the same.
+                Some(Err(f)) => kernel_log.extend(f.log.iter().cloned()),
+                None => {}
             }
         }
     }
-    cx.kernel_messages(&kernel_log);
+}
 
-    // Order and de-duplicate.
-    let mut findings = std::mem::take(&mut cx.findings);
-    sort_findings(&mut findings);
-
-    // Summary numbers.
+/// Summary numbers: the blocks by class.
+fn block_counts(sblocks: &[scan::BlockInfo]) -> BlockCounts {
     let mut blocks = BlockCounts {
         total: sblocks.len() as u32,
         ..BlockCounts::default()
     };
-    for b in &sblocks {
+    for b in sblocks {
         match b.class {
             BlockClass::Empty => blocks.empty += 1,
             BlockClass::Cleanmarker => blocks.cleanmarker += 1,
@@ -410,17 +526,27 @@ pub(crate) fn run(
             BlockClass::AllDirty => blocks.all_dirty += 1,
         }
     }
-    let has_nodes = |w: &BlockWalk| {
-        w.nodes
-            .iter()
-            .any(|n| !matches!(n.body, Body::Cleanmarker | Body::Padding))
-    };
-    let summary_blocks = sblocks
+    blocks
+}
+
+/// How many blocks Linux mounts from their summary.
+fn summary_blocks(sblocks: &[scan::BlockInfo]) -> u32 {
+    sblocks
         .iter()
         .filter(|b| b.summary == SummaryUse::Used)
-        .count() as u32;
-    let node_blocks = walks.iter().filter(|w| has_nodes(w)).count() as u32;
-    let block_details = sblocks
+        .count() as u32
+}
+
+/// Whether a block holds nodes other than cleanmarkers and padding.
+fn has_nodes(w: &BlockWalk) -> bool {
+    w.nodes
+        .iter()
+        .any(|n| !matches!(n.body, Body::Cleanmarker | Body::Padding))
+}
+
+/// Each block's scan counters and walk counts, for the report.
+fn block_details(sblocks: &[scan::BlockInfo], walks: &[BlockWalk]) -> Vec<BlockDetail> {
+    sblocks
         .iter()
         .zip(walks.iter())
         .map(|(b, w)| BlockDetail {
@@ -442,43 +568,19 @@ pub(crate) fn run(
             nodes: w.nodes.len() as u32,
             obsolete: w.nodes.iter().filter(|n| !n.accurate).count() as u32,
         })
-        .collect();
+        .collect()
+}
+
+/// The walk's node counts, summed over the blocks.
+fn node_counts(walks: &[BlockWalk]) -> NodeCounts {
     let mut nodes = NodeCounts::default();
-    for w in &walks {
+    for w in walks {
         nodes.nodes += w.nodes.len() as u64;
         nodes.obsolete += w.nodes.iter().filter(|n| !n.accurate).count() as u64;
         nodes.data_checked += w.data_checked;
         nodes.data_bytes += w.data_bytes;
     }
-    let tc = tree_counts;
-    let mount_ok = failure.is_none() && matches!(inodes.get(&1), Some(Ok(_)));
-
-    let differences = match &opts.compare {
-        Some(c) => Some(compare::compare(&fs, &tree, c)?),
-        None => None,
-    };
-
-    Ok(Report {
-        image_len,
-        flash_len: img.len() as u64,
-        geometry: info,
-        findings,
-        space: totals,
-        blocks,
-        summary_blocks,
-        node_blocks,
-        mount_cost: MountCost {
-            with_summaries: totals.bytes_read,
-            full_scan,
-        },
-        mount_ok,
-        read_only: forced_ro,
-        kernel_log,
-        block_details,
-        tree: tc,
-        nodes,
-        differences,
-    })
+    nodes
 }
 
 /// Sorts findings: image-level ones (no offset, no inode) first in the order made, then by
@@ -856,9 +958,76 @@ impl Ctx<'_, '_> {
         self.findings.push(Finding::new(code, msg).at(j.offset));
     }
 
+    /// Findings of one node: stray bytes it carries, its place and kind, then its fault.
     fn node(&mut self, w: &BlockWalk, n: &WNode) {
         let o = n.offset;
         let start = w.offset;
+        self.node_stray_bytes(n);
+        match n.body {
+            Body::Cleanmarker => {
+                self.cleanmarker(n, start);
+                return;
+            }
+            Body::Summary => {
+                if o + n.totlen != start + self.es {
+                    self.findings.push(
+                        Finding::new(
+                            Code::SummaryInvalid,
+                            format!(
+                                "summary node of {} bytes does not end at the end of its erase block (0x{:08x}): Linux cannot find it (made for another erase size?)",
+                                n.totlen,
+                                start + self.es
+                            ),
+                        )
+                        .at(o),
+                    );
+                }
+                return;
+            }
+            Body::Unknown if n.accurate => {
+                self.unknown_node(n);
+                return;
+            }
+            _ => {}
+        }
+        let Some(fault) = n.fault.as_deref() else {
+            return;
+        };
+        if n.accurate && self.model_offsets.contains(&o) {
+            // The model reported it with the inode and the kernel's verdict.
+            return;
+        }
+        let (code, what) = self.fault_text(n, fault);
+        let ino = match &n.body {
+            Body::Inode { ino, .. } => Some(*ino),
+            Body::Dirent { pino, .. } => Some(*pino),
+            Body::Xref { ino, .. } => Some(*ino),
+            _ => None,
+        };
+        let (mut sev, why) = self.fault_severity(n);
+        let mut code = code;
+        let mut msg = format!("{what}{why}");
+        if n.accurate || self.truncated(o, n.totlen) {
+            if let Some((c, note)) = self.torn_note(o, n.totlen) {
+                code = c;
+                sev = Severity::Error;
+                msg.push_str(&note);
+            }
+        }
+        let path = ino.and_then(|i| self.path_of(i));
+        self.findings.push(
+            Finding::new(code, msg)
+                .with_severity(sev)
+                .at(o)
+                .ino(ino)
+                .path(path),
+        );
+    }
+
+    /// Bytes of a node no CRC covers that JFFS2 writers leave blank: its padding, the data CRC
+    /// of an inode node without data.
+    fn node_stray_bytes(&mut self, n: &WNode) {
+        let o = n.offset;
         if n.bad_padding > 0 {
             self.findings.push(
                 Finding::new(
@@ -882,92 +1051,71 @@ impl Ctx<'_, '_> {
                 .at(o),
             );
         }
-        match n.body {
-            Body::Cleanmarker => {
-                let cm = self.fs.scan().geometry.cleanmarker_size;
-                if !n.accurate {
-                    self.findings.push(
-                        Finding::new(
-                            Code::CleanmarkerObsolete,
-                            "cleanmarker with its ACCURATE bit cleared: Linux never obsoletes cleanmarkers (a flipped bit?)"
-                                .to_string(),
-                        )
-                        .at(o),
-                    );
-                } else if o != start {
-                    self.findings.push(
-                        Finding::new(
-                            Code::CleanmarkerMisplaced,
-                            format!(
-                                "cleanmarker not at the start of its erase block (0x{start:08x}): Linux ignores it (wrong erase size?)"
-                            ),
-                        )
-                        .at(o),
-                    );
-                } else if n.totlen != cm {
-                    self.findings.push(
-                        Finding::new(
-                            Code::CleanmarkerSize,
-                            format!(
-                                "cleanmarker of {} bytes where Linux expects {cm}: it is ignored and the block counts as dirty",
-                                n.totlen
-                            ),
-                        )
-                        .at(o),
-                    );
-                }
-                return;
-            }
-            Body::Summary => {
-                if o + n.totlen != start + self.es {
-                    self.findings.push(
-                        Finding::new(
-                            Code::SummaryInvalid,
-                            format!(
-                                "summary node of {} bytes does not end at the end of its erase block (0x{:08x}): Linux cannot find it (made for another erase size?)",
-                                n.totlen,
-                                start + self.es
-                            ),
-                        )
-                        .at(o),
-                    );
-                }
-                return;
-            }
-            Body::Unknown if n.accurate => {
-                let t = n.nodetype | NODE_ACCURATE;
-                let (code, what) = match t & COMPAT_MASK {
-                    FEATURE_INCOMPAT => (Code::IncompatNode, "INCOMPAT: Linux refuses to mount"),
-                    FEATURE_ROCOMPAT => (
-                        Code::RocompatNode,
-                        "ROCOMPAT: Linux mounts the filesystem read-only only",
+    }
+
+    /// A cleanmarker Linux ignores: obsolete, away from its block's start, or of another size.
+    fn cleanmarker(&mut self, n: &WNode, start: u32) {
+        let o = n.offset;
+        let cm = self.fs.scan().geometry.cleanmarker_size;
+        if !n.accurate {
+            self.findings.push(
+                Finding::new(
+                    Code::CleanmarkerObsolete,
+                    "cleanmarker with its ACCURATE bit cleared: Linux never obsoletes cleanmarkers (a flipped bit?)"
+                        .to_string(),
+                )
+                .at(o),
+            );
+        } else if o != start {
+            self.findings.push(
+                Finding::new(
+                    Code::CleanmarkerMisplaced,
+                    format!(
+                        "cleanmarker not at the start of its erase block (0x{start:08x}): Linux ignores it (wrong erase size?)"
                     ),
-                    FEATURE_RWCOMPAT_COPY => {
-                        (Code::UnknownNode, "RWCOMPAT_COPY: Linux keeps it as it is")
-                    }
-                    _ => (
-                        Code::UnknownNode,
-                        "RWCOMPAT_DELETE: Linux treats it as dirty space",
+                )
+                .at(o),
+            );
+        } else if n.totlen != cm {
+            self.findings.push(
+                Finding::new(
+                    Code::CleanmarkerSize,
+                    format!(
+                        "cleanmarker of {} bytes where Linux expects {cm}: it is ignored and the block counts as dirty",
+                        n.totlen
                     ),
-                };
-                self.findings.push(
-                    Finding::new(
-                        code,
-                        format!("node type 0x{:04x} unknown to Linux, {what}", n.nodetype),
-                    )
-                    .at(o),
-                );
-                return;
-            }
-            _ => {}
+                )
+                .at(o),
+            );
         }
-        let Some(fault) = n.fault.as_deref() else {
-            return;
+    }
+
+    /// A valid node of a type Linux does not know: what its compatibility bits make of it.
+    fn unknown_node(&mut self, n: &WNode) {
+        let t = n.nodetype | NODE_ACCURATE;
+        let (code, what) = match t & COMPAT_MASK {
+            FEATURE_INCOMPAT => (Code::IncompatNode, "INCOMPAT: Linux refuses to mount"),
+            FEATURE_ROCOMPAT => (
+                Code::RocompatNode,
+                "ROCOMPAT: Linux mounts the filesystem read-only only",
+            ),
+            FEATURE_RWCOMPAT_COPY => (Code::UnknownNode, "RWCOMPAT_COPY: Linux keeps it as it is"),
+            _ => (
+                Code::UnknownNode,
+                "RWCOMPAT_DELETE: Linux treats it as dirty space",
+            ),
         };
-        if n.accurate && self.model_offsets.contains(&o) {
-            // The model reported it with the inode and the kernel's verdict.
-            return;
-        }
+        self.findings.push(
+            Finding::new(
+                code,
+                format!("node type 0x{:04x} unknown to Linux, {what}", n.nodetype),
+            )
+            .at(n.offset),
+        );
+    }
+
+    /// The code and description of a node's fault, named after the node's kind.
+    fn fault_text(&self, n: &WNode, fault: &Fault) -> (Code, String) {
         let kind = match n.nodetype | NODE_ACCURATE {
             NODETYPE_INODE => "inode node",
             NODETYPE_DIRENT => "dirent",
@@ -975,7 +1123,7 @@ impl Ctx<'_, '_> {
             NODETYPE_XREF => "xattr reference",
             _ => "node",
         };
-        let (code, what) = match fault {
+        match fault {
             Fault::NodeCrc { stored, computed } => (
                 Code::NodeCrc,
                 format!("{kind}: node CRC 0x{stored:08x}, calculated 0x{computed:08x}"),
@@ -1026,20 +1174,22 @@ impl Ctx<'_, '_> {
                     (Code::UnreadableData, format!("{kind}: {err}"))
                 }
             }
+        }
+    }
+
+    /// How much a damaged node matters, by whether Linux still reads it, and why.
+    fn fault_severity(&self, n: &WNode) -> (Severity, &'static str) {
+        let body_ino = match &n.body {
+            Body::Inode { ino, .. } => Some(*ino),
+            _ => None,
         };
-        let (ino, body_ino) = match &n.body {
-            Body::Inode { ino, .. } => (Some(*ino), Some(*ino)),
-            Body::Dirent { pino, .. } => (Some(*pino), None),
-            Body::Xref { ino, .. } => (Some(*ino), None),
-            _ => (None, None),
-        };
-        let (mut sev, why) = if !n.accurate {
+        if !n.accurate {
             (
                 Severity::Info,
                 "; the node is obsolete on flash and Linux never reads it again",
             )
         } else {
-            match self.status.get(&o) {
+            match self.status.get(&n.offset) {
                 Some(Status::Used(_)) => (Severity::Error, ""),
                 Some(Status::Superseded(_)) => (
                     Severity::Warning,
@@ -1057,475 +1207,7 @@ impl Ctx<'_, '_> {
                     }
                 }
             }
-        };
-        let mut code = code;
-        let mut msg = format!("{what}{why}");
-        if n.accurate || self.truncated(o, n.totlen) {
-            if let Some((c, note)) = self.torn_note(o, n.totlen) {
-                code = c;
-                sev = Severity::Error;
-                msg.push_str(&note);
-            }
         }
-        let path = ino.and_then(|i| self.path_of(i));
-        self.findings.push(
-            Finding::new(code, msg)
-                .with_severity(sev)
-                .at(o)
-                .ino(ino)
-                .path(path),
-        );
-    }
-
-    /// Checks a block's summary against the nodes on flash.
-    fn summary(&mut self, w: &BlockWalk, info: Option<&scan::BlockInfo>) {
-        let start = w.offset;
-        let end = start + self.es;
-        let sum_node = w
-            .nodes
-            .iter()
-            .find(|n| n.body == Body::Summary && n.offset + n.totlen == end);
-        let use_ = info.map(|i| &i.summary);
-        match use_ {
-            Some(SummaryUse::Rejected(why)) => {
-                let at = sum_node.map_or(start, |n| n.offset);
-                self.findings.push(
-                    Finding::new(
-                        Code::SummaryInvalid,
-                        format!(
-                            "Linux rejects the summary of the erase block at 0x{start:08x} ({why}) and scans the block in full"
-                        ),
-                    )
-                    .at(at),
-                );
-                return;
-            }
-            Some(SummaryUse::Used) => {}
-            _ => {
-                if let Some(n) = sum_node {
-                    self.findings.push(
-                        Finding::new(
-                            Code::SummaryInvalid,
-                            "summary node without a valid marker at the end of its erase block: Linux does not find it and scans the block in full"
-                                .to_string(),
-                        )
-                        .at(n.offset),
-                    );
-                }
-                return;
-            }
-        }
-        let Some(sn) = sum_node else { return };
-        let e = self.fs.scan().geometry.endian;
-        let raw = &self.img[sn.offset as usize..end as usize];
-        let Ok(sum) = SummaryNode::decode(raw, e, u64::from(sn.offset)) else {
-            return;
-        };
-        // The marker: the summary's offset in the block, then the magic.
-        let mpos = raw.len().saturating_sub(SUMMARY_MARKER_SIZE);
-        if e.get_u32(raw, mpos + marker::MAGIC) != Some(SUM_MAGIC)
-            || e.get_u32(raw, mpos + marker::OFFSET) != Some(sn.offset - start)
-        {
-            self.findings.push(
-                Finding::new(
-                    Code::SummaryMismatch,
-                    "the summary marker does not give the summary's own offset".to_string(),
-                )
-                .at(sn.offset),
-            );
-        }
-        let recs = match sum.records(raw, e, u64::from(sn.offset)) {
-            Ok(r) => r,
-            Err(err) => {
-                self.findings.push(
-                    Finding::new(
-                        Code::SummaryMismatch,
-                        format!("the summary's records cannot be read: {err}"),
-                    )
-                    .at(sn.offset),
-                );
-                return;
-            }
-        };
-        let by_off: HashMap<u32, &WNode> = w.nodes.iter().map(|n| (n.offset, n)).collect();
-        let mut described: HashSet<u32> = HashSet::new();
-        for (i, r) in recs.iter().enumerate() {
-            let (rofs, rtype) = match r {
-                SumRecord::Inode {
-                    offset, nodetype, ..
-                }
-                | SumRecord::Dirent {
-                    offset, nodetype, ..
-                }
-                | SumRecord::Xattr {
-                    offset, nodetype, ..
-                }
-                | SumRecord::Xref { offset, nodetype } => (*offset, *nodetype),
-            };
-            let at = start.wrapping_add(rofs & !3);
-            described.insert(at);
-            let bad = |what: String| {
-                Finding::new(
-                    Code::SummaryMismatch,
-                    format!(
-                        "summary record {i} of the erase block at 0x{start:08x} {what}: Linux believes the summary"
-                    ),
-                )
-                .at(at)
-            };
-            let Some(n) = by_off.get(&at) else {
-                self.findings.push(bad(format!(
-                    "names a node at 0x{at:08x}, but there is none"
-                )));
-                continue;
-            };
-            if (n.nodetype | NODE_ACCURATE) != (rtype | NODE_ACCURATE) {
-                self.findings.push(bad(format!(
-                    "says type 0x{rtype:04x}, the node is 0x{:04x}",
-                    n.nodetype
-                )));
-                continue;
-            }
-            let mismatch = match (r, &n.body) {
-                (
-                    SumRecord::Inode {
-                        inode,
-                        version,
-                        totlen,
-                        ..
-                    },
-                    Body::Inode {
-                        ino, version: v, ..
-                    },
-                ) => (inode != ino || version != v || *totlen != n.totlen).then(|| {
-                    format!(
-                        "says inode #{inode} version {version} of {totlen} bytes, the node is inode #{ino} version {v} of {} bytes",
-                        n.totlen
-                    )
-                }),
-                (
-                    SumRecord::Dirent {
-                        totlen,
-                        pino,
-                        version,
-                        ino,
-                        dtype,
-                        name,
-                        ..
-                    },
-                    Body::Dirent {
-                        pino: p,
-                        version: v,
-                        ino: i,
-                        dtype: d,
-                        name: nm,
-                    },
-                ) => (pino != p
-                    || version != v
-                    || ino != i
-                    || dtype != d
-                    || name[..] != *nm.get(self.img)
-                    || *totlen != n.totlen)
-                    .then(|| {
-                        format!(
-                            "says entry \"{}\" -> #{ino} in #{pino} (version {version}), the node is \"{}\" -> #{i} in #{p} (version {v})",
-                            crate::text::escape_if_needed(name),
-                            crate::text::escape_if_needed(nm.get(self.img))
-                        )
-                    }),
-                (
-                    SumRecord::Xattr {
-                        xid,
-                        version,
-                        totlen,
-                        ..
-                    },
-                    Body::Xattr { xid: x, version: v },
-                ) => (xid != x || version != v || *totlen != n.totlen).then(|| {
-                    format!("says xattr {xid} version {version}, the node is xattr {x} version {v}")
-                }),
-                (SumRecord::Xref { .. }, Body::Xref { .. }) => None,
-                _ => Some("describes a node whose fields cannot be read".to_string()),
-            };
-            if let Some(m) = mismatch {
-                self.findings.push(bad(m));
-            }
-        }
-        for n in &w.nodes {
-            let described_kind = matches!(
-                n.body,
-                Body::Inode { .. } | Body::Dirent { .. } | Body::Xattr { .. } | Body::Xref { .. }
-            );
-            if described_kind && n.accurate && !described.contains(&n.offset) {
-                self.findings.push(
-                    Finding::new(
-                        Code::SummaryMismatch,
-                        format!(
-                            "this node is not in the summary of its erase block (0x{start:08x}): Linux, which reads only the summary, does not see it"
-                        ),
-                    )
-                    .at(n.offset),
-                );
-            }
-        }
-        let cm_on_flash = w
-            .nodes
-            .iter()
-            .find(|n| n.offset == start && n.body == Body::Cleanmarker && n.accurate)
-            .map(|n| n.totlen);
-        let claimed = (sum.cln_mkr != 0).then_some(sum.cln_mkr);
-        if claimed != cm_on_flash {
-            self.findings.push(
-                Finding::new(
-                    Code::SummaryCleanmarker,
-                    format!(
-                        "the summary says {} but the block has {}",
-                        claimed.map_or("no cleanmarker".to_string(), |c| format!(
-                            "a {c}-byte cleanmarker"
-                        )),
-                        cm_on_flash
-                            .map_or("none".to_string(), |c| format!("a {c}-byte cleanmarker"))
-                    ),
-                )
-                .at(sn.offset),
-            );
-        }
-        // Padding of the summary node's own length (kernel summaries pad with 0xFF; covered
-        // by the summary CRC, nothing to add).
-        let _ = pad4(0);
-    }
-
-    /// Obsolete nodes with valid CRCs that nothing supersedes: a cleared ACCURATE bit (no CRC
-    /// covers it) on a node Linux still needs.
-    fn lost_nodes(&mut self) {
-        // Only a node marked obsolete whose CRCs pass can be lost: with none (an image as
-        // mkfs writes it), the maps below, an entry per inode and per name, are not built.
-        let candidates = self
-            .walks
-            .iter()
-            .any(|w| w.nodes.iter().any(|n| !n.accurate && n.fault.is_none()));
-        if !candidates {
-            return;
-        }
-        // Valid nodes by inode / directory entry name / xattr.
-        let mut inodes: HashMap<u32, Vec<(u32, u32)>> = HashMap::new(); // ino -> (version, isize)
-        let img = self.img;
-        let mut names: HashMap<(u32, &[u8]), u32> = HashMap::new(); // (pino, name) -> max version
-        let mut xattr_v: HashMap<u32, u32> = HashMap::new(); // xid -> max version
-        let mut xrefs: HashMap<(u32, u32), u32> = HashMap::new(); // (ino, xid) -> max xseqno
-        let mut live_xref_xids: HashSet<u32> = HashSet::new();
-        let mut live_xattr: HashSet<u32> = HashSet::new();
-        let mut accurate_ino: HashSet<u32> = HashSet::new();
-        for w in self.walks {
-            for n in w.nodes.iter().filter(|n| n.fault.is_none()) {
-                match &n.body {
-                    Body::Inode {
-                        ino,
-                        version,
-                        isize,
-                        ..
-                    } => {
-                        inodes.entry(*ino).or_default().push((*version, *isize));
-                        if n.accurate {
-                            accurate_ino.insert(*ino);
-                        }
-                    }
-                    Body::Dirent {
-                        pino,
-                        version,
-                        name,
-                        ..
-                    } => {
-                        let v = names.entry((*pino, name.get(img))).or_insert(0);
-                        *v = (*v).max(*version);
-                    }
-                    Body::Xattr { xid, version } => {
-                        let v = xattr_v.entry(*xid).or_insert(0);
-                        *v = (*v).max(*version);
-                        if n.accurate {
-                            live_xattr.insert(*xid);
-                        }
-                    }
-                    Body::Xref { ino, xid, xseqno } => {
-                        let v = xrefs.entry((*ino, *xid)).or_insert(0);
-                        *v = (*v).max(*xseqno);
-                        if n.accurate && xseqno & 1 == 0 {
-                            live_xref_xids.insert(*xid);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        // Inodes named by the newest entry of their name.
-        let mut named: HashSet<u32> = HashSet::new();
-        for w in self.walks {
-            for n in w.nodes.iter().filter(|n| n.fault.is_none() && n.accurate) {
-                if let Body::Dirent {
-                    pino,
-                    version,
-                    ino,
-                    name,
-                    ..
-                } = &n.body
-                {
-                    if *ino != 0 && names.get(&(*pino, name.get(img))) == Some(version) {
-                        named.insert(*ino);
-                    }
-                }
-            }
-        }
-        let live = |fs: &Fs<'_>, ino: u32| fs.exists(ino) && !fs.removed(ino);
-        let mut out = Vec::new();
-        let mut warn = Vec::new();
-        // The last inode read again for its fragments (the model keeps none).
-        let mut reread: Option<(u32, Option<Inode>)> = None;
-        for w in self.walks {
-            for n in w.nodes.iter().filter(|n| !n.accurate && n.fault.is_none()) {
-                let lost: Option<(Option<u32>, String)> = match &n.body {
-                    Body::Inode {
-                        ino,
-                        version,
-                        ofs,
-                        size,
-                        ..
-                    } => {
-                        if !live(self.fs, *ino) {
-                            // No inode left, but an entry still names it: its only node is gone.
-                            (named.contains(ino) && !accurate_ino.contains(ino)).then(|| {
-                                (
-                                    Some(*ino),
-                                    format!(
-                                        "inode node (version {version}) is marked obsolete, but nothing replaces it and directory entries still name inode #{ino}: the inode is lost (a flipped ACCURATE bit?)"
-                                    ),
-                                )
-                            })
-                        } else {
-                            let newer: Vec<(u32, u32)> = inodes
-                                .get(ino)
-                                .map(|v| {
-                                    v.iter().filter(|(ver, _)| ver > version).copied().collect()
-                                })
-                                .unwrap_or_default();
-                            let covered = if newer.is_empty() {
-                                false
-                            } else if *size == 0 {
-                                true
-                            } else {
-                                let trunc = newer.iter().map(|(_, s)| *s).min().unwrap_or(0);
-                                let end =
-                                    (u64::from(*ofs) + u64::from(*size)).min(u64::from(trunc));
-                                match self.inodes.get(ino) {
-                                    Some(Ok(_)) => {
-                                        // Read again: the model keeps no inode whole (a
-                                        // file's lost nodes come in a row, one read each).
-                                        if reread.as_ref().map(|(i, _)| *i) != Some(*ino) {
-                                            reread = Some((*ino, self.fs.read_inode(*ino).ok()));
-                                        }
-                                        match reread.as_ref().and_then(|(_, r)| r.as_ref()) {
-                                            Some(inode) => covered_by_newer(
-                                                inode,
-                                                u64::from(*ofs),
-                                                end,
-                                                *version,
-                                            ),
-                                            None => true,
-                                        }
-                                    }
-                                    _ => true,
-                                }
-                            };
-                            (!covered).then(|| {
-                                (
-                                    Some(*ino),
-                                    format!(
-                                        "inode node (version {version}, {size} bytes at file offset {ofs}) is marked obsolete, but no newer node replaces it: its data is lost (a flipped ACCURATE bit?)"
-                                    ),
-                                )
-                            })
-                        }
-                    }
-                    Body::Dirent {
-                        pino,
-                        version,
-                        ino,
-                        name,
-                        ..
-                    } => {
-                        let newest = names.get(&(*pino, name.get(img))).copied().unwrap_or(0);
-                        if newest > *version || *ino == 0 || !live(self.fs, *pino) {
-                            None
-                        } else if !live(self.fs, *ino) && accurate_ino.contains(ino) {
-                            Some((
-                                Some(*pino),
-                                format!(
-                                    "entry \"{}\" for inode #{ino} is marked obsolete, but nothing replaces or deletes it and the inode has no other name: it is lost (a flipped ACCURATE bit?)",
-                                    crate::text::escape_if_needed(name.get(img))
-                                ),
-                            ))
-                        } else if live(self.fs, *ino) {
-                            // The inode keeps another name. Normal on NOR flash after garbage
-                            // collection dropped the deletion entry; suspicious in a fresh image.
-                            warn.push(
-                                Finding::new(
-                                    Code::LostNode,
-                                    format!(
-                                        "entry \"{}\" for inode #{ino} is marked obsolete and nothing replaces or deletes it; the inode keeps another name (normal after garbage collection on NOR flash, a lost name in a fresh image)",
-                                        crate::text::escape_if_needed(name.get(img))
-                                    ),
-                                )
-                                .with_severity(Severity::Warning)
-                                .at(n.offset)
-                                .ino(Some(*pino))
-                                .path(self.path_of(*pino)),
-                            );
-                            None
-                        } else {
-                            None
-                        }
-                    }
-                    Body::Xattr { xid, version } => {
-                        let newest = xattr_v.get(xid).copied().unwrap_or(0);
-                        (newest <= *version && !live_xattr.contains(xid) && live_xref_xids.contains(xid))
-                            .then(|| {
-                                (
-                                    None,
-                                    format!(
-                                        "xattr {xid} (version {version}) is marked obsolete, but inodes still refer to it and nothing replaces it (a flipped ACCURATE bit?)"
-                                    ),
-                                )
-                            })
-                    }
-                    Body::Xref { ino, xid, xseqno } => {
-                        let newest = xrefs.get(&(*ino, *xid)).copied().unwrap_or(0);
-                        (newest <= *xseqno
-                            && xseqno & 1 == 0
-                            && live(self.fs, *ino)
-                            && live_xattr.contains(xid))
-                        .then(|| {
-                            (
-                                Some(*ino),
-                                format!(
-                                    "xattr reference of inode #{ino} to xattr {xid} is marked obsolete, but nothing replaces or deletes it: the attribute is lost (a flipped ACCURATE bit?)"
-                                ),
-                            )
-                        })
-                    }
-                    _ => None,
-                };
-                if let Some((ino, msg)) = lost {
-                    let path = ino.and_then(|i| self.path_of(i));
-                    out.push(
-                        Finding::new(Code::LostNode, msg)
-                            .at(n.offset)
-                            .ino(ino)
-                            .path(path),
-                    );
-                }
-            }
-        }
-        self.findings.extend(out);
-        self.findings.extend(warn);
     }
 
     /// A node the image file ends inside, even when what is missing happened to be padding
@@ -1682,30 +1364,6 @@ impl Ctx<'_, '_> {
         }
         self.findings.extend(add);
     }
-}
-
-/// Whether `[s, e)` of an inode shows nodes newer than `version` throughout.
-fn covered_by_newer(inode: &Inode, s: u64, e: u64, version: u32) -> bool {
-    if s >= e {
-        return true;
-    }
-    let mut pos = s;
-    let first = inode.frags.partition_point(|f| f.end <= s);
-    for f in &inode.frags[first..] {
-        if f.start > pos {
-            return false;
-        }
-        let v = inode.nodes.get(f.node).map_or(0, |d| d.version);
-        if v <= version {
-            return false;
-        }
-        pos = f.end;
-        if pos >= e {
-            return true;
-        }
-    }
-    // Beyond the last fragment: a hole (zeros) — covered only if the file ends before it.
-    pos >= e || inode.size <= pos
 }
 
 #[allow(dead_code)]
