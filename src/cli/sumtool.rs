@@ -381,7 +381,7 @@ fn listing(
 }
 
 /// `-v`'s statistics, on stderr: stdout stays sumtool's listing.
-fn statistics(analysis: &sumtool::Analysis, report: &sumtool::Report) {
+fn statistics(analysis: &sumtool::Analysis, report: &sumtool::SumtoolReport) {
     let s = &report.stats;
     eprintln!(
         "{} nodes ({} bytes) carried over into {} erase blocks of {}: {} with a summary, {} \

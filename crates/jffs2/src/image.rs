@@ -13,7 +13,7 @@
 //!    [`crate::scan::flashed_len`]): an mkfs.jffs2 image ends right after its last node;
 //! 4. scan it as the mount does ([`crate::scan::scan`]) and stop where Linux would refuse
 //!    the mount ([`crate::scan::Scan::failure`], [`MountError`]);
-//! 5. build the filesystem model ([`crate::fs::build`]).
+//! 5. build the filesystem model ([`crate::fs::Fs::from_scan`]).
 //!
 //! [`Image`] does 1–3 when it is opened and [`Image::mount`] does 4–5, returning a model
 //! ([`Fs`]) that owns its scan:
@@ -549,7 +549,7 @@ impl<'a> Image<'a> {
         if let Some(f) = &scan.failure {
             return Err(MountError(f.clone()));
         }
-        Ok(crate::fs::build_owned(self.flash(), scan, self.opts.fs))
+        Ok(crate::fs::Fs::from_scan(self.flash(), scan, self.opts.fs))
     }
 
     /// The model even where Linux would refuse the mount (a salvage: what can be read of
@@ -559,7 +559,7 @@ impl<'a> Image<'a> {
         let scan = self.scan();
         let failure = scan.failure.clone();
         (
-            crate::fs::build_owned(self.flash(), scan, self.opts.fs),
+            crate::fs::Fs::from_scan(self.flash(), scan, self.opts.fs),
             failure,
         )
     }

@@ -19,7 +19,7 @@
 //! no node in either byte order; an all-0xFF image is erased flash, an empty filesystem),
 //! [`Image::mount`] what Linux would not mount ([`MountError`]); [`Image::salvage`] reads
 //! what it can of the latter. The steps below it — [`scan::detect()`], [`scan::as_flashed`],
-//! [`scan::scan`], [`fs::build`] — stay public for the tools' finer needs ([`mod@image`]).
+//! [`scan::scan`], [`fs::Fs::from_scan`] — stay public for the tools' finer needs ([`mod@image`]).
 //!
 //! # Data flow
 //!
@@ -28,7 +28,7 @@
 //!           (source::apply_device_table, xattrs)  (compress, layout::BlockWriter, summaries)
 //!
 //! reading:  path or bytes --Image::open---------------------> Image --Image::mount--> Fs
-//!           (inside: scan::detect --> Geometry, scan::as_flashed;   scan::scan, fs::build)
+//!           (inside: scan::detect --> Geometry, scan::as_flashed;   scan::scan, Fs::from_scan)
 //!                                                                                     |
 //!   Fs::read_inode / list_dir / read_data, fs::Tree ----------------------------------+
 //!   extract::{list, lookup, cat, extract}   files as a read-only mount shows them

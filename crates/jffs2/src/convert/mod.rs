@@ -373,7 +373,7 @@ impl<'a> Source<'a> {
     /// [`crate::Image::mount`] builds it): what [`convert()`] converts.
     pub fn mount(&self) -> Result<Fs<'_>, ConvertError> {
         let scan = self.scan()?;
-        Ok(crate::fs::build_owned(
+        Ok(crate::fs::Fs::from_scan(
             &self.image,
             scan,
             crate::fs::FsOptions::default(),

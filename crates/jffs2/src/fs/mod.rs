@@ -84,7 +84,7 @@ use crate::compress::ComprError;
 use crate::format::ROOT_INO;
 use crate::scan::{KernelMsg, Level, RefState, Scan};
 
-pub use build::build_with;
+pub use build::BuildScan;
 pub use dirent::Dirent;
 pub use lookup::{lookup, LookupError};
 pub use md5::Md5;
@@ -619,8 +619,8 @@ pub struct Fs<'a> {
     log: Vec<KernelMsg>,
 }
 
-/// The scan a model reads: borrowed from the caller ([`build`]), or owned by the model
-/// ([`build_owned`], what [`crate::Image::mount`] returns, so that a mounted image is one
+/// The scan a model reads: borrowed from the caller, or owned by the model (what
+/// [`crate::Image::mount`] returns, so that a mounted image is one
 /// value that cannot be separated from its scan).
 enum ScanRef<'a> {
     Borrowed(&'a Scan),
@@ -636,18 +636,6 @@ impl std::ops::Deref for ScanRef<'_> {
             ScanRef::Owned(s) => s,
         }
     }
-}
-
-/// Builds the filesystem model from a scan, like `jffs2_build_filesystem` (§5, §9.4), with
-/// the reference kernel's options. See [`build_with`].
-pub fn build<'a>(image: &'a [u8], scan: &'a mut Scan) -> Fs<'a> {
-    build_with(image, scan, FsOptions::default())
-}
-
-/// [`build_with`] on a scan the model then owns ([`Fs::scan`] returns it, with the build's
-/// obsoletions applied). [`crate::Image::mount`] is the usual way to get here.
-pub fn build_owned(image: &[u8], scan: Scan, opts: FsOptions) -> Fs<'_> {
-    build::build_into(image, build::ScanMut::Owned(Box::new(scan)), opts)
 }
 
 impl<'a> Fs<'a> {

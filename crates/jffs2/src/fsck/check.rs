@@ -168,7 +168,7 @@ pub(crate) fn run(
     let facts = ScanFacts::of(&scan);
     let es = geom.erase_size;
 
-    let fs = fs::build(img, &mut scan);
+    let fs = fs::Fs::from_scan(img, &mut scan, Default::default());
     // The inodes first: the walk must know which data nodes Linux shows (always
     // decompressed) from dead ones (decompressed within a budget).
     let ((inodes, status), full_scan) = rayon::join(

@@ -9,7 +9,7 @@
 //!    finding naming the likely right one. The image is checked as flashed into the smallest
 //!    partition Linux mounts ([`crate::scan::as_flashed`]): padded with 0xFF to whole erase
 //!    blocks, at least 5.
-//! 2. **The mount scan** ([`crate::scan::scan`]) and **the build** ([`crate::fs::build`]), exactly
+//! 2. **The mount scan** ([`crate::scan::scan`]) and **the build** ([`crate::fs::Fs::from_scan`]), exactly
 //!    as Linux 6.1 does them, with the kernel's messages.
 //! 3. **The flash walk** (`walk.rs`): every erase block, in parallel, node by node — every node
 //!    on flash, live, superseded or obsolete, has its header, node, name and data CRCs checked,

@@ -499,7 +499,7 @@ impl Analysis {
 /// What [`summarize`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Report {
+pub struct SumtoolReport {
     /// The layout statistics.
     pub stats: RelayoutStats,
     /// The output's cleanmarker size, if it has cleanmarkers.
@@ -874,7 +874,7 @@ pub fn write<W: Write>(
     a: &Analysis,
     cfg: &SumtoolConfig,
     out: W,
-) -> Result<(W, Report), SumtoolError> {
+) -> Result<(W, SumtoolReport), SumtoolError> {
     let cleanmarker = output_cleanmarker(a, cfg);
     if let Some(cm) = cleanmarker {
         if pad4_64(cm) >= u64::from(cfg.erase_size) {
@@ -926,7 +926,7 @@ pub fn write<W: Write>(
     }
     Ok((
         out,
-        Report {
+        SumtoolReport {
             stats,
             cleanmarker,
             erase_size: cfg.erase_size,
@@ -969,7 +969,7 @@ pub fn summarize<W: Write>(
     image: &[u8],
     cfg: &SumtoolConfig,
     out: W,
-) -> Result<(W, Analysis, Report), SumtoolError> {
+) -> Result<(W, Analysis, SumtoolReport), SumtoolError> {
     let a = analyse(image, cfg)?;
     let (out, r) = write(image, &a, cfg, out)?;
     Ok((out, a, r))

@@ -85,7 +85,7 @@ fn cfg(es: u32) -> SumtoolConfig {
     }
 }
 
-fn run(img: &[u8], c: &SumtoolConfig) -> (Vec<u8>, Analysis, Report) {
+fn run(img: &[u8], c: &SumtoolConfig) -> (Vec<u8>, Analysis, SumtoolReport) {
     summarize(img, c, Vec::new()).unwrap()
 }
 

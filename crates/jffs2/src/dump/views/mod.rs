@@ -7,7 +7,7 @@
 //! stop it): 0xFF words are erased flash, a word with the magic and a valid header CRC (the
 //! ACCURATE bit forced, as the kernel checks it) starts a node of `PAD(totlen)` bytes,
 //! anything else is skipped a word at a time. What the *kernel* made of each node comes from
-//! the mount scan ([`crate::scan`]) and the build ([`crate::fs::build`]): [`KernelView`].
+//! the mount scan ([`crate::scan`]) and the build ([`crate::fs::Fs::from_scan`]): [`KernelView`].
 
 mod blocks;
 mod info;
@@ -492,7 +492,7 @@ pub struct KernelView<'a> {
 }
 
 impl<'a> KernelView<'a> {
-    /// Indexes a scan (after [`crate::fs::build`], so that the build's obsoletions show).
+    /// Indexes a scan (after [`crate::fs::Fs::from_scan`], so that the build's obsoletions show).
     pub fn new(scan: &'a Scan) -> Self {
         let by_offset = scan
             .refs

@@ -696,7 +696,7 @@ fn summary_refs_are_checked_at_readinode() {
         let n = scan.refs.len() - 1;
         scan.inodes.get_mut(&2).unwrap().nodes.push(n);
     }
-    let fs = build(&image, &mut scan);
+    let fs = Fs::from_scan(&image, &mut scan, FsOptions::default());
     let ino = fs.read_inode(2).unwrap();
     assert_eq!(fs.read_range(&ino, 0, 10).unwrap(), b"v1");
     let reasons: Vec<_> = ino
