@@ -132,6 +132,7 @@
 #![warn(missing_docs)]
 #![warn(rustdoc::broken_intra_doc_links)]
 
+pub mod code;
 pub mod compress;
 pub mod convert;
 pub mod crc;

@@ -80,6 +80,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::code::Code;
 use crate::compress::ComprError;
 use crate::format::ROOT_INO;
 use crate::scan::{KernelMsg, Level, RefState, Scan};
@@ -421,20 +422,20 @@ pub enum Problem {
 
 impl Problem {
     /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            Problem::DirentToMissingInode { .. } => "dirent-to-missing-inode",
-            Problem::OrphanInode { .. } => "orphan-inode",
-            Problem::DirHardLink { .. } => "directory-hard-link",
-            Problem::DirReachedTwice { .. } => "directory-reached-twice",
-            Problem::Unreachable { .. } => "unreachable-inode",
-            Problem::NlinkMismatch { .. } => "nlink-mismatch",
-            Problem::SizeBeyondData { .. } => "size-beyond-data",
-            Problem::DataCrc { .. } => "data-crc",
-            Problem::BadNode { .. } => "bad-node",
-            Problem::Unreadable { .. } => "unreadable-data",
-            Problem::InodeUnreadable { .. } => "unreadable-inode",
-            Problem::PathTooLong { .. } => "path-too-long",
+            Problem::DirentToMissingInode { .. } => Code::DirentToMissingInode,
+            Problem::OrphanInode { .. } => Code::OrphanInode,
+            Problem::DirHardLink { .. } => Code::DirectoryHardLink,
+            Problem::DirReachedTwice { .. } => Code::DirectoryReachedTwice,
+            Problem::Unreachable { .. } => Code::UnreachableInode,
+            Problem::NlinkMismatch { .. } => Code::NlinkMismatch,
+            Problem::SizeBeyondData { .. } => Code::SizeBeyondData,
+            Problem::DataCrc { .. } => Code::DataCrc,
+            Problem::BadNode { .. } => Code::BadNode,
+            Problem::Unreadable { .. } => Code::UnreadableData,
+            Problem::InodeUnreadable { .. } => Code::UnreadableInode,
+            Problem::PathTooLong { .. } => Code::PathTooLong,
             Problem::Xattr(e) => e.code(),
         }
     }

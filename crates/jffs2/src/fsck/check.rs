@@ -748,8 +748,7 @@ impl Ctx<'_, '_> {
     }
 
     fn model_problem(&mut self, p: &Problem) {
-        let code = Code::of_problem(p);
-        debug_assert_eq!(code.as_str(), p.code());
+        let code = p.code();
         let mut sev = match p {
             Problem::DataCrc {
                 superseded: true, ..

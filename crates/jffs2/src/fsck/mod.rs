@@ -53,7 +53,6 @@
 //! `docs/FSCK.md` has the same table ([`Code::table()`]) with examples.
 
 mod check;
-mod code;
 pub mod compare;
 mod walk;
 
@@ -67,45 +66,8 @@ use crate::image::ImageBytes;
 use crate::progress::Progress;
 use crate::scan::{self, BlockClass, BlockList, Detection, Geometry, KernelMsg, SpaceTotals};
 
-pub use code::Code;
+pub use crate::code::{Code, Severity};
 pub use compare::{CompareOptions, Difference};
-
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    /// Normal, or a fact about the check.
-    Info,
-    /// Tolerated by Linux but worth a look.
-    Warning,
-    /// Linux refuses to mount or loses/misreads data, or the image is corrupt.
-    Error,
-}
-
-impl Severity {
-    /// `ERROR`, `WARNING`, `INFO`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Error => "ERROR",
-            Severity::Warning => "WARNING",
-            Severity::Info => "INFO",
-        }
-    }
-
-    /// `error`, `warning`, `info` (JSON).
-    pub fn lower(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// One problem (or fact) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
