@@ -323,7 +323,7 @@ mod tests {
         let want = Code::table();
         assert!(
             doc == want,
-            "docs/FSCK.md's table of findings differs from fsck::Code (crates/jffs2/src/fsck/code.rs); \
+            "docs/FSCK.md's table of findings differs from code::Code (crates/jffs2/src/code.rs); \
              replace it with:\n\n{want}"
         );
     }
