@@ -19,6 +19,7 @@ pkgs=(
   bash man-db groff-base zsh fish  # manual pages rendered, completions loaded (tests/install.rs)
   locales            # localedef: en_US.UTF-8, whose collation differs from C (tests/reproducible.rs)
   genimage           # genimage's own jffs2 test with our mkfs.jffs2 (tests/integration.rs)
+  faketime           # libfaketime: one fixed clock for both tools in the guide parity blocks (tests/integration.rs)
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -25,9 +25,12 @@
 //! lines verbatim (`QUOTED`). Each block must also contain its build system's exact command
 //! line (`Step::contains`).
 //!
-//! Needs root (the tree has a fifo, foreign owners and a setuid file), mtd-utils, fakeroot and
-//! genimage (`scripts/install-test-deps.sh`); without one the test is skipped loudly
-//! (tests/common/skip.rs), and fails under `CI=true`.
+//! Both runs of a parity block see one fixed clock (libfaketime, `FIXED_CLOCK`): mkfs.jffs2
+//! stamps the entries a device table creates with the current time.
+//!
+//! Needs root (the tree has a fifo, foreign owners and a setuid file), mtd-utils, fakeroot,
+//! libfaketime and genimage (`scripts/install-test-deps.sh`); without one the test is skipped
+//! loudly (tests/common/skip.rs), and fails under `CI=true`.
 
 mod common;
 #[path = "common/sumtool.rs"]
@@ -397,8 +400,8 @@ struct Run {
     stdout: String,
     stderr: String,
     seconds: f64,
-    /// Wall-clock seconds (UNIX) at start and end: mkfs.jffs2 stamps device-table entries
-    /// with `time(NULL)`.
+    /// Wall-clock seconds (UNIX) at start (less `COARSE_LAG`) and end: the kernel stamps the
+    /// files a block creates with its own clock, which no fixed clock reaches.
     clock: (u64, u64),
 }
 
@@ -478,8 +481,8 @@ struct Session {
     shell: &'static str,
     fakeroot: bool,
     lc_all: &'static str,
-    /// Device-table entries get `time(NULL)`: rerun the session when a parity comparison
-    /// failed across a second boundary.
+    /// A block makes the tree it images (host mtimes from the kernel's clock): rerun the
+    /// session when a parity comparison failed across a second boundary.
     clock_sensitive: bool,
     /// Run Debian's mkfs.jffs2 through the wrapper that drops `-x lzma`.
     openwrt: bool,
@@ -511,6 +514,15 @@ struct Env {
     scratch: tempfile::TempDir,
     rootfs: PathBuf,
     bins: Bins,
+    libfaketime: PathBuf,
+}
+
+/// What every guide test needs: root, mtd-utils, fakeroot and libfaketime (or a loud skip).
+fn prerequisites() -> bool {
+    require_root()
+        && common::require_mtd_utils()
+        && common::skip::program("fakeroot", "fakeroot")
+        && common::skip::faketime()
 }
 
 fn env() -> Env {
@@ -532,18 +544,43 @@ fn env() -> Env {
         scratch,
         rootfs,
         bins,
+        libfaketime: common::skip::libfaketime().expect("libfaketime (checked by prerequisites)"),
     }
 }
 
-fn now() -> u64 {
-    SystemTime::now()
+/// The clock of both runs of a parity block (libfaketime's `FAKETIME`, UTC; frozen, without
+/// `@`). mtd-utils' mkfs.jffs2 gives the entries a device table creates the current time
+/// unless `-f` (docs/spec/mtd-utils-spec.md §3.4, "New entries get the current time"; §3.9),
+/// and ours does the same: two runs a second apart differ in those bytes (OpenWrt's `-D`).
+const FIXED_CLOCK: &str = "2024-02-29 12:34:56";
+
+/// How far the kernel's coarse clock (file times, `time(2)`) may lag `SystemTime::now()`.
+const COARSE_LAG: Duration = Duration::from_millis(50);
+
+/// Sleeps into the next second (past `COARSE_LAG`) unless the current one has just begun, so
+/// that both runs of a parity block that makes its own files usually fall in one second.
+fn start_early_in_a_second() {
+    let frac = SystemTime::now()
         .duration_since(UNIX_EPOCH)
+        .map_or(Duration::ZERO, |d| {
+            Duration::from_nanos(u64::from(d.subsec_nanos()))
+        });
+    if frac > Duration::from_millis(500) {
+        std::thread::sleep(Duration::from_secs(1) - frac + COARSE_LAG);
+    }
+}
+
+fn now_secs(lag: Duration) -> u64 {
+    SystemTime::now()
+        .checked_sub(lag)
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_secs())
 }
 
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Runs one block in `work` with the tool set's `PATH`.
+/// Runs one block in `work` with the tool set's `PATH` (under `FIXED_CLOCK` if `fixed_clock`).
+#[allow(clippy::too_many_arguments)]
 fn run_block(
     s: &Session,
     e: &Env,
@@ -552,6 +589,7 @@ fn run_block(
     logs: &Path,
     id: &str,
     body: &str,
+    fixed_clock: bool,
 ) -> Run {
     let bin = match tool {
         Tool::Ours => &e.bins.ours,
@@ -584,6 +622,15 @@ fn run_block(
     if s.fakeroot {
         c.env("FAKEROOTDONTTRYCHOWN", "1");
     }
+    if fixed_clock {
+        // fakeroot keeps an LD_PRELOAD it is given. Only the wall clock is fixed: stat(2)
+        // passes the host's mtimes through (NO_FAKE_STAT; faked, they would all read
+        // FIXED_CLOCK and go untested), and the monotonic clocks stay real (timeouts).
+        c.env("LD_PRELOAD", &e.libfaketime)
+            .env("FAKETIME", FIXED_CLOCK)
+            .env("NO_FAKE_STAT", "1")
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    }
     for (k, v) in &s.vars {
         c.env(k, subst(v));
     }
@@ -593,7 +640,7 @@ fn run_block(
         .stderr(fs::File::create(&err_path).unwrap())
         .process_group(0);
     let t0 = Instant::now();
-    let c0 = now();
+    let c0 = now_secs(COARSE_LAG);
     let mut child = c
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", s.shell));
@@ -623,7 +670,7 @@ fn run_block(
         stdout: mask(String::from_utf8_lossy(&fs::read(&out_path).unwrap()).into_owned()),
         stderr: mask(String::from_utf8_lossy(&fs::read(&err_path).unwrap()).into_owned()),
         seconds,
-        clock: (c0, now()),
+        clock: (c0, now_secs(Duration::ZERO)),
     }
 }
 
@@ -916,11 +963,15 @@ fn try_session(e: &Env, s: &Session, attempt: u32) -> Result<(), (String, bool)>
             );
         }
         let before_o = snapshot(ours_dir);
-        let ours = run_block(s, e, Tool::Ours, ours_dir, &logs, st.id, body);
+        let parity = st.mode == Mode::Parity;
+        if parity && s.clock_sensitive {
+            start_early_in_a_second();
+        }
+        let ours = run_block(s, e, Tool::Ours, ours_dir, &logs, st.id, body, parity);
         let ours_changes = changed(&before_o, &snapshot(ours_dir));
         let mut debian = None;
         let mut debian_changes = BTreeSet::new();
-        if st.mode == Mode::Parity {
+        if parity {
             let before_d = snapshot(debian_dir);
             debian = Some(run_block(
                 s,
@@ -930,6 +981,7 @@ fn try_session(e: &Env, s: &Session, attempt: u32) -> Result<(), (String, bool)>
                 &logs,
                 st.id,
                 body,
+                true,
             ));
             debian_changes = changed(&before_d, &snapshot(debian_dir));
         }
@@ -1104,10 +1156,7 @@ fn verified_clean(o: &Outcome) -> Result<(), String> {
 
 #[test]
 fn yocto_guide() {
-    if !require_root()
-        || !common::require_mtd_utils()
-        || !common::skip::program("fakeroot", "fakeroot")
-    {
+    if !prerequisites() {
         return;
     }
     let e = env();
@@ -1312,10 +1361,7 @@ fn br_dataflash(o: &Outcome) -> Result<(), String> {
 
 #[test]
 fn buildroot_guide() {
-    if !require_root()
-        || !common::require_mtd_utils()
-        || !common::skip::program("fakeroot", "fakeroot")
-    {
+    if !prerequisites() {
         return;
     }
     let e = env();
@@ -1400,10 +1446,7 @@ fn genimage_empty_in_cwd(o: &Outcome) -> Result<(), String> {
 
 #[test]
 fn genimage_guide() {
-    if !require_root()
-        || !common::require_mtd_utils()
-        || !common::skip::program("fakeroot", "fakeroot")
-    {
+    if !prerequisites() {
         return;
     }
     if !common::skip::program("genimage", "genimage") {
@@ -1608,17 +1651,17 @@ fn openwrt_session(name: &str, jffs2opts: &str, steps: Vec<Step>) -> Session {
         .var("JFFS2OPTS", jffs2opts);
     s.mkdirs = &["build/tmp"];
     s.shell = "bash"; // OpenWrt's rules.mk: SHELL:=/usr/bin/env bash (echo -ne)
-    s.clock_sensitive = true; // -D entries get time(NULL); Build/jffs2 copies with cp
+
+    // Build/jffs2 (openwrt-build-jffs2) images files it has just copied, without -f: their
+    // mtimes are the kernel's. (The -D entries' time is FIXED_CLOCK.)
+    s.clock_sensitive = true;
     s.openwrt = true;
     s
 }
 
 #[test]
 fn openwrt_guide() {
-    if !require_root()
-        || !common::require_mtd_utils()
-        || !common::skip::program("fakeroot", "fakeroot")
-    {
+    if !prerequisites() {
         return;
     }
     let e = env();

@@ -1,5 +1,5 @@
 //! The one way a test skips: for lack of root, qemu and the kernel, mtd-utils, GNU time,
-//! valgrind, fakeroot, genimage, util-linux or another program.
+//! valgrind, fakeroot, genimage, libfaketime, util-linux or another program.
 //!
 //! On a laptop, plain `cargo test` passes without them: each test that cannot run says so on
 //! the real stderr (not captured by the test harness), e.g.
@@ -117,6 +117,31 @@ pub fn mtd_utils() -> bool {
 pub fn program(program: &str, package: &str) -> bool {
     find_program(program, package).is_some() || {
         skip(&format!("{program} ({package})"));
+        false
+    }
+}
+
+/// libfaketime's preload library (Debian package `faketime`), unless `faketime` is pretended
+/// missing.
+pub fn libfaketime() -> Option<PathBuf> {
+    if pretend_missing("faketime") {
+        return None;
+    }
+    [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+    ]
+    .iter()
+    .map(|d| Path::new(d).join("faketime/libfaketime.so.1"))
+    .find(|p| p.is_file())
+}
+
+/// libfaketime (package `faketime`), or skip.
+pub fn faketime() -> bool {
+    libfaketime().is_some() || {
+        skip("libfaketime (package faketime)");
         false
     }
 }
