@@ -65,6 +65,7 @@ fn corpus() -> (tempfile::TempDir, Vec<Corpus>) {
                 erase_size: Some(0x2000),
                 endian: Some(if big { Endian::Big } else { Endian::Little }),
                 compare: None,
+                progress: None,
             },
         });
     }

@@ -25,6 +25,7 @@ fn opts() -> Options {
         erase_size: Some(ES),
         endian: Some(LE),
         compare: None,
+        progress: None,
     }
 }
 

@@ -304,6 +304,7 @@ fn superseded_decompression_bombs_are_bounded() {
             erase_size: Some(ES),
             endian: Some(LE),
             compare: None,
+            progress: None,
         };
         let r = jffs2::fsck::check(&img, &opts).unwrap();
         let bound = (4u64 << 20) + 16 * img.len() as u64;

@@ -17,7 +17,7 @@ const ALLOWED: &[(&str, &str)] = &[
     ),
     (
         "crates/jffs2/src/fs/tests/mod.rs",
-        "scan_image: the scan of the fs::build tests that change it first, or scan garbage",
+        "scan_image: the scan of the model's tests that change it first, or scan garbage",
     ),
     (
         "tests/common/sumtool.rs",
@@ -28,8 +28,7 @@ const ALLOWED: &[(&str, &str)] = &[
 // The words looked for, split so that this file does not contain them.
 const PAD: [&str; 2] = [concat!("as_", "flashed("), concat!("flashed_", "len(")];
 const SCAN: [&str; 2] = [concat!("sc", "an("), concat!("scan_", "hinted(")];
-const BUILD: &str = concat!("fs::", "build");
-const BUILDERS: [&str; 3] = ["build", "build_with", "build_owned"];
+const BUILD: &str = concat!("from_", "scan(");
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -51,18 +50,9 @@ fn calls_scan(text: &str) -> bool {
         .any(|needle| words(text, needle).next().is_some())
 }
 
-/// Whether `text` names the model's build: `fs::build…` (a call or a `use`), or `build`,
-/// `build_with` or `build_owned` in a `fs::{…}` import.
+/// Whether `text` builds the model: `Fs::from_scan(` (however `Fs` is named).
 fn builds_model(text: &str) -> bool {
-    if words(text, BUILD).next().is_some() {
-        return true;
-    }
-    let open = "fs::{";
-    words(text, open).any(|at| {
-        let rest = &text[at + open.len()..];
-        let list = &rest[..rest.find('}').unwrap_or(rest.len())];
-        list.split(',').any(|name| BUILDERS.contains(&name.trim()))
-    })
+    words(text, BUILD).next().is_some()
 }
 
 /// Whether `text` holds the whole sequence: padding, scan and build.
@@ -159,20 +149,20 @@ fn the_matcher_sees_the_sequence_and_only_it() {
     let by_path = format!(
         "let f = jffs2::scan::{pad}&img, es);\n\
          let mut s = jffs2::scan::{scan}&f, &g, &o);\n\
-         let fs = jffs2::{BUILD}(&f, &mut s);"
+         let fs = jffs2::fs::Fs::{BUILD}&f, &mut s, o);"
     );
     assert!(recodes_opening(&by_path));
     let imported = format!(
-        "use crate::fs::{{build_with, Fs}};\n\
+        "use crate::fs::Fs;\n\
          let f = {flashed_len}n, es);\n\
          let s = {scan}&img, &g, &o);\n\
-         let fs = build_with(&img, &mut s, o);"
+         let fs = Fs::{BUILD}&img, s, o);"
     );
     assert!(recodes_opening(&imported));
     // A method named scan, another function ending in scan, a scan without the build.
-    let method = format!("let f = {pad}&img, es);\nimage.{scan});\nfs::{{build}}");
+    let method = format!("let f = {pad}&img, es);\nimage.{scan});\nFs::{BUILD}&f, s, o)");
     assert!(!recodes_opening(&method));
-    let other = format!("let f = {pad}&img, es);\nkernel_{scan}&f);\nuse fs::{{build}};");
+    let other = format!("let f = {pad}&img, es);\nkernel_{scan}&f);\nFs::{BUILD}&f, s, o);");
     assert!(!recodes_opening(&other));
     let mkfs =
         format!("let f = {pad}&img, es);\n{scan}&f);\nmkfs::build(&t);\nuse mkfs::{{build}};");

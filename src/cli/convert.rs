@@ -328,7 +328,7 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         Err(e) => return st.named(&e),
     };
     let had = convert::input_layout(fs.scan());
-    let cfg = match config(&st, a, &src, &had) {
+    let mut cfg = match config(&st, a, &src, &had) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -337,15 +337,11 @@ fn run(tool: &Tool, a: &Args) -> i32 {
     } else {
         None
     };
-    let set = |d: u64, t: u64| {
-        if let Some(b) = &bar {
-            b.set(d, t);
-        }
-    };
+    cfg.progress = bar.as_ref().map(Progress::callback);
     let result = out
         .direct_writer()
         .map_err(convert::ConvertError::Write)
-        .and_then(|w| convert::convert_with_progress(&fs, &cfg, w, Some(&set)));
+        .and_then(|w| convert::convert(&fs, &cfg, w));
     if let Some(b) = bar {
         b.finish();
     }
@@ -458,6 +454,7 @@ fn config(
         compressors: a.compressors.clone(),
         pad: a.pad,
         threads: a.threads,
+        progress: None,
     })
 }
 

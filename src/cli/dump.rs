@@ -28,7 +28,7 @@ use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use jffs2::dump::{self, ContentOptions, ConvertOptions, ConvertReport};
+use jffs2::dump::{self, ContentOptions, SwapOptions, SwapReport};
 use jffs2::extract::ImageMap;
 use jffs2::format::Endian;
 
@@ -203,7 +203,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         dump_content(tool, data, &opts, &mut out, &shown)?;
     }
     if let Some(dest) = &o.convert {
-        let opts = ConvertOptions {
+        let opts = SwapOptions {
             from: endian,
             recalc_crc: o.recalc,
         };
@@ -430,7 +430,7 @@ fn dump_content(
 fn convert(
     tool: &Tool,
     data: &[u8],
-    opts: &ConvertOptions,
+    opts: &SwapOptions,
     verbose: bool,
     dest: &OsString,
     out: &mut dyn Write,
@@ -450,7 +450,7 @@ fn convert(
         }
     };
     let mut log = Log { out, failed: false };
-    let result = dump::convert_endian(data, opts, output.writer(), &mut log);
+    let result = dump::swap_endian(data, opts, output.writer(), &mut log);
     let log_failed = log.failed;
     let report = match result {
         Ok(r) => r,
@@ -482,7 +482,7 @@ fn convert(
 }
 
 /// One stderr line about a conversion (`-v`), naming what jffs2dump would have got wrong.
-fn convert_summary(r: &ConvertReport, dest: &str) -> String {
+fn convert_summary(r: &SwapReport, dest: &str) -> String {
     let mut s = format!("converted {} nodes into {dest}", r.nodes);
     let parts: Vec<String> = [
         (r.xrefs, "xref"),

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use jffs2::format::Endian;
 use jffs2::fsck::{self, CompareOptions, Finding, FsckError, Options, Report, Severity};
 use jffs2::source::XattrSelect;
+use jffs2::ImageBytes;
 use serde_json::{json, Value};
 
 use super::flags;
@@ -310,7 +311,7 @@ fn check(
     shown: &str,
     repair_out: &mut Option<Output>,
 ) -> Result<Report, i32> {
-    let opts = Options {
+    let mut opts = Options {
         erase_size: a.erase,
         endian: a.endian,
         compare: a.compare.as_ref().map(|dir| CompareOptions {
@@ -321,20 +322,17 @@ fn check(
             xattr: a.xattr,
             ignore_mtime: a.ignore_mtime,
         }),
+        progress: None,
     };
     let bar = if a.progress && image.len >= 32 << 20 {
         Progress::new("checking")
     } else {
         None
     };
-    let cb = |done: u64, total: u64| {
-        if let Some(b) = &bar {
-            b.set(done, total);
-        }
-    };
+    opts.progress = bar.as_ref().map(Progress::callback);
     let len = image.len;
     let watch = image.watch();
-    let result = fsck::check_in_place(image.buf_mut(), len, &opts, Some(&cb));
+    let result = fsck::check(ImageBytes::InPlace(image.buf_mut(), len), &opts);
     if let Some(b) = bar {
         b.finish();
     }
@@ -404,6 +402,7 @@ fn repair(
             EndPad::Block
         },
         threads: 0,
+        progress: None,
     };
     let result = output
         .direct_writer()

@@ -11,7 +11,7 @@ use jffs2::compress::{Compressors, Mode};
 use jffs2::format::Endian;
 use jffs2::layout::EndPad;
 use jffs2::mkfs::{self, MkfsConfig, MsgKind, Sink};
-use jffs2::source::{self, ScanOptions, WarningKind, XattrSelect};
+use jffs2::source::{self, SourceOptions, SourceWarningKind, XattrSelect};
 
 use super::flags::mkfs::{
     FLAGS, OPT_LIST_COMPRESSORS, OPT_NO_PROGRESS, OPT_SUMMARY, OPT_THREADS, OPT_WITH_POSIX_ACL,
@@ -55,7 +55,7 @@ struct Opts {
     cleanmarker_size: u32,
     cleanmarkers: bool,
     pad: EndPad,
-    scan: ScanOptions,
+    scan: SourceOptions,
     compressors: Compressors,
     verbose: bool,
     summary: bool,
@@ -128,7 +128,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Command, Fatal> {
         cleanmarker_size: 12,
         cleanmarkers: true,
         pad: EndPad::None,
-        scan: ScanOptions::default(),
+        scan: SourceOptions::default(),
         compressors: Compressors::mkfs_default(),
         verbose: false,
         summary: false,
@@ -457,7 +457,7 @@ fn scan_tree(
     root_given: &OsString,
     root: &Path,
     listing: &mut dyn Write,
-) -> Result<source::Tree, Fatal> {
+) -> Result<source::SourceTree, Fatal> {
     o.scan.verbose = o.verbose;
     o.scan.now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -553,7 +553,7 @@ fn open_output(tool: &Tool, o: &Opts) -> Result<Output, Fatal> {
 fn build(
     tool: &Tool,
     o: &Opts,
-    tree: &source::Tree,
+    tree: &source::SourceTree,
     cfg: &MkfsConfig,
     mut output: Output,
     mut sink: CliSink,
@@ -627,14 +627,14 @@ fn listing_stream(image_to_stdout: bool) -> Box<dyn Write> {
     }
 }
 
-fn report_warnings(tool: &Tool, warnings: &[source::Warning], listing: &mut dyn Write) {
+fn report_warnings(tool: &Tool, warnings: &[source::SourceWarning], listing: &mut dyn Write) {
     for w in warnings {
         match w.kind {
-            WarningKind::Error => tool.error(&w.to_string()),
-            WarningKind::Verbose => {
+            SourceWarningKind::Error => tool.error(&w.to_string()),
+            SourceWarningKind::Verbose => {
                 let _ = writeln!(listing, "{w}");
             }
-            WarningKind::Notice => tool.warning(&w.to_string()),
+            SourceWarningKind::Notice => tool.warning(&w.to_string()),
         }
     }
 }

@@ -236,6 +236,15 @@ impl Progress {
         self.bar.set_position(done);
     }
 
+    /// The library's progress callback, moving this bar.
+    pub fn callback(&self) -> jffs2::Progress {
+        let bar = self.bar.clone();
+        jffs2::Progress::new(move |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        })
+    }
+
     /// Runs `f` with the bar hidden (for messages).
     pub fn suspend<F: FnOnce()>(&self, f: F) {
         self.bar.suspend(f);

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use jffs2::format::Endian;
 use jffs2::sumtool::{self, Cleanmarkers, SumtoolConfig, SumtoolError};
+use jffs2::ImageBytes;
 
 use super::flags::sumtool::{FLAGS, OPT_FORCE_ERASEBLOCK};
 use super::flags::{self, ALL};
@@ -95,8 +96,8 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             Fatal(255)
         })
     };
-    let (analysis, padded) = analyse(tool, &mut o, &mut input, &inpath, &changed)?;
-    let image = &input.buf()[..padded];
+    let analysis = analyse(tool, &mut o, &mut input, &inpath, &changed)?;
+    let image = &input.buf()[..analysis.held_len];
     for w in &analysis.warnings {
         tool.warning(&w.to_string());
     }
@@ -289,14 +290,14 @@ impl Opts {
 }
 
 /// Analyses the input, falling back to the geometry it was built with where the command
-/// line left it unsaid; returns the analysis and the padded length.
+/// line left it unsaid.
 fn analyse(
     tool: &Tool,
     o: &mut Opts,
     input: &mut Input,
     inpath: &OsString,
     changed: &dyn Fn() -> Option<Fatal>,
-) -> Result<(sumtool::Analysis, usize), Fatal> {
+) -> Result<sumtool::Analysis, Fatal> {
     let len = input.len;
     // Without -e (or -b/-l), sumtool assumes 64 KiB (or the host's byte order): for an input
     // built otherwise, mtd-utils' sumtool writes an image that loses nodes (Yocto's
@@ -305,7 +306,7 @@ fn analyse(
     // the command line is never overridden (that stays an error).
     // Each fallback sets its `*_given`, so it happens once: at most three analyses.
     loop {
-        match sumtool::analyse_in_place(input.buf_mut(), len, &o.cfg) {
+        match sumtool::analyse(ImageBytes::InPlace(input.buf_mut(), len), &o.cfg) {
             Ok(a) => return Ok(a),
             Err(SumtoolError::EraseSizeMismatch {
                 detected,
@@ -380,7 +381,7 @@ fn listing(
 }
 
 /// `-v`'s statistics, on stderr: stdout stays sumtool's listing.
-fn statistics(analysis: &sumtool::Analysis, report: &sumtool::Report) {
+fn statistics(analysis: &sumtool::Analysis, report: &sumtool::SumtoolReport) {
     let s = &report.stats;
     eprintln!(
         "{} nodes ({} bytes) carried over into {} erase blocks of {}: {} with a summary, {} \

@@ -127,7 +127,7 @@ pub fn kernel_tree(img: &[u8], es: u32, big: bool, cm: u32) -> Vec<TreeEntry> {
         },
         &ScanOptions::default(),
     );
-    let fs = jffs2::fs::build(&flashed, &mut s);
+    let fs = jffs2::fs::Fs::from_scan(&flashed, &mut s, Default::default());
     fs.tree(&TreeOptions::listing()).entries
 }
 

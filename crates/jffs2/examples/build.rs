@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use jffs2::format::Endian;
 use jffs2::mkfs::{self, MkfsConfig, MsgKind, Sink};
-use jffs2::source::{self, ScanOptions};
+use jffs2::source::{self, SourceOptions};
 
 /// The command line.
 #[derive(Debug, PartialEq, Eq)]
@@ -98,7 +98,7 @@ struct Built {
 /// Builds the image the command line asks for. Errors name the file concerned.
 fn run(args: &Args) -> Result<Built, String> {
     let (tree, warnings) =
-        source::scan_host(&args.dir, &ScanOptions::default()).map_err(|e| e.to_string())?;
+        source::scan_host(&args.dir, &SourceOptions::default()).map_err(|e| e.to_string())?;
     let cfg = MkfsConfig {
         endian: Endian::Little,
         erase_size: args.erase_size,

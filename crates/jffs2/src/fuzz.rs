@@ -186,8 +186,8 @@ pub fn dump(data: &[u8]) {
         }
     }
     for (from, recalc_crc) in [(Endian::Little, false), (Endian::Big, true)] {
-        let opts = crate::dump::ConvertOptions { from, recalc_crc };
-        let _ = crate::dump::convert_endian(data, &opts, &mut io::sink(), &mut io::sink());
+        let opts = crate::dump::SwapOptions { from, recalc_crc };
+        let _ = crate::dump::swap_endian(data, &opts, &mut io::sink(), &mut io::sink());
     }
 }
 
@@ -319,6 +319,7 @@ pub fn convert(data: &[u8]) {
         compressors: Compressors::mkfs_default(),
         pad: crate::layout::EndPad::None,
         threads: 1,
+        progress: None,
     };
     let Ok((out, report)) = crate::convert::convert(&fs, &cfg, Vec::new()) else {
         return;
@@ -363,6 +364,7 @@ pub fn convert(data: &[u8]) {
         erase_size: Some(g.erase_size),
         endian: Some(g.endian),
         compare: None,
+        progress: None,
     };
     let consistent =
         crate::fsck::check(data, &fsck).is_ok_and(|r| r.count(crate::fsck::Severity::Error) == 0);

@@ -13,7 +13,7 @@
 //!    [`crate::scan::flashed_len`]): an mkfs.jffs2 image ends right after its last node;
 //! 4. scan it as the mount does ([`crate::scan::scan`]) and stop where Linux would refuse
 //!    the mount ([`crate::scan::Scan::failure`], [`MountError`]);
-//! 5. build the filesystem model ([`crate::fs::build`]).
+//! 5. build the filesystem model ([`crate::fs::Fs::from_scan`]).
 //!
 //! [`Image`] does 1–3 when it is opened and [`Image::mount`] does 4–5, returning a model
 //! ([`Fs`]) that owns its scan:
@@ -201,6 +201,89 @@ pub(crate) fn recognise(
         geometry,
         hints,
     })
+}
+
+/// An image in memory, as the entry points that work on bytes take it (`fsck::check`,
+/// `sumtool::analyse`): they pad it with 0xFF to whole erase blocks, as flashed, and the
+/// form given says where that padding may go. `&[u8]`, `&Vec<u8>`, `&mut Vec<u8>` convert
+/// into it.
+#[derive(Debug)]
+pub enum ImageBytes<'a> {
+    /// Borrowed, never written: a padded copy is made when the image does not end on whole
+    /// erase blocks.
+    Borrowed(&'a [u8]),
+    /// A buffer resized and padded in place (give it spare capacity to avoid a reallocation).
+    Vec(&'a mut Vec<u8>),
+    /// The image is `buf[..len]`; the room after it receives the padding (a padded copy is
+    /// made when it is too small). Bytes before `len` are never written.
+    InPlace(&'a mut [u8], usize),
+}
+
+impl<'a> ImageBytes<'a> {
+    /// The image as given, before any padding.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            ImageBytes::Borrowed(b) => b,
+            ImageBytes::Vec(v) => v,
+            ImageBytes::InPlace(buf, len) => &buf[..(*len).min(buf.len())],
+        }
+    }
+
+    /// The image padded with 0xFF to `want` bytes (never shortened), and how much of the
+    /// caller's buffer now holds it: the padded length when padded in place, else the
+    /// length as given (a copy was padded).
+    pub fn pad(self, want: usize) -> (std::borrow::Cow<'a, [u8]>, usize) {
+        use std::borrow::Cow;
+        match self {
+            ImageBytes::Borrowed(b) if want <= b.len() => (Cow::Borrowed(b), b.len()),
+            ImageBytes::Borrowed(b) => {
+                let mut v = Vec::with_capacity(want);
+                v.extend_from_slice(b);
+                v.resize(want, 0xFF);
+                (Cow::Owned(v), b.len())
+            }
+            ImageBytes::Vec(v) => {
+                if want > v.len() {
+                    v.resize(want, 0xFF);
+                }
+                let v: &'a Vec<u8> = v;
+                (Cow::Borrowed(v.as_slice()), v.len())
+            }
+            ImageBytes::InPlace(buf, len) => {
+                let len = len.min(buf.len());
+                let padded = pad_in_place(buf, len, want);
+                let held = match &padded {
+                    Cow::Borrowed(b) => b.len(),
+                    Cow::Owned(_) => len,
+                };
+                (padded, held)
+            }
+        }
+    }
+}
+
+impl<'a> From<&'a [u8]> for ImageBytes<'a> {
+    fn from(b: &'a [u8]) -> Self {
+        ImageBytes::Borrowed(b)
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for ImageBytes<'a> {
+    fn from(v: &'a Vec<u8>) -> Self {
+        ImageBytes::Borrowed(v)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for ImageBytes<'a> {
+    fn from(b: &'a [u8; N]) -> Self {
+        ImageBytes::Borrowed(b)
+    }
+}
+
+impl<'a> From<&'a mut Vec<u8>> for ImageBytes<'a> {
+    fn from(v: &'a mut Vec<u8>) -> Self {
+        ImageBytes::Vec(v)
+    }
 }
 
 /// `buf[..len]` padded with 0xFF to `want` bytes as flashed: in `buf`'s room after `len` when
@@ -466,7 +549,7 @@ impl<'a> Image<'a> {
         if let Some(f) = &scan.failure {
             return Err(MountError(f.clone()));
         }
-        Ok(crate::fs::build_owned(self.flash(), scan, self.opts.fs))
+        Ok(crate::fs::Fs::from_scan(self.flash(), scan, self.opts.fs))
     }
 
     /// The model even where Linux would refuse the mount (a salvage: what can be read of
@@ -476,7 +559,7 @@ impl<'a> Image<'a> {
         let scan = self.scan();
         let failure = scan.failure.clone();
         (
-            crate::fs::build_owned(self.flash(), scan, self.opts.fs),
+            crate::fs::Fs::from_scan(self.flash(), scan, self.opts.fs),
             failure,
         )
     }
@@ -600,7 +683,7 @@ mod tests {
         for (name, data) in files {
             std::fs::write(dir.path().join(name), data).unwrap();
         }
-        let opts = crate::source::ScanOptions {
+        let opts = crate::source::SourceOptions {
             faketime: true,
             ..Default::default()
         };

@@ -19,23 +19,23 @@
 //! no node in either byte order; an all-0xFF image is erased flash, an empty filesystem),
 //! [`Image::mount`] what Linux would not mount ([`MountError`]); [`Image::salvage`] reads
 //! what it can of the latter. The steps below it — [`scan::detect()`], [`scan::as_flashed`],
-//! [`scan::scan`], [`fs::build`] — stay public for the tools' finer needs ([`mod@image`]).
+//! [`scan::scan`], [`fs::Fs::from_scan`] — stay public for the tools' finer needs ([`mod@image`]).
 //!
 //! # Data flow
 //!
 //! ```text
-//! writing:  host directory --source::scan_host--> source::Tree --mkfs::build--> image bytes
+//! writing:  host directory --source::scan_host--> source::SourceTree --mkfs::build--> image bytes
 //!           (source::apply_device_table, xattrs)  (compress, layout::BlockWriter, summaries)
 //!
 //! reading:  path or bytes --Image::open---------------------> Image --Image::mount--> Fs
-//!           (inside: scan::detect --> Geometry, scan::as_flashed;   scan::scan, fs::build)
+//!           (inside: scan::detect --> Geometry, scan::as_flashed;   scan::scan, Fs::from_scan)
 //!                                                                                     |
 //!   Fs::read_inode / list_dir / read_data, fs::Tree ----------------------------------+
 //!   extract::{list, lookup, cat, extract}   files as a read-only mount shows them
 //!   fsck::check                             every node and file checked, findings by offset
 //!   sumtool::summarize                      erase-block summaries added, filesystem unchanged
 //!   convert::convert                        garbage-collected and re-laid (erase size, ...)
-//!   dump::{dump_content, convert_endian}    jffs2dump's listing; the other byte order
+//!   dump::{dump_content, swap_endian}       jffs2dump's listing; the other byte order
 //! ```
 //!
 //! Below [`Image`], images are plain byte slices (`&[u8]`, typically a file read or
@@ -54,7 +54,7 @@
 //! std::fs::write(dir.path().join("README"), &text)?;
 //!
 //! // host tree -> image (mkfs.jffs2 -r DIR -e 64KiB -l -f)
-//! let opts = source::ScanOptions { faketime: true, ..Default::default() };
+//! let opts = source::SourceOptions { faketime: true, ..Default::default() };
 //! let (tree, _warnings) = source::scan_host(dir.path(), &opts)?;
 //! let cfg = mkfs::MkfsConfig {
 //!     endian: jffs2::format::Endian::Little,
@@ -106,7 +106,7 @@
 //! * **Deterministic output.** Images and texts depend only on the inputs and the options,
 //!   never on the number of threads, the locale, the host's directory order or the time of
 //!   the run (the one clock read, for device-table entries, is injected:
-//!   [`source::ScanOptions::now`]); see the README's "Reproducible images".
+//!   [`source::SourceOptions::now`]); see the README's "Reproducible images".
 //!
 //! # Stability
 //!
@@ -132,6 +132,7 @@
 #![warn(missing_docs)]
 #![warn(rustdoc::broken_intra_doc_links)]
 
+pub mod code;
 pub mod compress;
 pub mod convert;
 pub mod crc;
@@ -152,6 +153,7 @@ pub mod mapped;
 pub mod mkfs;
 pub mod name;
 mod prefetch;
+pub mod progress;
 pub mod scan;
 pub mod source;
 pub mod sumtool;
@@ -161,7 +163,8 @@ pub mod sumtool;
 pub mod testing;
 pub mod text;
 
-pub use image::{FileError, FileReader, Image, ImageError, ImageOptions, MountError};
+pub use image::{FileError, FileReader, Image, ImageBytes, ImageError, ImageOptions, MountError};
+pub use progress::Progress;
 
 /// What docs/LIBRARY.md promises of the error types and the read-side models, checked at
 /// compile time: errors are `std::error::Error + Send + Sync + 'static` (usable with `?` into

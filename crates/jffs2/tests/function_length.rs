@@ -10,9 +10,8 @@
 //! Its length counts both lines. Long signatures and bodies count alike: what a reader must
 //! hold is the whole.
 //!
-//! The reasons an entry may give: the function mirrors one function of the kernel or of
-//! mtd-utils step for step, for side-by-side reading (its doc comment says so), or it is
-//! `pending`: in code others are reworking at the moment, listed so that it stays visible.
+//! The one reason an entry may give: the function mirrors one function of the kernel or of
+//! mtd-utils step for step, for side-by-side reading (its doc comment says so).
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -10,13 +10,15 @@
 use std::path::Path;
 use std::process::Command;
 
-use jffs2::source::{apply_device_table, scan_host, Entry, ScanOptions, Tree, XattrSelect};
+use jffs2::source::{
+    apply_device_table, scan_host, SourceEntry, SourceOptions, SourceTree, XattrSelect,
+};
 
 const CHILD_ENV: &str = "JFFS2_SOURCE_FAKEROOT_CHILD_DIR";
 const TEST_NAME: &str = "scan_sees_fakeroot_metadata";
 const CHILD_OK: &str = "FAKEROOT-CHILD-OK";
 
-fn entry<'a>(t: &'a Tree, full: &str) -> &'a Entry {
+fn entry<'a>(t: &'a SourceTree, full: &str) -> &'a SourceEntry {
     let id = t
         .find(full.as_bytes())
         .unwrap_or_else(|| panic!("{full} missing from the scanned tree"));
@@ -25,7 +27,7 @@ fn entry<'a>(t: &'a Tree, full: &str) -> &'a Entry {
 
 /// Runs inside fakeroot.
 fn child(dir: &Path) {
-    let opts = ScanOptions {
+    let opts = SourceOptions {
         xattr: XattrSelect::ALL,
         now: 1,
         ..Default::default()
@@ -73,7 +75,7 @@ fn child(dir: &Path) {
         "{w:?}"
     );
     let d = entry(&tree, "/d");
-    let added: Vec<&Entry> = d.children.iter().map(|&c| &tree.entries[c]).collect();
+    let added: Vec<&SourceEntry> = d.children.iter().map(|&c| &tree.entries[c]).collect();
     let tty0 = added
         .iter()
         .rev()
@@ -153,7 +155,7 @@ fn scan_sees_fakeroot_metadata() {
     // can only have come through fakeroot's libc wrappers.
     let (tree, _) = scan_host(
         dir,
-        &ScanOptions {
+        &SourceOptions {
             xattr: XattrSelect::ALL,
             ..Default::default()
         },

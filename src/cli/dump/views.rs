@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use jffs2::dump::views::{self, Body, InfoOptions, Item, KernelView, NodeInfo, Verdict};
+use jffs2::dump::views::{self, Body, InfoOptions, Item, KernelView, NodeInfo, NodeVerdict};
 use jffs2::extract::{self, ExtractOptions, Plan};
 use jffs2::format::{DirentNode, Endian, InodeNode, SumRecord, XattrNode};
 use jffs2::fs::{Fs, InodeKind};
@@ -247,7 +247,7 @@ fn record_json(r: &SumRecord) -> Value {
 }
 
 /// One node as JSON: offset, type, header, fields, CRC verdicts, the kernel's verdict.
-pub fn node_json(n: &NodeInfo, v: Option<Verdict>, erase_size: u32) -> Value {
+pub fn node_json(n: &NodeInfo, v: Option<NodeVerdict>, erase_size: u32) -> Value {
     let mut m = Map::new();
     m.insert("offset".into(), json!(n.offset));
     if erase_size > 0 {
@@ -388,14 +388,14 @@ fn xattr_fields(node: &XattrNode, name: &[u8], value: &[u8]) -> Value {
 }
 
 /// The kernel's verdict on a node.
-fn kernel_json(v: Verdict) -> Value {
+fn kernel_json(v: NodeVerdict) -> Value {
     let mut k = Map::new();
     k.insert("verdict".into(), json!(v.name()));
     match v {
-        Verdict::Dirt(c) => {
+        NodeVerdict::Dirt(c) => {
             k.insert("dirt".into(), json!(c.name()));
         }
-        Verdict::Linked { from_summary, .. } if from_summary => {
+        NodeVerdict::Linked { from_summary, .. } if from_summary => {
             k.insert("from_summary".into(), json!(true));
         }
         _ => {}

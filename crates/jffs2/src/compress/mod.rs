@@ -283,7 +283,7 @@ impl Kind {
 
 /// One entry of the compressor list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
+pub struct CompressorEntry {
     /// Which compressor.
     pub kind: Kind,
     /// Its priority (`-y`).
@@ -297,7 +297,7 @@ pub struct Entry {
 /// documentation for the two tables (Debian's, and OpenWrt's once lzma is named).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Compressors {
-    list: Vec<Entry>,
+    list: Vec<CompressorEntry>,
     mode: Mode,
     test: bool,
     /// OpenWrt's table is in use.
@@ -382,7 +382,7 @@ impl Compressors {
     }
 
     /// The registered list of one table, sorted.
-    fn table(openwrt: bool) -> Vec<Entry> {
+    fn table(openwrt: bool) -> Vec<CompressorEntry> {
         let mut c = Compressors {
             list: Vec::with_capacity(Kind::ALL.len()),
             mode: Mode::Priority,
@@ -393,7 +393,7 @@ impl Compressors {
         // Registration order of `jffs2_compressors_init`: zlib, rtime, lzo (then lzma).
         let kinds: &[Kind] = if openwrt { &Kind::ALL } else { &Kind::DEBIAN };
         for &kind in kinds {
-            c.insert_sorted(Entry {
+            c.insert_sorted(CompressorEntry {
                 kind,
                 priority: if openwrt {
                     kind.openwrt_priority()
@@ -445,7 +445,7 @@ impl Compressors {
     /// Inserts before the first entry with a strictly lower priority, else at the end
     /// (`jffs2_register_compressor`, and the re-insertion of
     /// `jffs2_set_compressor_priority`; `compr.c`).
-    fn insert_sorted(&mut self, e: Entry) {
+    fn insert_sorted(&mut self, e: CompressorEntry) {
         let at = self
             .list
             .iter()
@@ -517,7 +517,7 @@ impl Compressors {
     }
 
     /// The compressor list in its current order.
-    pub fn entries(&self) -> &[Entry] {
+    pub fn entries(&self) -> &[CompressorEntry] {
         &self.list
     }
 

@@ -64,6 +64,7 @@ use crate::format::{
 };
 use crate::fs::{DataNode, Fs, FsError, Inode, InodeKind, NodeData};
 use crate::layout::{record_for, record_size, BlockWriter, EndPad, LayoutConfig};
+use crate::progress::Progress;
 use crate::scan::{Detection, Geometry, NodeRef, Scan, ScanOptions};
 
 mod pipe;
@@ -90,6 +91,8 @@ pub struct ConvertConfig {
     pub pad: EndPad,
     /// Compression threads (0: one per core).
     pub threads: usize,
+    /// Told `(done, total)` in inodes written; called from the writing thread.
+    pub progress: Option<Progress>,
 }
 
 /// Something of the input the output does not hold, and why.
@@ -370,7 +373,7 @@ impl<'a> Source<'a> {
     /// [`crate::Image::mount`] builds it): what [`convert()`] converts.
     pub fn mount(&self) -> Result<Fs<'_>, ConvertError> {
         let scan = self.scan()?;
-        Ok(crate::fs::build_owned(
+        Ok(crate::fs::Fs::from_scan(
             &self.image,
             scan,
             crate::fs::FsOptions::default(),
@@ -409,8 +412,8 @@ pub fn input_layout(scan: &Scan) -> InputLayout {
     }
 }
 
-/// Progress callback: `(done, total)` in work items; called from the writing thread.
-pub type ProgressFn<'a> = &'a dyn Fn(u64, u64);
+/// The progress callback as the writer calls it (see [`ConvertConfig::progress`]).
+pub(crate) type ProgressFn<'a> = &'a dyn Fn(u64, u64);
 
 /// Converts the filesystem `fs` into `out`. See the module documentation.
 ///
@@ -446,6 +449,7 @@ pub type ProgressFn<'a> = &'a dyn Fn(u64, u64);
 ///     compressors: Compressors::mkfs_default(),
 ///     pad: EndPad::None,
 ///     threads: 0,
+///     progress: None,
 /// };
 /// let (out, report) = convert(&fs, &cfg, Vec::new())?;
 /// assert!(report.dropped.is_empty());
@@ -462,16 +466,7 @@ pub fn convert<W: Write + Send>(
     cfg: &ConvertConfig,
     out: W,
 ) -> Result<(W, ConvertReport), ConvertError> {
-    convert_with_progress(fs, cfg, out, None)
-}
-
-/// [`convert`] with a progress callback.
-pub fn convert_with_progress<W: Write + Send>(
-    fs: &Fs,
-    cfg: &ConvertConfig,
-    out: W,
-    progress: Option<ProgressFn<'_>>,
-) -> Result<(W, ConvertReport), ConvertError> {
+    let progress = cfg.progress.as_ref().map(|p| p.as_fn() as ProgressFn<'_>);
     check_geometry(cfg)?;
     let threads = thread_count(cfg);
     let refused = |source: io::Error| ConvertError::Threads { threads, source };
@@ -500,7 +495,7 @@ pub fn convert_with_progress<W: Write + Send>(
     })
 }
 
-/// The output geometry [`convert_with_progress`] accepts: an erase size of at least
+/// The output geometry [`convert`] accepts: an erase size of at least
 /// [`MIN_ERASE`] and a multiple of 4, a page size of at least 512 and at most half of it.
 fn check_geometry(cfg: &ConvertConfig) -> Result<(), ConvertError> {
     let lc = cfg.layout;

@@ -658,7 +658,7 @@ fn hidden_by_summaries(
         .map(|&(b, _)| b)
         .collect::<std::collections::BTreeSet<u32>>()
         .len();
-    let full_fs = crate::fs::build(fs.image(), &mut full);
+    let full_fs = crate::fs::Fs::from_scan(fs.image(), &mut full, Default::default());
     let tree = full_fs.tree(&crate::fs::TreeOptions::metadata());
     let mut out = Vec::new();
     let mut done: std::collections::HashSet<u32> = named.iter().copied().collect();

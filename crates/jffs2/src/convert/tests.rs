@@ -251,6 +251,7 @@ fn cfg(e: Endian, es: u32, cm: Option<u32>, summary: bool) -> ConvertConfig {
         compressors: Compressors::default(),
         pad: EndPad::Block,
         threads: 2,
+        progress: None,
     }
 }
 

@@ -1,5 +1,5 @@
 //! What `jffs2-dump` (mtd-utils' `jffs2dump`) does with an image: the content listing
-//! ([`dump_content`], `-c`), the endianness conversion ([`convert_endian`], `-e`) and the
+//! ([`dump_content`], `-c`), the endianness conversion ([`swap_endian`], `-e`) and the
 //! peeling of NAND OOB bytes out of a raw dump ([`peel_oob`], `-d`/`-o`)
 //! (`docs/spec/mtd-utils-spec.md` §6); and the views `jffs2-dump` adds ([`views`]: nodes with their CRC
 //! and kernel verdicts, erase blocks, summaries, the SVG map, `--info`). The files themselves
@@ -43,7 +43,7 @@
 //!
 //! # The conversion
 //!
-//! [`convert_endian`] is deliberately *not* jffs2dump's: jffs2dump drops xref nodes, obsolete
+//! [`swap_endian`] is deliberately *not* jffs2dump's: jffs2dump drops xref nodes, obsolete
 //! nodes and nodes of unknown type (shifting everything after them), byte-swaps device
 //! numbers and POSIX ACLs the wrong way (it copies them as opaque data), recomputes every
 //! header and node CRC, turning corrupt nodes into "valid" ones, and — after `-c`, which sets
@@ -52,15 +52,15 @@
 //! (no xattrs, no device nodes, nothing obsolete or corrupt) the output is the same bytes.
 
 mod content;
-mod convert;
 mod oob;
+mod swap;
 pub mod views;
 
 pub use content::{dump_content, ContentOptions, ContentReport, Deviation};
-pub use convert::{convert_endian, ConvertOptions};
+pub use swap::{swap_endian, SwapOptions};
 // The node conversion itself is format's (`format::swap`); these paths stay for callers.
 pub use crate::format::acl::swap_acl;
-pub use crate::format::{swap_node, ConvertReport};
+pub use crate::format::{swap_node, SwapReport};
 pub use oob::peel_oob;
 
 /// An error of the dump tools' input handling.

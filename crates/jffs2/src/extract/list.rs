@@ -180,7 +180,7 @@ fn hex(v: &[u8]) -> String {
 /// # std::fs::set_permissions(dir.path().join("etc"), std::fs::Permissions::from_mode(0o755))?;
 /// # std::fs::set_permissions(dir.path().join("etc/motd"), std::fs::Permissions::from_mode(0o644))?;
 /// # std::os::unix::fs::symlink("etc/motd", dir.path().join("motd"))?;
-/// # let opts = jffs2::source::ScanOptions { faketime: true, squash_uids: true, ..Default::default() };
+/// # let opts = jffs2::source::SourceOptions { faketime: true, squash_uids: true, ..Default::default() };
 /// # let (tree, _) = jffs2::source::scan_host(dir.path(), &opts)?;
 /// # let mut image = Vec::new();
 /// # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;

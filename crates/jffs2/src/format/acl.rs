@@ -183,7 +183,7 @@ pub fn to_xattr(v: &[u8], e: Endian) -> Result<Vec<u8>, AclError> {
     Ok(out)
 }
 
-/// A JFFS2 POSIX ACL xattr value in the other byte order (see `dump::convert_endian`).
+/// A JFFS2 POSIX ACL xattr value in the other byte order (see `dump::swap_endian`).
 pub fn swap_acl(value: &[u8], from: Endian) -> Vec<u8> {
     let mut out = value.to_vec();
     convert_acl(value, &mut out, from, super::swap::other(from));

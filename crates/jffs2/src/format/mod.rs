@@ -54,7 +54,7 @@ pub mod swap;
 
 pub use endian::Endian;
 pub use node::*;
-pub use swap::{swap_node, ConvertReport};
+pub use swap::{swap_node, SwapReport};
 
 /// Node magic (`JFFS2_MAGIC_BITMASK`).
 pub const MAGIC: u16 = 0x1985;

@@ -1,7 +1,7 @@
 //! One node in the other byte order (`docs/spec/kernel-jffs2-spec.md` §1): the field-by-field
-//! conversion shared by `jffs2-dump -e` (`dump::convert_endian`, whole images) and
+//! conversion shared by `jffs2-dump -e` (`dump::swap_endian`, whole images) and
 //! `jffs2-convert` (`convert`, nodes copied pristine into an image of the other byte order).
-//! The rules are documented on `dump::convert_endian`.
+//! The rules are documented on `dump::swap_endian`.
 
 use super::acl::convert_acl;
 use super::dev::{NEW_DEV_SIZE, OLD_DEV_SIZE};
@@ -16,7 +16,7 @@ use crate::crc::crc32;
 /// What the conversion met.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ConvertReport {
+pub struct SwapReport {
     /// Nodes converted (valid headers), obsolete ones included.
     pub nodes: u64,
     /// Of these, obsolete nodes (kept, and kept obsolete; jffs2dump drops them).
@@ -51,7 +51,7 @@ pub fn swap_node(src: &[u8], from: Endian) -> Option<Vec<u8>> {
         from,
         to: other(from),
         recalc: false,
-        report: ConvertReport::default(),
+        report: SwapReport::default(),
     };
     let mut b = src.to_vec();
     c.node(&h, src, &mut b, 0);
@@ -65,12 +65,12 @@ pub(crate) fn other(e: Endian) -> Endian {
     }
 }
 
-/// The converter of one node; `dump::convert_endian` drives it over a whole image.
+/// The converter of one node; `dump::swap_endian` drives it over a whole image.
 pub(crate) struct Converter {
     pub(crate) from: Endian,
     pub(crate) to: Endian,
     pub(crate) recalc: bool,
-    pub(crate) report: ConvertReport,
+    pub(crate) report: SwapReport,
 }
 
 impl Converter {

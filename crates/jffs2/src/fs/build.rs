@@ -28,42 +28,63 @@ pub(crate) fn hash_order(inos: impl Iterator<Item = u32>, hashsize: u32) -> Vec<
     v
 }
 
-/// Builds the model like `jffs2_build_filesystem` (§5) followed by
-/// `jffs2_build_xattr_subsystem` (§9.4):
-///
-/// 1. pass 1 (§5.3): every non-deletion dirent gives its child one link; a dirent whose child
-///    has no inode cache is obsoleted and disappears ([`Problem::DirentToMissingInode`]);
-///    DT_DIR dirents flag the child as a directory, and a second link to such a child sets
-///    `dir_hardlinks`;
-/// 2. pass 2 (§5.4): every inode with no links is removed: its nodes are obsoleted and its
-///    children lose a link, recursively ([`Problem::OrphanInode`]). The root starts with one
-///    link (set by the scan) and is never removed. Phantom inodes the scan created for
-///    `ino = 0` nodes and `pino = 0` dirents (§3.3) have no links and go the same way,
-///    taking back the link they gave;
-/// 3. §5.5: with `dir_hardlinks`, every directory's count is cleared, then each DT_DIR dirent
-///    sets its child's `pino_nlink` to the parent; a second parent is logged
-///    ([`Problem::DirHardLink`]) and the last one visited wins. Without it the same loop
-///    silently replaces the count by the parent. The scan's `scan_dents` are emptied then,
-///    as the kernel frees them there.
-///
-/// The visiting order is the kernel's hash order for the flash size (the image length rounded
-/// down to whole erase blocks); within a directory, the order of the scan's `scan_dents`.
-pub fn build_with<'a>(image: &'a [u8], scan: &'a mut Scan, opts: FsOptions) -> Fs<'a> {
-    build_into(image, ScanMut::Borrowed(scan), opts)
+impl<'a> Fs<'a> {
+    /// Builds the model like `jffs2_build_filesystem` (§5) followed by
+    /// `jffs2_build_xattr_subsystem` (§9.4):
+    ///
+    /// 1. pass 1 (§5.3): every non-deletion dirent gives its child one link; a dirent whose child
+    ///    has no inode cache is obsoleted and disappears ([`Problem::DirentToMissingInode`]);
+    ///    DT_DIR dirents flag the child as a directory, and a second link to such a child sets
+    ///    `dir_hardlinks`;
+    /// 2. pass 2 (§5.4): every inode with no links is removed: its nodes are obsoleted and its
+    ///    children lose a link, recursively ([`Problem::OrphanInode`]). The root starts with one
+    ///    link (set by the scan) and is never removed. Phantom inodes the scan created for
+    ///    `ino = 0` nodes and `pino = 0` dirents (§3.3) have no links and go the same way,
+    ///    taking back the link they gave;
+    /// 3. §5.5: with `dir_hardlinks`, every directory's count is cleared, then each DT_DIR dirent
+    ///    sets its child's `pino_nlink` to the parent; a second parent is logged
+    ///    ([`Problem::DirHardLink`]) and the last one visited wins. Without it the same loop
+    ///    silently replaces the count by the parent. The scan's `scan_dents` are emptied then,
+    ///    as the kernel frees them there.
+    ///
+    /// The visiting order is the kernel's hash order for the flash size (the image length rounded
+    /// down to whole erase blocks); within a directory, the order of the scan's `scan_dents`.
+    ///
+    /// The scan is the caller's (`&mut Scan`: changed by the build, then borrowed by the model)
+    /// or given to the model (`Scan`: [`Fs::scan`] returns it, the build's obsoletions applied;
+    /// what [`crate::Image::mount`] does, the usual way here).
+    pub fn from_scan(image: &'a [u8], scan: impl Into<BuildScan<'a>>, opts: FsOptions) -> Fs<'a> {
+        build_into(image, scan.into(), opts)
+    }
 }
 
-/// The scan during the build: the caller's ([`build_with`]) or the model's own
-/// ([`super::build_owned`]); either way mutated by the build, then kept by the model.
-pub(super) enum ScanMut<'a> {
+/// The scan a model is built from (see [`Fs::from_scan`]): either way it is changed by the
+/// build, then kept by the model.
+#[derive(Debug)]
+pub enum BuildScan<'a> {
+    /// The caller's scan, borrowed by the model.
     Borrowed(&'a mut Scan),
+    /// A scan the model owns.
     Owned(Box<Scan>),
 }
 
-/// The build proper (see [`build_with`]).
-pub(super) fn build_into<'a>(image: &'a [u8], mut held: ScanMut<'a>, opts: FsOptions) -> Fs<'a> {
+impl<'a> From<&'a mut Scan> for BuildScan<'a> {
+    fn from(scan: &'a mut Scan) -> Self {
+        BuildScan::Borrowed(scan)
+    }
+}
+
+impl From<Scan> for BuildScan<'_> {
+    fn from(scan: Scan) -> Self {
+        BuildScan::Owned(Box::new(scan))
+    }
+}
+
+/// The build proper (see [`Fs::from_scan`]).
+pub(super) fn build_into<'a>(image: &'a [u8], mut held: BuildScan<'a>, opts: FsOptions) -> Fs<'a> {
     let scan: &mut Scan = match &mut held {
-        ScanMut::Borrowed(s) => s,
-        ScanMut::Owned(s) => s,
+        BuildScan::Borrowed(s) => s,
+        BuildScan::Owned(s) => s,
     };
     let mut b = Builder::new(image, scan);
     // Pass 1 (§5.3).
@@ -80,8 +101,8 @@ pub(super) fn build_into<'a>(image: &'a [u8], mut held: ScanMut<'a>, opts: FsOpt
     log.extend(xlog);
 
     let scan = match held {
-        ScanMut::Borrowed(s) => ScanRef::Borrowed(s),
-        ScanMut::Owned(s) => ScanRef::Owned(s),
+        BuildScan::Borrowed(s) => ScanRef::Borrowed(s),
+        BuildScan::Owned(s) => ScanRef::Owned(s),
     };
     Fs {
         image,

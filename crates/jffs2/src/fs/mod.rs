@@ -80,11 +80,12 @@ mod tests;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::code::Code;
 use crate::compress::ComprError;
 use crate::format::ROOT_INO;
 use crate::scan::{KernelMsg, Level, RefState, Scan};
 
-pub use build::build_with;
+pub use build::BuildScan;
 pub use dirent::Dirent;
 pub use lookup::{lookup, LookupError};
 pub use md5::Md5;
@@ -421,20 +422,20 @@ pub enum Problem {
 
 impl Problem {
     /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            Problem::DirentToMissingInode { .. } => "dirent-to-missing-inode",
-            Problem::OrphanInode { .. } => "orphan-inode",
-            Problem::DirHardLink { .. } => "directory-hard-link",
-            Problem::DirReachedTwice { .. } => "directory-reached-twice",
-            Problem::Unreachable { .. } => "unreachable-inode",
-            Problem::NlinkMismatch { .. } => "nlink-mismatch",
-            Problem::SizeBeyondData { .. } => "size-beyond-data",
-            Problem::DataCrc { .. } => "data-crc",
-            Problem::BadNode { .. } => "bad-node",
-            Problem::Unreadable { .. } => "unreadable-data",
-            Problem::InodeUnreadable { .. } => "unreadable-inode",
-            Problem::PathTooLong { .. } => "path-too-long",
+            Problem::DirentToMissingInode { .. } => Code::DirentToMissingInode,
+            Problem::OrphanInode { .. } => Code::OrphanInode,
+            Problem::DirHardLink { .. } => Code::DirectoryHardLink,
+            Problem::DirReachedTwice { .. } => Code::DirectoryReachedTwice,
+            Problem::Unreachable { .. } => Code::UnreachableInode,
+            Problem::NlinkMismatch { .. } => Code::NlinkMismatch,
+            Problem::SizeBeyondData { .. } => Code::SizeBeyondData,
+            Problem::DataCrc { .. } => Code::DataCrc,
+            Problem::BadNode { .. } => Code::BadNode,
+            Problem::Unreadable { .. } => Code::UnreadableData,
+            Problem::InodeUnreadable { .. } => Code::UnreadableInode,
+            Problem::PathTooLong { .. } => Code::PathTooLong,
             Problem::Xattr(e) => e.code(),
         }
     }
@@ -619,8 +620,8 @@ pub struct Fs<'a> {
     log: Vec<KernelMsg>,
 }
 
-/// The scan a model reads: borrowed from the caller ([`build`]), or owned by the model
-/// ([`build_owned`], what [`crate::Image::mount`] returns, so that a mounted image is one
+/// The scan a model reads: borrowed from the caller, or owned by the model (what
+/// [`crate::Image::mount`] returns, so that a mounted image is one
 /// value that cannot be separated from its scan).
 enum ScanRef<'a> {
     Borrowed(&'a Scan),
@@ -636,18 +637,6 @@ impl std::ops::Deref for ScanRef<'_> {
             ScanRef::Owned(s) => s,
         }
     }
-}
-
-/// Builds the filesystem model from a scan, like `jffs2_build_filesystem` (§5, §9.4), with
-/// the reference kernel's options. See [`build_with`].
-pub fn build<'a>(image: &'a [u8], scan: &'a mut Scan) -> Fs<'a> {
-    build_with(image, scan, FsOptions::default())
-}
-
-/// [`build_with`] on a scan the model then owns ([`Fs::scan`] returns it, with the build's
-/// obsoletions applied). [`crate::Image::mount`] is the usual way to get here.
-pub fn build_owned(image: &[u8], scan: Scan, opts: FsOptions) -> Fs<'_> {
-    build::build_into(image, build::ScanMut::Owned(Box::new(scan)), opts)
 }
 
 impl<'a> Fs<'a> {

@@ -8,6 +8,7 @@ use std::fmt;
 use super::readinode::{Inode, InodeKind};
 use super::refs::{hash08x, mark_obsolete};
 use super::{kmsg, live, Fs, InoBuild, Problem};
+use crate::code::Code;
 use crate::crc::crc32;
 use crate::format::hdr;
 use crate::format::{
@@ -88,15 +89,15 @@ pub enum XattrError {
 
 impl XattrError {
     /// Stable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            XattrError::XrefCrc { .. } => "xref-crc",
-            XattrError::XrefInconsistent { .. } => "xref-inconsistent",
-            XattrError::OrphanXref { .. } => "orphan-xref",
-            XattrError::OrphanDatum { .. } => "orphan-xattr",
-            XattrError::BadDatum { .. } => "bad-xattr",
-            XattrError::DuplicateName { .. } => "duplicate-xattr",
-            XattrError::BadAcl { .. } => "bad-acl",
+            XattrError::XrefCrc { .. } => Code::XrefCrc,
+            XattrError::XrefInconsistent { .. } => Code::XrefInconsistent,
+            XattrError::OrphanXref { .. } => Code::OrphanXref,
+            XattrError::OrphanDatum { .. } => Code::OrphanXattr,
+            XattrError::BadDatum { .. } => Code::BadXattr,
+            XattrError::DuplicateName { .. } => Code::DuplicateXattr,
+            XattrError::BadAcl { .. } => Code::BadAcl,
         }
     }
 

@@ -168,7 +168,7 @@ pub(crate) fn run(
     let facts = ScanFacts::of(&scan);
     let es = geom.erase_size;
 
-    let fs = fs::build(img, &mut scan);
+    let fs = fs::Fs::from_scan(img, &mut scan, Default::default());
     // The inodes first: the walk must know which data nodes Linux shows (always
     // decompressed) from dead ones (decompressed within a budget).
     let ((inodes, status), full_scan) = rayon::join(
@@ -748,8 +748,7 @@ impl Ctx<'_, '_> {
     }
 
     fn model_problem(&mut self, p: &Problem) {
-        let code = Code::of_problem(p);
-        debug_assert_eq!(code.as_str(), p.code());
+        let code = p.code();
         let mut sev = match p {
             Problem::DataCrc {
                 superseded: true, ..

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use crate::format::InodeNode;
 use crate::fs::{Fs, InodeKind, Tree, TreeEntry};
-use crate::source::{self, Entry, SourceError, XattrSelect};
+use crate::source::{self, SourceEntry, SourceError, XattrSelect};
 
 /// How the image was made (so that what `mkfs.jffs2` changed is expected).
 #[derive(Debug, Clone, Default)]
@@ -123,7 +123,7 @@ pub fn compare(
     } else {
         XattrSelect::NONE
     });
-    let sopts = source::ScanOptions {
+    let sopts = source::SourceOptions {
         squash_uids: opts.squash_uids,
         squash_perms: opts.squash_perms,
         faketime: opts.faketime,
@@ -156,8 +156,8 @@ pub fn compare(
 }
 
 /// The host entries by path relative to the root (`.` for the root), the first of each.
-fn host_paths(entries: &[Entry]) -> BTreeMap<Vec<u8>, &Entry> {
-    let mut hosts: BTreeMap<Vec<u8>, &Entry> = BTreeMap::new();
+fn host_paths(entries: &[SourceEntry]) -> BTreeMap<Vec<u8>, &SourceEntry> {
+    let mut hosts: BTreeMap<Vec<u8>, &SourceEntry> = BTreeMap::new();
     for e in entries {
         let rel = match e.full_name.strip_prefix(b"/") {
             Some(r) if !r.is_empty() => r.to_vec(),
@@ -171,10 +171,10 @@ fn host_paths(entries: &[Entry]) -> BTreeMap<Vec<u8>, &Entry> {
 /// Pairs the paths present on both sides; those on one side only are differences.
 fn pair_paths<'t, 'h>(
     images: &BTreeMap<Vec<u8>, &'t TreeEntry>,
-    hosts: &BTreeMap<Vec<u8>, &'h Entry>,
+    hosts: &BTreeMap<Vec<u8>, &'h SourceEntry>,
     diffs: &mut Vec<Difference>,
-) -> Vec<(&'t TreeEntry, &'h Entry)> {
-    let mut both: Vec<(&TreeEntry, &Entry)> = Vec::new();
+) -> Vec<(&'t TreeEntry, &'h SourceEntry)> {
+    let mut both: Vec<(&TreeEntry, &SourceEntry)> = Vec::new();
     for (p, e) in images {
         match hosts.get(p) {
             Some(h) => both.push((e, h)),
@@ -200,7 +200,7 @@ fn pair_paths<'t, 'h>(
 }
 
 /// Hard-link groups: paths sharing an inode in the image must share one on the host.
-fn hard_links(both: &[(&TreeEntry, &Entry)]) -> Vec<Difference> {
+fn hard_links(both: &[(&TreeEntry, &SourceEntry)]) -> Vec<Difference> {
     let mut img_groups: HashMap<u32, Vec<&[u8]>> = HashMap::new();
     for (e, _) in both {
         if e.kind != InodeKind::Dir {
@@ -251,7 +251,7 @@ fn hard_links(both: &[(&TreeEntry, &Entry)]) -> Vec<Difference> {
 fn compare_entry(
     fs: &Fs<'_>,
     e: &TreeEntry,
-    h: &Entry,
+    h: &SourceEntry,
     opts: &CompareOptions,
     select: XattrSelect,
 ) -> Vec<Difference> {
@@ -298,7 +298,7 @@ impl EntryDiffs {
     }
 
     /// The attributes every type has: mode, owner, group, size (files and symlinks), mtime.
-    fn attributes(&mut self, fs: &Fs<'_>, e: &TreeEntry, h: &Entry, opts: &CompareOptions) {
+    fn attributes(&mut self, fs: &Fs<'_>, e: &TreeEntry, h: &SourceEntry, opts: &CompareOptions) {
         if e.mode & 0o7777 != h.mode & 0o7777 {
             self.diff(
                 "mode",
@@ -329,7 +329,7 @@ impl EntryDiffs {
     }
 
     /// What only some types have: symlink targets, device numbers, file contents.
-    fn by_kind(&mut self, fs: &Fs<'_>, e: &TreeEntry, h: &Entry) {
+    fn by_kind(&mut self, fs: &Fs<'_>, e: &TreeEntry, h: &SourceEntry) {
         match e.kind {
             InodeKind::Symlink => {
                 let t = e.target.clone().unwrap_or_default();
@@ -358,7 +358,7 @@ impl EntryDiffs {
     }
 
     /// The extended attributes of the selected classes, all of them as one difference.
-    fn xattrs(&mut self, e: &TreeEntry, h: &Entry, select: XattrSelect) {
+    fn xattrs(&mut self, e: &TreeEntry, h: &SourceEntry, select: XattrSelect) {
         let img: BTreeMap<Vec<u8>, String> = e
             .xattrs
             .iter()
@@ -404,7 +404,7 @@ fn stored_mtime(fs: &Fs<'_>, ino: u32) -> Option<u32> {
 }
 
 /// The first differing byte of a regular file, streamed from both sides.
-fn content_difference(fs: &Fs<'_>, e: &TreeEntry, h: &Entry) -> Option<(String, String)> {
+fn content_difference(fs: &Fs<'_>, e: &TreeEntry, h: &SourceEntry) -> Option<(String, String)> {
     let inode = match fs.read_inode(e.ino) {
         Ok(i) => i,
         Err(err) => return Some((format!("unreadable ({err})"), "readable".to_string())),

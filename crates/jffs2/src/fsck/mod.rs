@@ -9,7 +9,7 @@
 //!    finding naming the likely right one. The image is checked as flashed into the smallest
 //!    partition Linux mounts ([`crate::scan::as_flashed`]): padded with 0xFF to whole erase
 //!    blocks, at least 5.
-//! 2. **The mount scan** ([`crate::scan::scan`]) and **the build** ([`crate::fs::build`]), exactly
+//! 2. **The mount scan** ([`crate::scan::scan`]) and **the build** ([`crate::fs::Fs::from_scan`]), exactly
 //!    as Linux 6.1 does them, with the kernel's messages.
 //! 3. **The flash walk** (`walk.rs`): every erase block, in parallel, node by node — every node
 //!    on flash, live, superseded or obsolete, has its header, node, name and data CRCs checked,
@@ -53,7 +53,6 @@
 //! `docs/FSCK.md` has the same table ([`Code::table()`]) with examples.
 
 mod check;
-mod code;
 pub mod compare;
 mod walk;
 
@@ -63,47 +62,12 @@ mod tests;
 use std::fmt;
 
 use crate::format::Endian;
+use crate::image::ImageBytes;
+use crate::progress::Progress;
 use crate::scan::{self, BlockClass, BlockList, Detection, Geometry, KernelMsg, SpaceTotals};
 
-pub use code::Code;
+pub use crate::code::{Code, Severity};
 pub use compare::{CompareOptions, Difference};
-
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    /// Normal, or a fact about the check.
-    Info,
-    /// Tolerated by Linux but worth a look.
-    Warning,
-    /// Linux refuses to mount or loses/misreads data, or the image is corrupt.
-    Error,
-}
-
-impl Severity {
-    /// `ERROR`, `WARNING`, `INFO`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Error => "ERROR",
-            Severity::Warning => "WARNING",
-            Severity::Info => "INFO",
-        }
-    }
-
-    /// `error`, `warning`, `info` (JSON).
-    pub fn lower(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// One problem (or fact) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,6 +154,8 @@ pub struct Options {
     pub endian: Option<Endian>,
     /// Compare the image's tree with a host directory (factory verification).
     pub compare: Option<CompareOptions>,
+    /// Told `(done, total)` in bytes of flash walked; called from worker threads.
+    pub progress: Option<Progress>,
 }
 
 /// Why an image could not be checked at all (exit code 8).
@@ -392,11 +358,12 @@ impl Report {
     }
 }
 
-/// Progress callback: `(done, total)` in bytes of flash walked; called from worker threads.
-pub type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
+/// The progress callback as the walk calls it (see [`Options::progress`]).
+pub(crate) type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
 
-/// Checks an image (see the module documentation). `image` is the file as given; it is
-/// copied and padded as flashed (use [`check_vec`] to avoid the copy).
+/// Checks an image (see the module documentation): `image` is the file as given (`&[u8]`,
+/// `&Vec<u8>`), or a buffer it may be padded in, as flashed, without a copy (`&mut Vec<u8>`,
+/// [`ImageBytes::InPlace`]). Bytes of the image as given are never written.
 ///
 /// A clean image, then the same image with one bit of file data flipped:
 ///
@@ -436,42 +403,13 @@ pub type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
 /// assert_eq!((f.ino, f.path.as_deref()), (Some(2), Some("noise")));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn check(image: &[u8], opts: &Options) -> Result<Report, FsckError> {
-    check_with_progress(image.to_vec(), opts, None)
-}
-
-/// [`check`] on an owned image, padded in place (no copy of a large image).
-pub fn check_vec(image: Vec<u8>, opts: &Options) -> Result<Report, FsckError> {
-    check_with_progress(image, opts, None)
-}
-
-/// [`check_vec`] with a progress callback for the flash walk.
-pub fn check_with_progress(
-    mut image: Vec<u8>,
-    opts: &Options,
-    progress: Option<ProgressFn<'_>>,
-) -> Result<Report, FsckError> {
-    let (info, all_ff, want) = prepare(&image, opts)?;
-    let image_len = image.len() as u64;
-    if want > image.len() {
-        image.resize(want, 0xFF);
-    }
-    check::run(&image, image_len, info, all_ff, opts, progress)
-}
-
-/// [`check_with_progress`] on the first `len` bytes of `buf`, padded in place with 0xFF as
-/// flashed when `buf` has room after them (a mapped input with spare room: no copy of the
-/// image is made), else on a padded copy. Bytes before `len` are never written.
-pub fn check_in_place(
-    buf: &mut [u8],
-    len: usize,
-    opts: &Options,
-    progress: Option<ProgressFn<'_>>,
-) -> Result<Report, FsckError> {
-    let len = len.min(buf.len());
-    let (info, all_ff, want) = prepare(&buf[..len], opts)?;
-    let padded = crate::image::pad_in_place(buf, len, want);
-    check::run(&padded, len as u64, info, all_ff, opts, progress)
+pub fn check<'a>(image: impl Into<ImageBytes<'a>>, opts: &Options) -> Result<Report, FsckError> {
+    let image = image.into();
+    let (info, all_ff, want) = prepare(image.bytes(), opts)?;
+    let image_len = image.bytes().len() as u64;
+    let (padded, _) = image.pad(want);
+    let progress = opts.progress.as_ref().map(|p| p.as_fn() as ProgressFn<'_>);
+    check::run(&padded, image_len, info, all_ff, opts, progress)
 }
 
 /// The checks before the run: an image, of a size JFFS2 can address, that is JFFS2 or

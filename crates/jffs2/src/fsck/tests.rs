@@ -26,6 +26,7 @@ fn opts() -> Options {
         erase_size: Some(ES),
         endian: Some(LE),
         compare: None,
+        progress: None,
     }
 }
 
@@ -226,6 +227,7 @@ fn node_crossing_a_block_and_erase_size_mismatch() {
         erase_size: Some(ES / 2),
         endian: Some(LE),
         compare: None,
+        progress: None,
     };
     let r = check(&img, &o).unwrap();
     assert!(has(&r, "node-crosses-block", None), "{:#?}", r.findings);

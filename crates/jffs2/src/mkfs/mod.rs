@@ -75,7 +75,7 @@ use crate::format::{
 use crate::format::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFMT, S_IFSOCK};
 use crate::layout::SummarizingWriter;
 use crate::layout::{record_size, BlockWriter, EndPad, LayoutConfig};
-use crate::source::{acl_to_jffs2, Entry, Tree};
+use crate::source::{acl_to_jffs2, SourceEntry, SourceTree};
 
 use plan::{Plan, Step};
 
@@ -256,7 +256,7 @@ enum Item {
 }
 
 /// Builds the image of `tree` into `out`: mkfs.jffs2's image, byte for byte, for the same tree
-/// and options. Regular files are read from their [`Entry::host_path`] while the image is
+/// and options. Regular files are read from their [`SourceEntry::host_path`] while the image is
 /// written; `sink` receives the `-v` listing, the non-fatal messages and the progress.
 ///
 /// Compression runs on a pool of [`MkfsConfig::threads`] threads created for the call (one
@@ -284,7 +284,7 @@ enum Item {
 /// Errors: a host file that cannot be read ([`MkfsError::Read`], with its path), a failed
 /// write ([`MkfsError::Write`]), an xattr that cannot be converted. Nothing is printed.
 pub fn build<W: Write>(
-    tree: &Tree,
+    tree: &SourceTree,
     cfg: &MkfsConfig,
     out: W,
     sink: &mut dyn Sink,
@@ -501,7 +501,7 @@ impl<W: Write> Layout<W> {
 }
 
 struct Builder<'a, W: Write> {
-    tree: &'a Tree,
+    tree: &'a SourceTree,
     cfg: &'a MkfsConfig,
     w: Layout<W>,
     sink: &'a mut dyn Sink,
@@ -523,7 +523,7 @@ fn perm(mode: u32) -> u32 {
 }
 
 impl<'a, W: Write> Builder<'a, W> {
-    fn e(&self, id: usize) -> &'a Entry {
+    fn e(&self, id: usize) -> &'a SourceEntry {
         &self.tree.entries[id]
     }
 

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use crate::format::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
-use crate::source::{EntryId, Tree};
+use crate::source::{EntryId, SourceTree};
 
 use super::MAX_FILE_SIZE;
 
@@ -46,7 +46,7 @@ pub(super) struct Plan {
 }
 
 struct Planner<'a> {
-    tree: &'a Tree,
+    tree: &'a SourceTree,
     steps: Vec<Step>,
     files: Vec<EntryId>,
     ino: u32,
@@ -56,7 +56,7 @@ struct Planner<'a> {
 
 /// Plans the write order of `tree`; `first_ino` is the highest inode number already in use
 /// (`-i`), or 0.
-pub(super) fn make(tree: &Tree, first_ino: u32) -> Plan {
+pub(super) fn make(tree: &SourceTree, first_ino: u32) -> Plan {
     let mut p = Planner {
         tree,
         steps: Vec::new(),

@@ -168,7 +168,7 @@ pub struct InodeCache {
     /// (inode nodes, and the dirent nodes *in* this directory).
     pub nodes: Vec<usize>,
     /// Dirents in this directory after scan-time de-duplication (§5.2); emptied by
-    /// [`crate::fs::build`], as the kernel frees them at the end of its build (§5.5).
+    /// [`crate::fs::Fs::from_scan`], as the kernel frees them at the end of its build (§5.5).
     pub scan_dents: Vec<ScanDirent>,
     /// Link count during build (`pino_nlink`; 1 for ino 1 at creation).
     pub pino_nlink: u32,

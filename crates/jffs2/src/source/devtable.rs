@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use super::scan::path_bytes;
 use super::sys::{self, Stat};
 use super::xattr::read_xattrs;
-use super::{Entry, EntryId, ScanOptions, SourceError, Tree, Warning, WarningKind};
+use super::{
+    EntryId, SourceEntry, SourceError, SourceOptions, SourceTree, SourceWarning, SourceWarningKind,
+};
 
 /// Largest number of entries a whole device table may create (ranges expanded), and so one
 /// `c`/`b` range line too. mkfs has no limit (a huge or negative count makes it allocate
@@ -280,7 +282,11 @@ pub(crate) fn basename(path: &[u8]) -> &[u8] {
 /// is a prefix of `fullname` followed by '/' is descended into (and the search ends there,
 /// NULL if it has no children); any other child must match exactly. Types are judged by the
 /// current mode, so entries re-typed by the table behave as in mkfs.
-pub(crate) fn find_filesystem_entry(tree: &Tree, dir: EntryId, fullname: &[u8]) -> Option<EntryId> {
+pub(crate) fn find_filesystem_entry(
+    tree: &SourceTree,
+    dir: EntryId,
+    fullname: &[u8],
+) -> Option<EntryId> {
     let mut dir = dir;
     // Iterative form of the C recursion.
     loop {
@@ -324,7 +330,7 @@ pub(crate) fn find_filesystem_entry(tree: &Tree, dir: EntryId, fullname: &[u8]) 
 ///   that fails (`-`, user/group names) and later fields keep their defaults (mode 0755,
 ///   uid 0, gid 0, major 0, minor 0, start 0, inc 1, count 0), `strtoul` sign handling
 ///   (`-1` is 2^64−1, truncated to 32 bits where mkfs stores it). Lines with fewer than two
-///   fields are ignored (reported as a [`WarningKind::Notice`] only when `opts.verbose`).
+///   fields are ignored (reported as a [`SourceWarningKind::Notice`] only when `opts.verbose`).
 /// * Squash options are ignored for everything the table creates or modifies (§3.4:
 ///   mkfs turns them off); `opts.faketime`, `opts.now`, `opts.xattr` and `opts.verbose` apply.
 /// * An existing entry (found by full name only, type not compared, and not a `c`/`b` line
@@ -350,12 +356,12 @@ pub(crate) fn find_filesystem_entry(tree: &Tree, dir: EntryId, fullname: &[u8]) 
 ///   Fatal line errors are [`SourceError::DeviceTable`], displayed as "table:line: message"
 ///   with the message in mtd-utils' wording.
 pub fn apply_device_table(
-    tree: &mut Tree,
+    tree: &mut SourceTree,
     table: &[u8],
     table_name: &Path,
     root_as_given: &Path,
-    opts: &ScanOptions,
-) -> Result<Vec<Warning>, SourceError> {
+    opts: &SourceOptions,
+) -> Result<Vec<SourceWarning>, SourceError> {
     apply_limited(
         tree,
         table,
@@ -368,13 +374,13 @@ pub fn apply_device_table(
 
 /// [`apply_device_table`] with `max_entries` in place of [`MAX_TABLE_ENTRIES`].
 pub(crate) fn apply_limited(
-    tree: &mut Tree,
+    tree: &mut SourceTree,
     table: &[u8],
     table_name: &Path,
     root_as_given: &Path,
-    opts: &ScanOptions,
+    opts: &SourceOptions,
     max_entries: u64,
-) -> Result<Vec<Warning>, SourceError> {
+) -> Result<Vec<SourceWarning>, SourceError> {
     if table.len() < 10 {
         return Err(SourceError::DeviceTableTooSmall {
             path: table_name.to_path_buf(),
@@ -401,12 +407,12 @@ pub(crate) fn apply_limited(
 }
 
 struct Ctx<'a> {
-    tree: &'a mut Tree,
+    tree: &'a mut SourceTree,
     table_name: &'a Path,
     /// `-r` as given (mkfs' `rootdir`).
     rootdir: Vec<u8>,
-    opts: &'a ScanOptions,
-    warnings: Vec<Warning>,
+    opts: &'a SourceOptions,
+    warnings: Vec<SourceWarning>,
     line: usize,
     /// Entries created so far, and the bound ([`MAX_TABLE_ENTRIES`]).
     created: u64,
@@ -422,8 +428,8 @@ impl Ctx<'_> {
         }
     }
 
-    fn warn(&mut self, kind: WarningKind, message: String) {
-        self.warnings.push(Warning {
+    fn warn(&mut self, kind: SourceWarningKind, message: String) {
+        self.warnings.push(SourceWarning {
             message,
             location: Some(format!(
                 "{}:{}",
@@ -488,7 +494,7 @@ impl Ctx<'_> {
     /// mkfs resolves its host paths relative to the root it has `chdir`ed into; `join`
     /// gives exactly that (an absolute host path string replaces the base).
     fn resolve(&self, host: &[u8]) -> PathBuf {
-        self.tree.entries[Tree::ROOT]
+        self.tree.entries[SourceTree::ROOT]
             .host_path
             .join(sys::path_from_bytes(host))
     }
@@ -499,7 +505,7 @@ impl Ctx<'_> {
             // mkfs ignores such a line (it only flags a failure status nobody reads).
             if self.opts.verbose {
                 self.warn(
-                    WarningKind::Notice,
+                    SourceWarningKind::Notice,
                     format!("ignoring device table line '{}'", sys::lossy(line)),
                 );
             }
@@ -523,7 +529,7 @@ impl Ctx<'_> {
         let mode = l.mode | ifmt;
         let is_dev = l.typ == b'c' || l.typ == b'b';
 
-        if let Some(id) = find_filesystem_entry(self.tree, Tree::ROOT, name) {
+        if let Some(id) = find_filesystem_entry(self.tree, SourceTree::ROOT, name) {
             if !(l.count > 0 && is_dev) {
                 // Fix up the existing entry (§3.4): owner and mode (type bits included, so a
                 // mismatching letter silently re-types it); rdev only if both numbers are
@@ -540,9 +546,10 @@ impl Ctx<'_> {
             }
         }
 
-        let Some(parent) = find_filesystem_entry(self.tree, Tree::ROOT, &dirname(name)) else {
+        let Some(parent) = find_filesystem_entry(self.tree, SourceTree::ROOT, &dirname(name))
+        else {
             self.warn(
-                WarningKind::Error,
+                SourceWarningKind::Error,
                 format!(
                     "skipping device_table entry '{}': no parent directory!",
                     sys::lossy(name)
@@ -645,7 +652,7 @@ impl Ctx<'_> {
             self.opts.verbose,
             &mut self.warnings,
         );
-        let entry = Entry {
+        let entry = SourceEntry {
             name: basename(name).to_vec(),
             full_name: name.to_vec(),
             host_path: abs,

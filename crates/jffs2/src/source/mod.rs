@@ -22,7 +22,7 @@
 //! A host directory and a device table (`mkfs.jffs2 -r ROOT -D TABLE -f -U`):
 //!
 //! ```
-//! use jffs2::source::{apply_device_table, scan_host, ScanOptions};
+//! use jffs2::source::{apply_device_table, scan_host, SourceOptions};
 //! use std::path::Path;
 //!
 //! let root = tempfile::tempdir()?;
@@ -31,7 +31,7 @@
 //! }
 //! std::fs::create_dir(root.path().join("dev"))?;
 //!
-//! let opts = ScanOptions { faketime: true, squash_uids: true, ..ScanOptions::default() };
+//! let opts = SourceOptions { faketime: true, squash_uids: true, ..SourceOptions::default() };
 //! let (mut tree, warnings) = scan_host(root.path(), &opts)?;
 //! assert!(warnings.is_empty());
 //! // Children in strcmp order (mkfs.jffs2's), whatever the locale or the directory order.
@@ -74,14 +74,14 @@ impl XattrSelect {
     /// No xattrs (the default).
     pub const NONE: Self = Self(0);
     /// `user.*` attributes.
-    pub const USER: Self = Self(1 << Xattr::PREFIX_USER);
+    pub const USER: Self = Self(1 << SourceXattr::PREFIX_USER);
     /// `security.*` attributes (`--with-selinux`: all of them, not only `security.selinux`).
-    pub const SECURITY: Self = Self(1 << Xattr::PREFIX_SECURITY);
+    pub const SECURITY: Self = Self(1 << SourceXattr::PREFIX_SECURITY);
     /// `system.posix_acl_access` and `system.posix_acl_default` (`--with-posix-acl`).
     pub const POSIX_ACL: Self =
-        Self((1 << Xattr::PREFIX_ACL_ACCESS) | (1 << Xattr::PREFIX_ACL_DEFAULT));
+        Self((1 << SourceXattr::PREFIX_ACL_ACCESS) | (1 << SourceXattr::PREFIX_ACL_DEFAULT));
     /// `trusted.*` attributes.
-    pub const TRUSTED: Self = Self(1 << Xattr::PREFIX_TRUSTED);
+    pub const TRUSTED: Self = Self(1 << SourceXattr::PREFIX_TRUSTED);
     /// Everything mkfs supports (`--with-xattr`).
     pub const ALL: Self =
         Self(Self::USER.0 | Self::SECURITY.0 | Self::POSIX_ACL.0 | Self::TRUSTED.0);
@@ -127,7 +127,7 @@ impl std::ops::BitOrAssign for XattrSelect {
 
 /// Options that influence the scan and the device table (`docs/spec/mtd-utils-spec.md` §3.1).
 #[derive(Clone, Debug, Default)]
-pub struct ScanOptions {
+pub struct SourceOptions {
     /// `-U`/`-q`: uid = gid = 0 for host-scanned entries (never for device-table entries).
     pub squash_uids: bool,
     /// `-P`/`-q`: clear S_IWGRP, S_IWOTH, S_ISUID and S_ISGID of host-scanned non-symlinks.
@@ -143,23 +143,23 @@ pub struct ScanOptions {
     pub now: u32,
 }
 
-/// Index of an entry in [`Tree::entries`].
+/// Index of an entry in [`SourceTree::entries`].
 pub type EntryId = usize;
 
 /// The metadata tree mkfs builds from the host directory and the device table.
 #[derive(Clone, Debug, Default)]
-pub struct Tree {
+pub struct SourceTree {
     /// All entries; `entries[0]` is the root (full name "/"). Other entries appear in scan
     /// order (depth first), device-table additions after all host entries.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<SourceEntry>,
 }
 
-impl Tree {
+impl SourceTree {
     /// Id of the root entry.
     pub const ROOT: EntryId = 0;
 
-    /// The root entry. Panics only on a `Tree` that was not built by this module and is empty.
-    pub fn root(&self) -> &Entry {
+    /// The root entry. Panics only on a `SourceTree` that was not built by this module and is empty.
+    pub fn root(&self) -> &SourceEntry {
         &self.entries[Self::ROOT]
     }
 
@@ -174,7 +174,7 @@ impl Tree {
 
 /// One file-system object: a host file or directory, or an entry created by the device table.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Entry {
+pub struct SourceEntry {
     /// Last path component as bytes ("" for the root). For device-table entries this is
     /// GNU `basename()` of the table name (everything after the last '/').
     pub name: Vec<u8>,
@@ -210,16 +210,16 @@ pub struct Entry {
     /// Children in mkfs order: host entries in C-locale byte order, then device-table
     /// additions in table order. Normally only directories have children; a device-table
     /// line can re-type a directory or hang an entry below a non-directory exactly as mkfs
-    /// does, so writers must test [`Entry::is_dir`] before descending, like mkfs.
+    /// does, so writers must test [`SourceEntry::is_dir`] before descending, like mkfs.
     pub children: Vec<EntryId>,
     /// Parent entry (`None` for the root).
     pub parent: Option<EntryId>,
     /// Selected extended attributes in `llistxattr` order.
-    pub xattrs: Vec<Xattr>,
+    pub xattrs: Vec<SourceXattr>,
 }
 
-impl Entry {
-    /// The S_IFMT type bits of [`Entry::mode`].
+impl SourceEntry {
+    /// The S_IFMT type bits of [`SourceEntry::mode`].
     pub fn file_type_bits(&self) -> u32 {
         self.mode & libc::S_IFMT
     }
@@ -259,7 +259,7 @@ impl Entry {
 
 /// One extended attribute as read from the host.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Xattr {
+pub struct SourceXattr {
     /// JFFS2 prefix number: 1 user, 2 security, 3 ACL access, 4 ACL default, 5 trusted.
     pub prefix: u8,
     /// Name without the prefix ("" for the two POSIX ACLs).
@@ -269,7 +269,7 @@ pub struct Xattr {
     pub value: Vec<u8>,
 }
 
-impl Xattr {
+impl SourceXattr {
     /// `JFFS2_XPREFIX_USER` ("user.").
     pub const PREFIX_USER: u8 = crate::format::xprefix::USER;
     /// `JFFS2_XPREFIX_SECURITY` ("security.").
@@ -287,9 +287,9 @@ impl Xattr {
     }
 }
 
-/// How mtd-utils reports a [`Warning`] (so a drop-in front end can print it the same way).
+/// How mtd-utils reports a [`SourceWarning`] (so a drop-in front end can print it the same way).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WarningKind {
+pub enum SourceWarningKind {
     /// mkfs prints it with `errmsg()`: stderr `"mkfs.jffs2: error!: <message>"`, and goes on.
     Error,
     /// mkfs prints it only with `-v`, to stdout as `"<message>\n"` (xattr read problems).
@@ -300,34 +300,34 @@ pub enum WarningKind {
 
 /// A non-fatal problem found while scanning or applying the device table.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Warning {
+pub struct SourceWarning {
     /// The message, in mtd-utils' wording where mkfs has one
     /// (e.g. "skipping device_table entry '/x/y': no parent directory!").
     pub message: String,
     /// "table:line" for device-table warnings (not part of mtd-utils' wording).
     pub location: Option<String>,
     /// How mkfs reports it.
-    pub kind: WarningKind,
+    pub kind: SourceWarningKind,
 }
 
-impl Warning {
+impl SourceWarning {
     pub(crate) fn error(message: String) -> Self {
         Self {
             message,
             location: None,
-            kind: WarningKind::Error,
+            kind: SourceWarningKind::Error,
         }
     }
     pub(crate) fn verbose(message: String) -> Self {
         Self {
             message,
             location: None,
-            kind: WarningKind::Verbose,
+            kind: SourceWarningKind::Verbose,
         }
     }
 }
 
-impl fmt::Display for Warning {
+impl fmt::Display for SourceWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.location {
             Some(loc) => write!(f, "{loc}: {}", self.message),

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::sys::{self, Stat};
 use super::xattr::read_xattrs;
-use super::{Entry, EntryId, ScanOptions, SourceError, Tree, Warning};
+use super::{EntryId, SourceEntry, SourceError, SourceOptions, SourceTree, SourceWarning};
 
-/// Scans the host directory `root` into a [`Tree`], exactly as mkfs.jffs2 does before it
+/// Scans the host directory `root` into a [`SourceTree`], exactly as mkfs.jffs2 does before it
 /// writes anything (`docs/spec/mtd-utils-spec.md` §3.2 step 3 and §3.3):
 ///
 /// * The root is resolved like mkfs' `chdir(root)` + `getcwd()` (symlinks resolved,
@@ -36,7 +36,10 @@ use super::{Entry, EntryId, ScanOptions, SourceError, Tree, Warning};
 /// assert_eq!((hello.size, hello.full_name.as_slice()), (3, &b"/hello"[..]));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn scan_host(root: &Path, opts: &ScanOptions) -> Result<(Tree, Vec<Warning>), SourceError> {
+pub fn scan_host(
+    root: &Path,
+    opts: &SourceOptions,
+) -> Result<(SourceTree, Vec<SourceWarning>), SourceError> {
     let root_err = |source| SourceError::Root {
         path: root.to_path_buf(),
         source,
@@ -49,7 +52,7 @@ pub fn scan_host(root: &Path, opts: &ScanOptions) -> Result<(Tree, Vec<Warning>)
     }
 
     let mut warnings = Vec::new();
-    let mut tree = Tree::default();
+    let mut tree = SourceTree::default();
     let root_entry = host_entry(
         Vec::new(),
         b"/".to_vec(),
@@ -67,8 +70,8 @@ pub fn scan_host(root: &Path, opts: &ScanOptions) -> Result<(Tree, Vec<Warning>)
         names: std::vec::IntoIter<Vec<u8>>,
     }
     let mut stack = vec![Frame {
-        dir: Tree::ROOT,
-        names: read_sorted(&tree.entries[Tree::ROOT].host_path)?.into_iter(),
+        dir: SourceTree::ROOT,
+        names: read_sorted(&tree.entries[SourceTree::ROOT].host_path)?.into_iter(),
     }];
     while let Some(frame) = stack.last_mut() {
         let Some(name) = frame.names.next() else {
@@ -116,8 +119,8 @@ pub fn scan_host(root: &Path, opts: &ScanOptions) -> Result<(Tree, Vec<Warning>)
 }
 
 /// mkfs' message for a host object of an unsupported type (`errmsg`, non-fatal, §3.3).
-fn unknown_type_warning(mode: u32, hpath: &Path) -> Warning {
-    Warning::error(format!(
+fn unknown_type_warning(mode: u32, hpath: &Path) -> SourceWarning {
+    SourceWarning::error(format!(
         "Unknown file type {mode:o} for {}",
         crate::text::path(hpath)
     ))
@@ -142,14 +145,14 @@ fn read_sorted(path: &Path) -> Result<Vec<Vec<u8>>, SourceError> {
 
 #[allow(clippy::too_many_arguments)]
 fn push_child(
-    tree: &mut Tree,
+    tree: &mut SourceTree,
     parent: EntryId,
     name: Vec<u8>,
     full: Vec<u8>,
     hpath: PathBuf,
     st: &Stat,
-    opts: &ScanOptions,
-    warnings: &mut Vec<Warning>,
+    opts: &SourceOptions,
+    warnings: &mut Vec<SourceWarning>,
 ) -> Result<EntryId, SourceError> {
     let entry = host_entry(name, full, hpath, st, Some(parent), opts, warnings)?;
     let id = tree.entries.len();
@@ -165,9 +168,9 @@ fn host_entry(
     host_path: PathBuf,
     st: &Stat,
     parent: Option<EntryId>,
-    opts: &ScanOptions,
-    warnings: &mut Vec<Warning>,
-) -> Result<Entry, SourceError> {
+    opts: &SourceOptions,
+    warnings: &mut Vec<SourceWarning>,
+) -> Result<SourceEntry, SourceError> {
     let ftype = st.mode & libc::S_IFMT;
     let mut mode = st.mode;
     let (mut uid, mut gid) = (st.uid, st.gid);
@@ -199,7 +202,7 @@ fn host_entry(
         link_target = Some(t);
     }
     let xattrs = read_xattrs(&host_path, &host_path, opts.xattr, opts.verbose, warnings);
-    Ok(Entry {
+    Ok(SourceEntry {
         name,
         full_name,
         mode,
@@ -229,7 +232,7 @@ pub(crate) fn path_bytes(p: &Path) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{WarningKind, XattrSelect};
+    use crate::source::{SourceWarningKind, XattrSelect};
     use std::ffi::CString;
     use std::os::unix::fs::{symlink, PermissionsExt};
     use std::process::Command;
@@ -281,7 +284,7 @@ mod tests {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode & 0o7777)).unwrap();
     }
 
-    fn child_names(tree: &Tree, id: EntryId) -> Vec<Vec<u8>> {
+    fn child_names(tree: &SourceTree, id: EntryId) -> Vec<Vec<u8>> {
         tree.entries[id]
             .children
             .iter()
@@ -289,7 +292,7 @@ mod tests {
             .collect()
     }
 
-    fn by_full<'a>(tree: &'a Tree, full: &str) -> &'a Entry {
+    fn by_full<'a>(tree: &'a SourceTree, full: &str) -> &'a SourceEntry {
         tree.entries
             .iter()
             .find(|e| e.full_name == full.as_bytes())
@@ -320,9 +323,9 @@ mod tests {
             let p = dir.path().join(std::ffi::OsStr::from_bytes(n));
             std::fs::write(p, b"").unwrap();
         }
-        let (tree, w) = scan_host(dir.path(), &ScanOptions::default()).unwrap();
+        let (tree, w) = scan_host(dir.path(), &SourceOptions::default()).unwrap();
         assert!(w.is_empty());
-        let got = child_names(&tree, Tree::ROOT);
+        let got = child_names(&tree, SourceTree::ROOT);
         let want: Vec<Vec<u8>> = [
             &b"..x"[..],
             b".hidden",
@@ -349,7 +352,7 @@ mod tests {
             let mut full = b"/".to_vec();
             full.extend_from_slice(&e.name);
             assert_eq!(e.full_name, full);
-            assert_eq!(e.parent, Some(Tree::ROOT));
+            assert_eq!(e.parent, Some(SourceTree::ROOT));
         }
     }
 
@@ -372,7 +375,7 @@ mod tests {
         // A hard link.
         std::fs::hard_link(r.join("etc/passwd"), r.join("etc/passwd-")).unwrap();
 
-        let (tree, w) = scan_host(r, &ScanOptions::default()).unwrap();
+        let (tree, w) = scan_host(r, &SourceOptions::default()).unwrap();
         assert!(w.is_empty(), "{w:?}");
         let root = tree.root();
         assert_eq!(root.full_name, b"/");
@@ -448,7 +451,7 @@ mod tests {
         set_mtime(&r.join("d/l"), 1_000_000_000);
         set_mtime(&r.join("d"), 0x1_2345_6789); // beyond 32 bits: truncated
 
-        let (t, _) = scan_host(r, &ScanOptions::default()).unwrap();
+        let (t, _) = scan_host(r, &SourceOptions::default()).unwrap();
         let f = by_full(&t, "/d/f");
         assert_eq!((f.uid, f.gid, f.mode), (1000, 1001, libc::S_IFREG | 0o6777));
         assert_eq!(f.mtime, 1_234_567_890);
@@ -459,7 +462,7 @@ mod tests {
         assert_eq!((d.uid, d.gid), (70000, 80000)); // not truncated to 16 bits here
         assert_eq!(d.mtime, 0x2345_6789);
 
-        let opts = ScanOptions {
+        let opts = SourceOptions {
             squash_uids: true,
             ..Default::default()
         };
@@ -467,7 +470,7 @@ mod tests {
         assert!(t.entries.iter().all(|e| e.uid == 0 && e.gid == 0));
         assert_eq!(by_full(&t, "/d/f").mode, libc::S_IFREG | 0o6777);
 
-        let opts = ScanOptions {
+        let opts = SourceOptions {
             squash_perms: true,
             ..Default::default()
         };
@@ -478,7 +481,7 @@ mod tests {
         assert_eq!(by_full(&t, "/d").mode, libc::S_IFDIR | 0o1755); // sticky kept
         assert_eq!(by_full(&t, "/d/l").mode, libc::S_IFLNK | 0o777); // symlinks untouched
 
-        let opts = ScanOptions {
+        let opts = SourceOptions {
             faketime: true,
             now: 99,
             ..Default::default()
@@ -491,7 +494,7 @@ mod tests {
     fn root_errors_name_the_path() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing");
-        let e = scan_host(&missing, &ScanOptions::default()).unwrap_err();
+        let e = scan_host(&missing, &SourceOptions::default()).unwrap_err();
         assert!(matches!(e, SourceError::Root { .. }));
         assert_eq!(
             e.to_string(),
@@ -502,7 +505,7 @@ mod tests {
         );
         let file = dir.path().join("file");
         std::fs::write(&file, b"").unwrap();
-        let e = scan_host(&file, &ScanOptions::default()).unwrap_err();
+        let e = scan_host(&file, &SourceOptions::default()).unwrap_err();
         assert!(e.to_string().starts_with(&file.display().to_string()));
         assert!(e.to_string().contains("Not a directory"));
     }
@@ -513,8 +516,11 @@ mod tests {
         std::fs::create_dir(dir.path().join("real")).unwrap();
         std::fs::write(dir.path().join("real/f"), b"").unwrap();
         symlink("real", dir.path().join("alias")).unwrap();
-        let (t, _) =
-            scan_host(&dir.path().join("alias/../alias"), &ScanOptions::default()).unwrap();
+        let (t, _) = scan_host(
+            &dir.path().join("alias/../alias"),
+            &SourceOptions::default(),
+        )
+        .unwrap();
         let canon = std::fs::canonicalize(dir.path().join("real")).unwrap();
         assert_eq!(t.root().host_path, canon);
         assert_eq!(t.entries[1].host_path, canon.join("f"));
@@ -533,10 +539,10 @@ mod tests {
                 .unwrap();
             assert!(st.success());
         }
-        let (t, w) = scan_host(r, &ScanOptions::default()).unwrap();
+        let (t, w) = scan_host(r, &SourceOptions::default()).unwrap();
         assert!(w.is_empty());
         assert!(t.entries.iter().all(|e| e.xattrs.is_empty()));
-        let opts = ScanOptions {
+        let opts = SourceOptions {
             xattr: XattrSelect::USER,
             ..Default::default()
         };
@@ -552,7 +558,7 @@ mod tests {
     fn unknown_type_message() {
         let w = unknown_type_warning(0o160644, Path::new("/r/x"));
         assert_eq!(w.message, "Unknown file type 160644 for /r/x");
-        assert_eq!(w.kind, WarningKind::Error);
+        assert_eq!(w.kind, SourceWarningKind::Error);
     }
 
     #[test]
@@ -567,7 +573,7 @@ mod tests {
             .stack_size(64 * 1024)
             .spawn({
                 let r = dir.path().to_path_buf();
-                move || scan_host(&r, &ScanOptions::default()).map(|(t, _)| t.entries.len())
+                move || scan_host(&r, &SourceOptions::default()).map(|(t, _)| t.entries.len())
             })
             .unwrap();
         assert_eq!(handle.join().unwrap().unwrap(), 301);

@@ -4,15 +4,15 @@
 use std::path::Path;
 
 use super::sys;
-use super::{SourceError, Warning, Xattr, XattrSelect};
+use super::{SourceError, SourceWarning, SourceXattr, XattrSelect};
 
 /// mkfs' prefix table, in its order (first match wins).
 const PREFIXES: [(u8, &[u8]); 5] = [
-    (Xattr::PREFIX_USER, b"user."),
-    (Xattr::PREFIX_SECURITY, b"security."),
-    (Xattr::PREFIX_ACL_ACCESS, b"system.posix_acl_access"),
-    (Xattr::PREFIX_ACL_DEFAULT, b"system.posix_acl_default"),
-    (Xattr::PREFIX_TRUSTED, b"trusted."),
+    (SourceXattr::PREFIX_USER, b"user."),
+    (SourceXattr::PREFIX_SECURITY, b"security."),
+    (SourceXattr::PREFIX_ACL_ACCESS, b"system.posix_acl_access"),
+    (SourceXattr::PREFIX_ACL_DEFAULT, b"system.posix_acl_default"),
+    (SourceXattr::PREFIX_TRUSTED, b"trusted."),
 ];
 
 /// Matches one listed name against the prefix table. Returns the prefix number and the
@@ -36,15 +36,15 @@ fn match_prefix(name: &[u8]) -> Option<(u8, usize)> {
 ///
 /// Problems are never fatal, as in mkfs: a failing `llistxattr`/`lgetxattr` skips the
 /// file/attribute, an unknown prefix is skipped, and each is reported (as a
-/// [`super::WarningKind::Verbose`] warning in mkfs' wording, naming the path as `shown`,
+/// [`super::SourceWarningKind::Verbose`] warning in mkfs' wording, naming the path as `shown`,
 /// i.e. as mkfs built it) only when `verbose` is set.
 pub(crate) fn read_xattrs(
     host_path: &Path,
     shown: &Path,
     select: XattrSelect,
     verbose: bool,
-    warnings: &mut Vec<Warning>,
-) -> Vec<Xattr> {
+    warnings: &mut Vec<SourceWarning>,
+) -> Vec<SourceXattr> {
     let mut out = Vec::new();
     if select.is_empty() {
         return out;
@@ -54,7 +54,7 @@ pub(crate) fn read_xattrs(
         Ok(c) => c,
         Err(e) => {
             if verbose {
-                warnings.push(Warning::verbose(format!(
+                warnings.push(SourceWarning::verbose(format!(
                     "llistxattr('{shown}') = {} : {}",
                     libc::EINVAL,
                     sys::strerror(&e)
@@ -68,7 +68,7 @@ pub(crate) fn read_xattrs(
         Err(e) => {
             if verbose {
                 // mkfs prints errno, not the return value.
-                warnings.push(Warning::verbose(format!(
+                warnings.push(SourceWarning::verbose(format!(
                     "llistxattr('{shown}') = {} : {}",
                     e.raw_os_error().unwrap_or(0),
                     sys::strerror(&e)
@@ -88,7 +88,7 @@ pub(crate) fn read_xattrs(
 
         let Some((prefix, prefix_len)) = match_prefix(xname) else {
             if verbose {
-                warnings.push(Warning::verbose(format!(
+                warnings.push(SourceWarning::verbose(format!(
                     "{shown}: xattr '{}' is not supported.",
                     sys::lossy(xname)
                 )));
@@ -102,7 +102,7 @@ pub(crate) fn read_xattrs(
             Ok(v) => v,
             Err(e) => {
                 if verbose {
-                    warnings.push(Warning::verbose(format!(
+                    warnings.push(SourceWarning::verbose(format!(
                         "lgetxattr('{shown}', '{}') = {} : {}",
                         sys::lossy(xname),
                         e.raw_os_error().unwrap_or(0),
@@ -118,7 +118,7 @@ pub(crate) fn read_xattrs(
         let start = (this_offset + prefix_len).min(list.len());
         let tail = &list[start..];
         let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
-        out.push(Xattr {
+        out.push(SourceXattr {
             prefix,
             name: tail[..end].to_vec(),
             value,
@@ -329,7 +329,7 @@ mod tests {
         let mut w = Vec::new();
         let x = read_xattrs(&d, &d, XattrSelect::POSIX_ACL, false, &mut w);
         assert_eq!(x.len(), 1);
-        assert_eq!(x[0].prefix, Xattr::PREFIX_ACL_DEFAULT);
+        assert_eq!(x[0].prefix, SourceXattr::PREFIX_ACL_DEFAULT);
         assert_eq!(x[0].name, b"");
         let conv = acl_to_jffs2(&x[0].value, false).unwrap();
         assert_eq!(&conv[..4], &[1, 0, 0, 0]);
@@ -358,6 +358,6 @@ mod tests {
             w[0].message,
             "llistxattr('/nonexistent/x') = 2 : No such file or directory"
         );
-        assert_eq!(w[0].kind, super::super::WarningKind::Verbose);
+        assert_eq!(w[0].kind, super::super::SourceWarningKind::Verbose);
     }
 }

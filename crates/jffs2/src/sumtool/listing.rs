@@ -14,7 +14,7 @@ use crate::format::{
 };
 
 /// Calls `line` with each line of the listing of `image` (without newlines); `image` is the
-/// input as given to [`super::analyse`] (or as padded by [`super::analyse_vec`]).
+/// input as given to [`super::analyse`] (or its first [`super::Analysis::held_len`] bytes).
 pub fn listing(image: &[u8], a: &Analysis, line: &mut dyn FnMut(&str)) {
     let es = u64::from(a.input_geometry.erase_size);
     let e = a.input_geometry.endian;

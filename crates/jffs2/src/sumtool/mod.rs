@@ -53,6 +53,7 @@ mod listing;
 mod tests;
 
 use crate::format::pad4_64;
+use crate::image::ImageBytes;
 pub use crate::layout::{RelayoutStats, Summarizer, SummarizingWriter};
 pub use listing::listing;
 
@@ -473,6 +474,9 @@ pub struct Analysis {
     pub scan: Scan,
     /// Length of the input in bytes.
     pub input_len: u64,
+    /// How much of the caller's buffer holds the image as analysed: the padded length when
+    /// it was padded in place, else [`Analysis::input_len`].
+    pub held_len: usize,
     /// The nodes carried over, in order.
     pub kept: Vec<Kept>,
     /// Nodes the scan linked but that are not carried over.
@@ -495,7 +499,7 @@ impl Analysis {
 /// What [`summarize`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Report {
+pub struct SumtoolReport {
     /// The layout statistics.
     pub stats: RelayoutStats,
     /// The output's cleanmarker size, if it has cleanmarkers.
@@ -506,45 +510,26 @@ pub struct Report {
 
 /// Reads `image` as Linux would and decides what to carry over (see the module
 /// documentation). Fails when the geometry disagrees with `cfg` or when the input holds a
-/// node that cannot be summarised or dropped. An image that does not end on an erase-block
-/// boundary is copied to be scanned; [`analyse_vec`] pads in place instead.
-pub fn analyse(image: &[u8], cfg: &SumtoolConfig) -> Result<Analysis, SumtoolError> {
-    let g = input_geometry(image, cfg)?;
-    let flashed = as_flashed(image, g.geometry.erase_size);
-    analyse_flashed(&flashed, image.len() as u64, g, cfg)
-}
-
-/// [`analyse`] of the image in `buf`, which is padded in place with 0xFF to the whole erase
-/// blocks (at least 5) the kernel would see — give it spare capacity to avoid a copy. The
-/// padding is not part of the input: [`Analysis::input_len`] is the length before it.
-pub fn analyse_vec(buf: &mut Vec<u8>, cfg: &SumtoolConfig) -> Result<Analysis, SumtoolError> {
-    let len = buf.len();
-    let g = input_geometry(buf, cfg)?;
-    let want = crate::scan::flashed_len(len, g.geometry.erase_size);
-    buf.resize(want, 0xFF);
-    analyse_flashed(buf, len as u64, g, cfg)
-}
-
-/// [`analyse`] of the image `buf[..len]`; the rest of `buf` is spare room that the padding
-/// to whole erase blocks (at least 5) is written into, so that the scan needs no copy (a
-/// buffer too small for it is copied). Returns the analysis and the padded length: pass
-/// `&buf[..padded]` (or just `buf`) to [`write()`] and [`listing()`].
-pub fn analyse_in_place(
-    buf: &mut [u8],
-    len: usize,
+/// node that cannot be summarised or dropped.
+///
+/// The image is scanned padded with 0xFF to the whole erase blocks (at least 5) the kernel
+/// would see: a borrowed image (`&[u8]`, `&Vec<u8>`) that needs padding is copied; a buffer
+/// with room for it (`&mut Vec<u8>`, [`ImageBytes::InPlace`]) is padded in place. The
+/// padding is not part of the input ([`Analysis::input_len`] is the length before it);
+/// [`Analysis::held_len`] says how much of the buffer to pass to [`write()`] and
+/// [`listing()`].
+pub fn analyse<'a>(
+    image: impl Into<ImageBytes<'a>>,
     cfg: &SumtoolConfig,
-) -> Result<(Analysis, usize), SumtoolError> {
-    let len = len.min(buf.len());
-    let g = input_geometry(&buf[..len], cfg)?;
+) -> Result<Analysis, SumtoolError> {
+    let image = image.into();
+    let len = image.bytes().len();
+    let g = input_geometry(image.bytes(), cfg)?;
     let want = crate::scan::flashed_len(len, g.geometry.erase_size);
-    let flashed = crate::image::pad_in_place(buf, len, want);
-    // Padded in `buf` unless it had no room (then a copy was scanned, `buf` holds the input).
-    let padded = match &flashed {
-        std::borrow::Cow::Borrowed(_) => flashed.len(),
-        std::borrow::Cow::Owned(_) => len,
-    };
-    let a = analyse_flashed(&flashed, len as u64, g, cfg)?;
-    Ok((a, padded))
+    let (flashed, held) = image.pad(want);
+    let mut a = analyse_flashed(&flashed, len as u64, g, cfg)?;
+    a.held_len = held;
+    Ok(a)
 }
 
 /// The geometry decision (see "Geometry safety" in the module documentation).
@@ -726,6 +711,7 @@ fn analyse_flashed(
         input_geometry: geometry,
         scan,
         input_len,
+        held_len: flashed.len(),
         kept: nodes.kept,
         rejected: nodes.rejected,
         input_cleanmarker: nodes.input_cleanmarker,
@@ -888,7 +874,7 @@ pub fn write<W: Write>(
     a: &Analysis,
     cfg: &SumtoolConfig,
     out: W,
-) -> Result<(W, Report), SumtoolError> {
+) -> Result<(W, SumtoolReport), SumtoolError> {
     let cleanmarker = output_cleanmarker(a, cfg);
     if let Some(cm) = cleanmarker {
         if pad4_64(cm) >= u64::from(cfg.erase_size) {
@@ -940,7 +926,7 @@ pub fn write<W: Write>(
     }
     Ok((
         out,
-        Report {
+        SumtoolReport {
             stats,
             cleanmarker,
             erase_size: cfg.erase_size,
@@ -983,7 +969,7 @@ pub fn summarize<W: Write>(
     image: &[u8],
     cfg: &SumtoolConfig,
     out: W,
-) -> Result<(W, Analysis, Report), SumtoolError> {
+) -> Result<(W, Analysis, SumtoolReport), SumtoolError> {
     let a = analyse(image, cfg)?;
     let (out, r) = write(image, &a, cfg, out)?;
     Ok((out, a, r))

@@ -85,7 +85,7 @@ fn cfg(es: u32) -> SumtoolConfig {
     }
 }
 
-fn run(img: &[u8], c: &SumtoolConfig) -> (Vec<u8>, Analysis, Report) {
+fn run(img: &[u8], c: &SumtoolConfig) -> (Vec<u8>, Analysis, SumtoolReport) {
     summarize(img, c, Vec::new()).unwrap()
 }
 
@@ -535,19 +535,21 @@ fn data_behind_a_free_looking_block_start_is_reported() {
 }
 
 #[test]
-fn analyse_in_place_equals_analyse() {
+fn analyse_in_place_equals_analyse_of_bytes() {
     let ns = nodes(30, 700);
     let img = plain(&ns, 8192, None, EndPad::None);
     let c = cfg(8192);
     let (want, _, _) = run(&img, &c);
     let mut buf = img.clone();
     buf.resize(img.len() + 10 * 8192, 0);
-    let (a, padded) = analyse_in_place(&mut buf, img.len(), &c).unwrap();
+    let a = analyse(ImageBytes::InPlace(&mut buf, img.len()), &c).unwrap();
+    let padded = a.held_len;
     assert_eq!(padded % 8192, 0);
     let (got, _) = write(&buf[..padded], &a, &c, Vec::new()).unwrap();
     assert_eq!(got, want);
     let mut v = img.clone();
-    let a = analyse_vec(&mut v, &c).unwrap();
+    let a = analyse(&mut v, &c).unwrap();
+    assert_eq!(a.held_len, v.len());
     let (got, _) = write(&v, &a, &c, Vec::new()).unwrap();
     assert_eq!(got, want);
     let mut lines = 0;

@@ -63,7 +63,7 @@ impl Default for InfoOptions {
 }
 
 /// Data-node counts per compressor.
-pub type Compressors = BTreeMap<&'static str, u64>;
+pub type CompressorCounts = BTreeMap<&'static str, u64>;
 
 /// A `mkfs.jffs2` command line and what it cannot reproduce.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -102,7 +102,7 @@ pub struct ImageInfo {
     /// Cleanmarker nodes found.
     pub cleanmarkers: u64,
     /// Data nodes (dsize > 0, not obsolete) per compressor.
-    pub compressors: Compressors,
+    pub compressors: CompressorCounts,
     /// Nodes per type name (all nodes found by the walk).
     pub nodes: BTreeMap<&'static str, u64>,
     /// Nodes whose ACCURATE bit is clear (obsoleted by the kernel).

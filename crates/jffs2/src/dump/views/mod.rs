@@ -7,7 +7,7 @@
 //! stop it): 0xFF words are erased flash, a word with the magic and a valid header CRC (the
 //! ACCURATE bit forced, as the kernel checks it) starts a node of `PAD(totlen)` bytes,
 //! anything else is skipped a word at a time. What the *kernel* made of each node comes from
-//! the mount scan ([`crate::scan`]) and the build ([`crate::fs::build`]): [`KernelView`].
+//! the mount scan ([`crate::scan`]) and the build ([`crate::fs::Fs::from_scan`]): [`KernelView`].
 
 mod blocks;
 mod info;
@@ -19,7 +19,7 @@ pub use blocks::{
     blocks, record_line, summaries, write_blocks, write_summaries, BlockState, BlockView,
     SummaryView,
 };
-pub use info::{info, write_info, Compressors, ImageInfo, InfoOptions, MkfsCommand};
+pub use info::{info, write_info, CompressorCounts, ImageInfo, InfoOptions, MkfsCommand};
 pub use svg::svg_map;
 
 use crate::crc::crc32;
@@ -439,7 +439,7 @@ impl Iterator for Walk<'_> {
 
 /// What the kernel made of a node, from the mount scan and the build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum NodeVerdict {
     /// Linked by the scan; the state after the build.
     Linked {
         /// The ref's state.
@@ -460,22 +460,22 @@ pub enum Verdict {
     Other,
 }
 
-impl Verdict {
+impl NodeVerdict {
     /// A short name: `unchecked`, `pristine`, `normal`, `obsolete`, `dirt`, `not-read`,
     /// `outside-flash`, `after-end-marker`, `other`.
     pub fn name(self) -> &'static str {
         match self {
-            Verdict::Linked { state, .. } => match state {
+            NodeVerdict::Linked { state, .. } => match state {
                 RefState::Unchecked => "unchecked",
                 RefState::Obsolete => "obsolete",
                 RefState::Pristine => "pristine",
                 RefState::Normal => "normal",
             },
-            Verdict::Dirt(_) => "dirt",
-            Verdict::NotRead => "not-read",
-            Verdict::OutsideFlash => "outside-flash",
-            Verdict::AfterEndMarker => "after-end-marker",
-            Verdict::Other => "other",
+            NodeVerdict::Dirt(_) => "dirt",
+            NodeVerdict::NotRead => "not-read",
+            NodeVerdict::OutsideFlash => "outside-flash",
+            NodeVerdict::AfterEndMarker => "after-end-marker",
+            NodeVerdict::Other => "other",
         }
     }
 }
@@ -492,7 +492,7 @@ pub struct KernelView<'a> {
 }
 
 impl<'a> KernelView<'a> {
-    /// Indexes a scan (after [`crate::fs::build`], so that the build's obsoletions show).
+    /// Indexes a scan (after [`crate::fs::Fs::from_scan`], so that the build's obsoletions show).
     pub fn new(scan: &'a Scan) -> Self {
         let by_offset = scan
             .refs
@@ -504,18 +504,18 @@ impl<'a> KernelView<'a> {
     }
 
     /// The verdict on the node at `offset`.
-    pub fn verdict(&self, offset: u64) -> Verdict {
+    pub fn verdict(&self, offset: u64) -> NodeVerdict {
         let Ok(o) = u32::try_from(offset) else {
-            return Verdict::OutsideFlash;
+            return NodeVerdict::OutsideFlash;
         };
         if o >= self.scan.flash_size {
-            return Verdict::OutsideFlash;
+            return NodeVerdict::OutsideFlash;
         }
         if self.scan.end_marker.is_some_and(|m| o >= m) {
-            return Verdict::AfterEndMarker;
+            return NodeVerdict::AfterEndMarker;
         }
         if let Some(r) = self.by_offset.get(&o).and_then(|&i| self.scan.refs.get(i)) {
-            return Verdict::Linked {
+            return NodeVerdict::Linked {
                 state: r.state,
                 from_summary: r.from_summary,
             };
@@ -524,15 +524,15 @@ impl<'a> KernelView<'a> {
         let i = d.partition_point(|x| x.offset <= o);
         if let Some(x) = i.checked_sub(1).and_then(|i| d.get(i)) {
             if o < x.offset.saturating_add(x.len) {
-                return Verdict::Dirt(x.cause);
+                return NodeVerdict::Dirt(x.cause);
             }
         }
         if let Some(b) = self.scan.block_of(o).and_then(|b| self.scan.blocks.get(b)) {
             if b.summary == SummaryUse::Used {
-                return Verdict::NotRead;
+                return NodeVerdict::NotRead;
             }
         }
-        Verdict::Other
+        NodeVerdict::Other
     }
 }
 

@@ -174,13 +174,16 @@ fn verdicts_follow_the_scan() {
     assert!(!nodes[0].accurate());
     assert_eq!(
         kv.verdict(nodes[0].offset),
-        Verdict::Dirt(DirtCause::Obsolete)
+        NodeVerdict::Dirt(DirtCause::Obsolete)
     );
     assert!(matches!(
         kv.verdict(nodes[2].offset),
-        Verdict::Linked { .. }
+        NodeVerdict::Linked { .. }
     ));
-    assert_eq!(kv.verdict(u64::from(u32::MAX) + 5), Verdict::OutsideFlash);
+    assert_eq!(
+        kv.verdict(u64::from(u32::MAX) + 5),
+        NodeVerdict::OutsideFlash
+    );
 }
 
 #[test]

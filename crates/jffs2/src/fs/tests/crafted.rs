@@ -4,7 +4,7 @@ use super::*;
 use crate::compress::{self, COMPR_LZO, COMPR_NONE, COMPR_RTIME, COMPR_ZERO, COMPR_ZLIB};
 use crate::format::xprefix;
 use crate::fs::{
-    build, FsError, FsOptions, InodeKind, Problem, ReadError, RubinMode, TreeOptions, XattrError,
+    Fs, FsError, FsOptions, InodeKind, Problem, ReadError, RubinMode, TreeOptions, XattrError,
 };
 
 fn fs_of(img: &Img) -> Image<'static> {
@@ -696,7 +696,7 @@ fn summary_refs_are_checked_at_readinode() {
         let n = scan.refs.len() - 1;
         scan.inodes.get_mut(&2).unwrap().nodes.push(n);
     }
-    let fs = build(&image, &mut scan);
+    let fs = Fs::from_scan(&image, &mut scan, Default::default());
     let ino = fs.read_inode(2).unwrap();
     assert_eq!(fs.read_range(&ino, 0, 10).unwrap(), b"v1");
     let reasons: Vec<_> = ino

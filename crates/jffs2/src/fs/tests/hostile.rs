@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::compress::{self, COMPR_NONE, COMPR_ZERO, COMPR_ZLIB};
-use crate::fs::{build, FsError, Problem, ReadError, TreeOptions, PATH_MAX};
+use crate::fs::{Fs, FsError, Problem, ReadError, TreeOptions, PATH_MAX};
 
 /// zlib at level 9 (the kernel's reader accepts any zlib stream).
 fn zlib9(data: &[u8]) -> Vec<u8> {
@@ -357,7 +357,7 @@ fn refs_into_garbage() {
         version: 1,
         node: 5,
     });
-    let fs = build(&image, &mut scan);
+    let fs = Fs::from_scan(&image, &mut scan, Default::default());
     for ino in 0..10 {
         let _ = fs.read_inode(ino);
     }
@@ -381,7 +381,7 @@ fn bit_flips_never_panic() {
         image[pos] ^= 1 << (seed % 8);
         // Scanned directly: a flipped bit can make the detection see other cleanmarkers.
         let mut scan = scan_image(&image, geometry(LE, ES));
-        let fs = build(&image, &mut scan);
+        let fs = Fs::from_scan(&image, &mut scan, Default::default());
         let _ = fs.tree(&TreeOptions::check());
     }
 }

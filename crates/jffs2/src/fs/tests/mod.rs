@@ -66,7 +66,7 @@ pub(super) fn opened(image: &[u8], g: Geometry) -> Image<'_> {
 }
 
 /// The mount scan alone, for the tests that change the scan before they build the model on
-/// it (`fs::build` on a scan of the caller's, which [`Image::mount`] does not take), and for
+/// it (`Fs::from_scan` on a scan of the caller's, which [`Image::mount`] does not take), and for
 /// images of garbage, whose cleanmarker size the detection cannot be trusted to find: the
 /// image padded with 0xFF to whole erase blocks and scanned in exactly the geometry `g`.
 pub(super) fn scan_image(image: &[u8], g: Geometry) -> Scan {

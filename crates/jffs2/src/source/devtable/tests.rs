@@ -6,8 +6,8 @@ use std::process::Command;
 
 const NOW: u32 = 1_700_000_000;
 
-fn opts() -> ScanOptions {
-    ScanOptions {
+fn opts() -> SourceOptions {
+    SourceOptions {
         now: NOW,
         ..Default::default()
     }
@@ -56,19 +56,23 @@ fn host() -> tempfile::TempDir {
     dir
 }
 
-fn apply(r: &Path, table: &str, o: &ScanOptions) -> (Tree, Result<Vec<Warning>, SourceError>) {
+fn apply(
+    r: &Path,
+    table: &str,
+    o: &SourceOptions,
+) -> (SourceTree, Result<Vec<SourceWarning>, SourceError>) {
     let (mut t, _) = scan_host(r, o).unwrap();
     let res = apply_device_table(&mut t, table.as_bytes(), Path::new("table.txt"), r, o);
     (t, res)
 }
 
-fn get<'a>(t: &'a Tree, full: &str) -> &'a Entry {
+fn get<'a>(t: &'a SourceTree, full: &str) -> &'a SourceEntry {
     &t.entries[t
         .find(full.as_bytes())
         .unwrap_or_else(|| panic!("no {full}"))]
 }
 
-fn names(t: &Tree, full: &str) -> Vec<String> {
+fn names(t: &SourceTree, full: &str) -> Vec<String> {
     get(t, full)
         .children
         .iter()
@@ -263,7 +267,7 @@ fn new_entries_are_appended_in_table_order_with_now() {
     assert_eq!(get(&t, "/newdir/inner").mode, libc::S_IFDIR | 0o755);
 
     // faketime: 0 for table entries too.
-    let o = ScanOptions {
+    let o = SourceOptions {
         faketime: true,
         ..opts()
     };
@@ -275,7 +279,7 @@ fn new_entries_are_appended_in_table_order_with_now() {
 #[test]
 fn squash_does_not_apply_to_table_entries() {
     let dir = host();
-    let o = ScanOptions {
+    let o = SourceOptions {
         squash_uids: true,
         squash_perms: true,
         ..opts()
@@ -357,7 +361,7 @@ fn missing_parent_is_a_warning() {
         "skipping device_table entry '/nope/x': no parent directory!"
     );
     assert_eq!(w[0].location.as_deref(), Some("table.txt:1"));
-    assert_eq!(w[0].kind, WarningKind::Error);
+    assert_eq!(w[0].kind, SourceWarningKind::Error);
     assert_eq!(
         w[0].to_string(),
         "table.txt:1: skipping device_table entry '/nope/x': no parent directory!"
@@ -477,7 +481,7 @@ fn ranges() {
         ]
     );
     let dev = t.find(b"/dev").unwrap();
-    let kids: Vec<&Entry> = t.entries[dev]
+    let kids: Vec<&SourceEntry> = t.entries[dev]
         .children
         .iter()
         .map(|&c| &t.entries[c])
@@ -561,14 +565,14 @@ fn lines_with_fewer_than_two_fields_are_ignored() {
     assert!(res.unwrap().is_empty());
     assert!(t.find(b"/dev/lonely").is_none());
     assert!(get(&t, "/dev/ok").is_fifo());
-    let o = ScanOptions {
+    let o = SourceOptions {
         verbose: true,
         ..opts()
     };
     let (_, res) = apply(dir.path(), "/dev/lonely\n/dev/ok p\n", &o);
     let w = res.unwrap();
     assert_eq!(w.len(), 1);
-    assert_eq!(w[0].kind, WarningKind::Notice);
+    assert_eq!(w[0].kind, SourceWarningKind::Notice);
     assert_eq!(w[0].location.as_deref(), Some("table.txt:1"));
 }
 
@@ -621,7 +625,7 @@ fn xattrs_of_new_entries_come_from_their_host_path() {
         .status()
         .unwrap();
     assert!(st.success());
-    let o = ScanOptions {
+    let o = SourceOptions {
         xattr: XattrSelect::ALL,
         verbose: true,
         ..opts()
@@ -631,7 +635,7 @@ fn xattrs_of_new_entries_come_from_their_host_path() {
     let s0 = get(&t, "/dev/ttyS0");
     assert_eq!(s0.xattrs.len(), 1); // host entry
     let dev = t.find(b"/dev").unwrap();
-    let kids: Vec<&Entry> = t.entries[dev]
+    let kids: Vec<&SourceEntry> = t.entries[dev]
         .children
         .iter()
         .map(|&c| &t.entries[c])

@@ -35,11 +35,11 @@
 use std::io::{self, Write};
 
 use crate::format::swap::{other, Converter};
-use crate::format::{ConvertReport, Endian, NodeHeader, HEADER_SIZE, MAGIC};
+use crate::format::{Endian, NodeHeader, SwapReport, HEADER_SIZE, MAGIC};
 
 /// Options of the conversion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConvertOptions {
+pub struct SwapOptions {
     /// Byte order of the input (`-b` / `-l`); the output has the other one.
     pub from: Endian,
     /// `-r`: recompute data and name CRCs even where they were wrong.
@@ -53,7 +53,7 @@ pub struct ConvertOptions {
 /// writers.
 ///
 /// ```
-/// use jffs2::dump::{convert_endian, ConvertOptions};
+/// use jffs2::dump::{swap_endian, SwapOptions};
 /// use jffs2::format::Endian;
 /// use jffs2::mkfs::{build, MkfsConfig, NullSink};
 ///
@@ -65,8 +65,8 @@ pub struct ConvertOptions {
 /// build(&tree, &cfg, &mut little, &mut NullSink)?;
 ///
 /// let (mut big, mut log) = (Vec::new(), Vec::new());
-/// let opts = ConvertOptions { from: Endian::Little, recalc_crc: false };
-/// let report = convert_endian(&little, &opts, &mut big, &mut log)?;
+/// let opts = SwapOptions { from: Endian::Little, recalc_crc: false };
+/// let report = swap_endian(&little, &opts, &mut big, &mut log)?;
 /// assert_eq!(big.len(), little.len()); // node for node, at the same offsets
 /// assert_eq!((report.nodes, report.bad_crcs_kept), (3, 0)); // cleanmarker, dirent, inode
 /// assert!(log.is_empty());
@@ -77,24 +77,24 @@ pub struct ConvertOptions {
 /// build(&tree, &MkfsConfig { endian: Endian::Big, ..cfg }, &mut built_big, &mut NullSink)?;
 /// assert_eq!(big, built_big);
 /// let mut back = Vec::new();
-/// let opts = ConvertOptions { from: Endian::Big, recalc_crc: false };
-/// convert_endian(&big, &opts, &mut back, &mut std::io::sink())?;
+/// let opts = SwapOptions { from: Endian::Big, recalc_crc: false };
+/// swap_endian(&big, &opts, &mut back, &mut std::io::sink())?;
 /// assert_eq!(back, little);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn convert_endian(
+pub fn swap_endian(
     image: &[u8],
-    opts: &ConvertOptions,
+    opts: &SwapOptions,
     out: &mut dyn Write,
     log: &mut dyn Write,
-) -> io::Result<ConvertReport> {
+) -> io::Result<SwapReport> {
     let from = opts.from;
     let to = other(from);
     let mut c = Converter {
         from,
         to,
         recalc: opts.recalc_crc,
-        report: ConvertReport::default(),
+        report: SwapReport::default(),
     };
     let len = image.len();
     let mut p = 0usize;
@@ -168,12 +168,12 @@ mod tests {
         xprefix, DirentNode, InodeNode, SumRecord, SummaryNode, XattrNode, XrefNode,
     };
 
-    fn convert(img: &[u8], from: Endian, recalc: bool) -> (Vec<u8>, ConvertReport, String) {
+    fn convert(img: &[u8], from: Endian, recalc: bool) -> (Vec<u8>, SwapReport, String) {
         let mut out = Vec::new();
         let mut log = Vec::new();
-        let r = convert_endian(
+        let r = swap_endian(
             img,
-            &ConvertOptions {
+            &SwapOptions {
                 from,
                 recalc_crc: recalc,
             },

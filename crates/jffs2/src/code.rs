@@ -1,22 +1,58 @@
 //! The finding codes, each defined once: its stable kebab-case string, the severities it is
-//! reported with and its meaning. `docs/FSCK.md`'s table of findings is [`Code::table()`]
+//! reported with and its meaning. They sit below every reader, so that the filesystem model
+//! (`fs::Problem::code`) and the checker (`fsck::Finding`) name a finding with the same
+//! value. `docs/FSCK.md`'s table of findings is [`Code::table()`]
 //! (a test compares them), so the codes fsck prints, their severities and their documentation
 //! cannot drift apart.
 
 use std::fmt;
 
-use super::Severity;
-use crate::fs::{Problem, XattrError};
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Normal, or a fact about the check.
+    Info,
+    /// Tolerated by Linux but worth a look.
+    Warning,
+    /// Linux refuses to mount or loses/misreads data, or the image is corrupt.
+    Error,
+}
+
+impl Severity {
+    /// `ERROR`, `WARNING`, `INFO`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "ERROR",
+            Severity::Warning => "WARNING",
+            Severity::Info => "INFO",
+        }
+    }
+
+    /// `error`, `warning`, `info` (JSON).
+    pub fn lower(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Defines [`Code`] from one line per code: `Variant = "code", [Default, Other…], "meaning";`.
-/// The first severity is the one [`super::Finding::new`] gives; the others are those a site may
-/// choose instead ([`super::Finding::with_severity`]), and say so in the doc comment above.
+/// The first severity is the one `fsck::Finding::new` gives; the others are those a site may
+/// choose instead (`fsck::Finding::with_severity`), and say so in the doc comment above.
 macro_rules! codes {
     ($(
         $(#[doc = $doc0:literal] $(#[doc = $doc:literal])*)?
         $variant:ident = $code:literal, [$($sev:ident),+], $meaning:literal;
     )+) => {
-        /// What a [`super::Finding`] is about. Its string ([`Code::as_str`]) is stable: text
+        /// What a finding (`fsck::Finding`, `fs::Problem`) is about. Its string ([`Code::as_str`]) is stable: text
         /// and JSON output, scripts and `docs/FSCK.md` use it.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #[non_exhaustive]
@@ -187,34 +223,6 @@ impl Code {
         self.severities()[0]
     }
 
-    /// The code of a problem of the filesystem model. Exhaustive, so that a new kind of
-    /// problem needs a code here; its string is the one [`Problem::code`] gives.
-    pub fn of_problem(p: &Problem) -> Code {
-        match p {
-            Problem::DirentToMissingInode { .. } => Code::DirentToMissingInode,
-            Problem::OrphanInode { .. } => Code::OrphanInode,
-            Problem::DirHardLink { .. } => Code::DirectoryHardLink,
-            Problem::DirReachedTwice { .. } => Code::DirectoryReachedTwice,
-            Problem::Unreachable { .. } => Code::UnreachableInode,
-            Problem::NlinkMismatch { .. } => Code::NlinkMismatch,
-            Problem::SizeBeyondData { .. } => Code::SizeBeyondData,
-            Problem::DataCrc { .. } => Code::DataCrc,
-            Problem::BadNode { .. } => Code::BadNode,
-            Problem::Unreadable { .. } => Code::UnreadableData,
-            Problem::InodeUnreadable { .. } => Code::UnreadableInode,
-            Problem::PathTooLong { .. } => Code::PathTooLong,
-            Problem::Xattr(x) => match x {
-                XattrError::XrefCrc { .. } => Code::XrefCrc,
-                XattrError::XrefInconsistent { .. } => Code::XrefInconsistent,
-                XattrError::OrphanXref { .. } => Code::OrphanXref,
-                XattrError::OrphanDatum { .. } => Code::OrphanXattr,
-                XattrError::BadDatum { .. } => Code::BadXattr,
-                XattrError::DuplicateName { .. } => Code::DuplicateXattr,
-                XattrError::BadAcl { .. } => Code::BadAcl,
-            },
-        }
-    }
-
     /// The code with this string, if any.
     pub fn parse(s: &str) -> Option<Code> {
         Code::ALL.iter().copied().find(|c| c.as_str() == s)
@@ -260,7 +268,6 @@ impl PartialEq<&str> for Code {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::{FsError, ReadError};
 
     /// `docs/FSCK.md`'s table of findings: from its header row to the first line that is not
     /// a row.
@@ -316,7 +323,7 @@ mod tests {
         let want = Code::table();
         assert!(
             doc == want,
-            "docs/FSCK.md's table of findings differs from fsck::Code (crates/jffs2/src/fsck/code.rs); \
+            "docs/FSCK.md's table of findings differs from code::Code (crates/jffs2/src/code.rs); \
              replace it with:\n\n{want}"
         );
     }
@@ -341,108 +348,5 @@ mod tests {
     fn other_severities_are_refused() {
         let _ =
             crate::fsck::Finding::new(Code::HeaderCrc, String::new()).with_severity(Severity::Info);
-    }
-
-    /// Each problem of the model gets the code whose string the model gives it.
-    #[test]
-    fn problems_map_to_their_codes() {
-        let x = |e: XattrError| Problem::Xattr(e);
-        let all = [
-            Problem::DirentToMissingInode {
-                offset: 0,
-                parent: 1,
-                name: b"a".to_vec(),
-                ino: 2,
-            },
-            Problem::OrphanInode {
-                ino: 2,
-                offset: None,
-                nodes: 0,
-            },
-            Problem::DirHardLink {
-                offset: 0,
-                ino: 2,
-                name: b"a".to_vec(),
-                parent: 1,
-                other_parent: 3,
-            },
-            Problem::DirReachedTwice {
-                ino: 2,
-                path: b"a".to_vec(),
-                first_path: b"b".to_vec(),
-            },
-            Problem::Unreachable { ino: 2 },
-            Problem::NlinkMismatch {
-                ino: 2,
-                path: b"a".to_vec(),
-                nlink: 1,
-                found: 2,
-            },
-            Problem::SizeBeyondData {
-                ino: 2,
-                path: None,
-                isize: 2,
-                size: 1,
-            },
-            Problem::DataCrc {
-                ino: 2,
-                offset: 0,
-                stored: 0,
-                computed: 1,
-                superseded: false,
-            },
-            Problem::BadNode {
-                ino: 2,
-                offset: 0,
-                reason: String::new(),
-            },
-            Problem::Unreadable {
-                ino: 2,
-                path: None,
-                error: ReadError::OutOfImage { offset: 0 },
-            },
-            Problem::InodeUnreadable {
-                ino: 2,
-                path: None,
-                error: FsError::NoSuchInode(2),
-            },
-            Problem::PathTooLong {
-                ino: 2,
-                path: b"a".to_vec(),
-            },
-            x(XattrError::XrefCrc {
-                offset: 0,
-                stored: 0,
-                computed: 1,
-            }),
-            x(XattrError::XrefInconsistent {
-                offset: 0,
-                reason: String::new(),
-            }),
-            x(XattrError::OrphanXref {
-                offset: 0,
-                ino: 2,
-                xid: 1,
-            }),
-            x(XattrError::OrphanDatum { offset: 0, xid: 1 }),
-            x(XattrError::BadDatum {
-                offset: 0,
-                xid: 1,
-                reason: String::new(),
-            }),
-            x(XattrError::DuplicateName {
-                offset: 0,
-                ino: 2,
-                name: b"user.a".to_vec(),
-            }),
-            x(XattrError::BadAcl {
-                offset: 0,
-                ino: 2,
-                reason: "",
-            }),
-        ];
-        for p in &all {
-            assert_eq!(Code::of_problem(p).as_str(), p.code(), "{p:?}");
-        }
     }
 }
