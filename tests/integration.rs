@@ -10,6 +10,8 @@
 //!   `jffs2-*` names, symbolic links to the binaries under test;
 //! * Debian's: `mkfs.jffs2`, `sumtool`, `jffs2dump`, `jffs2reader`, links to mtd-utils.
 //!
+//! `mkfs.jffs2` on both sides through a shim that runs the real one (`INPUT_TIMES`).
+//!
 //! `/usr/sbin` and `/sbin` are not in `PATH`, so nothing falls back to mtd-utils unnoticed.
 //! A "parity" block runs twice, with our names and with Debian's, on the same source tree, in
 //! two work directories; what each run created or changed must be the same: byte-identical
@@ -26,7 +28,9 @@
 //! line (`Step::contains`).
 //!
 //! Both runs of a parity block see one fixed clock (libfaketime, `FIXED_CLOCK`): mkfs.jffs2
-//! stamps the entries a device table creates with the current time.
+//! stamps the entries a device table creates with the current time. And both tools image the
+//! same host mtimes: a tree a block makes itself gets the kernel's times, which Debian's
+//! `mkfs.jffs2` is given as ours saw them (`INPUT_TIMES`).
 //!
 //! Needs root (the tree has a fifo, foreign owners and a setuid file), mtd-utils, fakeroot,
 //! libfaketime and genimage (`scripts/install-test-deps.sh`); without one the test is skipped
@@ -44,7 +48,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::{mtd_tool, nodes, random, require_root, set_mtime, text, Endian, NODETYPE_SUMMARY};
 use sumtool_common::payload_nodes;
@@ -326,6 +330,64 @@ done
 exec MKFS "$@"
 "#;
 
+/// Host mtimes go into the image (docs/spec/mtd-utils-spec.md §3.3, §3.9), and a block that
+/// makes the tree it images (OpenWrt's `Build/jffs2`: `mkdir`, `cp`, then mkfs.jffs2 without
+/// `-f`) gets them from the kernel's clock, which no fixed clock reaches: our run and Debian's
+/// would differ whenever they straddle a second. So each side's `mkfs.jffs2` is this shim:
+/// ours (`record`) writes the mtimes of the tree it is about to image (its `-d`/`-r`/`--root`,
+/// else `.`) to `$JFFS2_TEST_INPUTS/N.times` (N counts the block's invocations) and runs our
+/// tool on the untouched tree; Debian's (`replay`) sets the same relative paths of its own
+/// N-th tree to exactly those times (nothing to do when both image one tree, `$ROOTFS`), then
+/// runs mtd-utils. Chosen over fixing every tree's times: both images still carry the real,
+/// differing host times (an image that drops or alters them still differs), only the one
+/// input the two runs cannot share — the clock at which the block made its files — is given
+/// to the reference as our tool saw it, whatever the timing of the two runs.
+const INPUT_TIMES: &str = r#"#!/bin/bash
+# mkfs.jffs2 of tests/integration.rs: MODE the mtimes of the tree to image (INPUT_TIMES there).
+if [ -n "$JFFS2_TEST_INPUTS" ]; then
+	root=.
+	take=
+	for a in "$@"; do
+		if [ -n "$take" ]; then
+			[ "$take" = root ] && root=$a
+			take=
+			continue
+		fi
+		case "$a" in
+		--) break ;;
+		-d|-r|--root) take=root ;;
+		--root=*) root=${a#--root=} ;;
+		-d*|-r*) root=${a#-?} ;;
+		-[secoDmxXyi]|--pagesize|--eraseblock|--cleanmarker|--output|--devtable|\
+		--compression-mode|--disable-compressor|--enable-compressor|\
+		--compressor-priority|--incremental) take=other ;;
+		esac
+	done
+	d=$JFFS2_TEST_INPUTS
+	abs=$(cd -- "$root" 2>/dev/null && pwd -P) || abs=
+	if [ -n "$abs" ] && [ MODE = record ]; then
+		n=1; while [ -e "$d/$n.root" ]; do n=$((n + 1)); done
+		find "$abs" -printf '%T@ %P\0' >"$d/$n.times" 2>/dev/null
+		printf '%s' "$abs" >"$d/$n.root"
+	elif [ -n "$abs" ]; then
+		n=1; while [ -e "$d/$n.replayed" ]; do n=$((n + 1)); done
+		: >"$d/$n.replayed"
+		if [ -f "$d/$n.root" ] && [ "$(cat "$d/$n.root")" != "$abs" ]; then
+			while IFS= read -r -d '' rec; do
+				touch -h -d "@${rec%% *}" -- "$abs/${rec#* }" 2>/dev/null
+			done <"$d/$n.times"
+		fi
+	fi
+fi
+exec 'EXEC' "$@"
+"#;
+
+/// Writes an executable script.
+fn script(path: &Path, body: &str) {
+    fs::write(path, body).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 fn make_bins(base: &Path) -> Bins {
     let ours = base.join("bin-ours");
     let debian = base.join("bin-debian");
@@ -340,7 +402,6 @@ fn make_bins(base: &Path) -> Bins {
     let fsck = Path::new(env!("CARGO_BIN_EXE_jffs2-fsck"));
     let convert = Path::new(env!("CARGO_BIN_EXE_jffs2-convert"));
     for (name, target) in [
-        ("mkfs.jffs2", mkfs),
         ("sumtool", sumtool),
         ("jffs2dump", dump),
         ("jffs2reader", dump),
@@ -355,19 +416,35 @@ fn make_bins(base: &Path) -> Bins {
     }
     let debian_openwrt = base.join("bin-debian-openwrt");
     fs::create_dir_all(&debian_openwrt).unwrap();
-    for name in ["mkfs.jffs2", "sumtool", "jffs2dump", "jffs2reader"] {
+    for name in ["sumtool", "jffs2dump", "jffs2reader"] {
         link(&mtd_tool(name), &debian, name);
-        if name != "mkfs.jffs2" {
-            link(&mtd_tool(name), &debian_openwrt, name);
-        }
+        link(&mtd_tool(name), &debian_openwrt, name);
     }
-    let wrapper = debian_openwrt.join("mkfs.jffs2");
-    fs::write(
-        &wrapper,
-        DROP_X_LZMA.replace("MKFS", &mtd_tool("mkfs.jffs2").to_string_lossy()),
-    )
-    .unwrap();
-    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    // The real mkfs.jffs2 behind each shim (ours under that name, for its messages).
+    let real = |dir: &Path| {
+        let r = dir.join(".real");
+        fs::create_dir_all(&r).unwrap();
+        r.join("mkfs.jffs2")
+    };
+    let ours_real = real(&ours);
+    std::os::unix::fs::symlink(mkfs, &ours_real).unwrap();
+    let drop_lzma = real(&debian_openwrt);
+    script(
+        &drop_lzma,
+        &DROP_X_LZMA.replace("MKFS", &mtd_tool("mkfs.jffs2").to_string_lossy()),
+    );
+    for (dir, mode, exec) in [
+        (&ours, "record", ours_real),
+        (&debian, "replay", mtd_tool("mkfs.jffs2")),
+        (&debian_openwrt, "replay", drop_lzma),
+    ] {
+        script(
+            &dir.join("mkfs.jffs2"),
+            &INPUT_TIMES
+                .replace("MODE", mode)
+                .replace("EXEC", &exec.to_string_lossy()),
+        );
+    }
     Bins {
         ours,
         debian,
@@ -400,9 +477,6 @@ struct Run {
     stdout: String,
     stderr: String,
     seconds: f64,
-    /// Wall-clock seconds (UNIX) at start (less `COARSE_LAG`) and end: the kernel stamps the
-    /// files a block creates with its own clock, which no fixed clock reaches.
-    clock: (u64, u64),
 }
 
 /// One block's outcome, for checks.
@@ -481,9 +555,6 @@ struct Session {
     shell: &'static str,
     fakeroot: bool,
     lc_all: &'static str,
-    /// A block makes the tree it images (host mtimes from the kernel's clock): rerun the
-    /// session when a parity comparison failed across a second boundary.
-    clock_sensitive: bool,
     /// Run Debian's mkfs.jffs2 through the wrapper that drops `-x lzma`.
     openwrt: bool,
 }
@@ -499,7 +570,6 @@ impl Session {
             shell: "sh",
             fakeroot: false,
             lc_all: "C",
-            clock_sensitive: false,
             openwrt: false,
         }
     }
@@ -554,32 +624,10 @@ fn env() -> Env {
 /// and ours does the same: two runs a second apart differ in those bytes (OpenWrt's `-D`).
 const FIXED_CLOCK: &str = "2024-02-29 12:34:56";
 
-/// How far the kernel's coarse clock (file times, `time(2)`) may lag `SystemTime::now()`.
-const COARSE_LAG: Duration = Duration::from_millis(50);
-
-/// Sleeps into the next second (past `COARSE_LAG`) unless the current one has just begun, so
-/// that both runs of a parity block that makes its own files usually fall in one second.
-fn start_early_in_a_second() {
-    let frac = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(Duration::ZERO, |d| {
-            Duration::from_nanos(u64::from(d.subsec_nanos()))
-        });
-    if frac > Duration::from_millis(500) {
-        std::thread::sleep(Duration::from_secs(1) - frac + COARSE_LAG);
-    }
-}
-
-fn now_secs(lag: Duration) -> u64 {
-    SystemTime::now()
-        .checked_sub(lag)
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs())
-}
-
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Runs one block in `work` with the tool set's `PATH` (under `FIXED_CLOCK` if `fixed_clock`).
+/// Runs one block in `work` with the tool set's `PATH` (under `FIXED_CLOCK` if `fixed_clock`);
+/// `inputs` is the block's directory of recorded input times (`INPUT_TIMES`).
 #[allow(clippy::too_many_arguments)]
 fn run_block(
     s: &Session,
@@ -587,6 +635,7 @@ fn run_block(
     tool: Tool,
     work: &Path,
     logs: &Path,
+    inputs: &Path,
     id: &str,
     body: &str,
     fixed_clock: bool,
@@ -617,6 +666,7 @@ fn run_block(
         .env("HOME", work)
         .env("LC_ALL", s.lc_all)
         .env("TZ", "UTC")
+        .env("JFFS2_TEST_INPUTS", inputs)
         .current_dir(work)
         .stdin(Stdio::null());
     if s.fakeroot {
@@ -640,7 +690,6 @@ fn run_block(
         .stderr(fs::File::create(&err_path).unwrap())
         .process_group(0);
     let t0 = Instant::now();
-    let c0 = now_secs(COARSE_LAG);
     let mut child = c
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", s.shell));
@@ -670,7 +719,6 @@ fn run_block(
         stdout: mask(String::from_utf8_lossy(&fs::read(&out_path).unwrap()).into_owned()),
         stderr: mask(String::from_utf8_lossy(&fs::read(&err_path).unwrap()).into_owned()),
         seconds,
-        clock: (c0, now_secs(Duration::ZERO)),
     }
 }
 
@@ -898,35 +946,21 @@ fn compare(
     }
 }
 
-/// Runs a session (all its blocks, both tool sets where asked); panics on the first failure,
-/// rerunning a clock-sensitive session (up to 3 times) when the failing block's runs spanned
-/// a second boundary.
+/// Runs a session (all its blocks, both tool sets where asked); panics on the first failure.
 fn run_session(e: &Env, s: &Session) {
-    for attempt in 1..=3 {
-        match try_session(e, s, attempt) {
-            Ok(()) => return,
-            Err((msg, crossed)) => {
-                if s.clock_sensitive && crossed && attempt < 3 {
-                    eprintln!(
-                        "{}: retrying (a second boundary was crossed): {msg}",
-                        s.name
-                    );
-                    continue;
-                }
-                panic!("{} ({}): {msg}", s.name, s.guide);
-            }
-        }
+    if let Err(msg) = try_session(e, s) {
+        panic!("{} ({}): {msg}", s.name, s.guide);
     }
 }
 
-fn try_session(e: &Env, s: &Session, attempt: u32) -> Result<(), (String, bool)> {
+fn try_session(e: &Env, s: &Session) -> Result<(), String> {
     let guide = parse_guide(s.guide);
     let safe: String = s
         .name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    let base = e.scratch.path().join(format!("{safe}-{attempt}"));
+    let base = e.scratch.path().join(safe);
     let dirs = [
         (Tool::Ours, base.join("ours")),
         (Tool::Debian, base.join("debian")),
@@ -964,10 +998,20 @@ fn try_session(e: &Env, s: &Session, attempt: u32) -> Result<(), (String, bool)>
         }
         let before_o = snapshot(ours_dir);
         let parity = st.mode == Mode::Parity;
-        if parity && s.clock_sensitive {
-            start_early_in_a_second();
-        }
-        let ours = run_block(s, e, Tool::Ours, ours_dir, &logs, st.id, body, parity);
+        let inputs = logs.join(format!("{}.inputs", st.id));
+        let _ = fs::remove_dir_all(&inputs);
+        fs::create_dir(&inputs).unwrap();
+        let ours = run_block(
+            s,
+            e,
+            Tool::Ours,
+            ours_dir,
+            &logs,
+            &inputs,
+            st.id,
+            body,
+            parity,
+        );
         let ours_changes = changed(&before_o, &snapshot(ours_dir));
         let mut debian = None;
         let mut debian_changes = BTreeSet::new();
@@ -979,16 +1023,13 @@ fn try_session(e: &Env, s: &Session, attempt: u32) -> Result<(), (String, bool)>
                 Tool::Debian,
                 debian_dir,
                 &logs,
+                &inputs,
                 st.id,
                 body,
                 true,
             ));
             debian_changes = changed(&before_d, &snapshot(debian_dir));
         }
-        let crossed = match &debian {
-            Some(d) => ours.clock.0 != d.clock.1,
-            None => ours.clock.0 != ours.clock.1,
-        };
         eprintln!(
             "  {:<34} {:<28} ours exit {:>3} {:>6.2} s{}",
             s.name,
@@ -1000,23 +1041,20 @@ fn try_session(e: &Env, s: &Session, attempt: u32) -> Result<(), (String, bool)>
                 .map(|d| format!("   mtd-utils exit {:>3} {:>6.2} s", d.status, d.seconds))
                 .unwrap_or_default()
         );
-        let fail = |msg: String| -> Result<(), (String, bool)> {
-            Err((
-                format!(
-                    "block {}:\n{body}\n{msg}\n--- ours: exit {}\nstdout:\n{}\nstderr:\n{}{}",
-                    st.id,
-                    ours.status,
-                    ours.stdout,
-                    ours.stderr,
-                    debian
-                        .as_ref()
-                        .map(|d| format!(
-                            "--- mtd-utils: exit {}\nstdout:\n{}\nstderr:\n{}",
-                            d.status, d.stdout, d.stderr
-                        ))
-                        .unwrap_or_default()
-                ),
-                crossed,
+        let fail = |msg: String| -> Result<(), String> {
+            Err(format!(
+                "block {}:\n{body}\n{msg}\n--- ours: exit {}\nstdout:\n{}\nstderr:\n{}{}",
+                st.id,
+                ours.status,
+                ours.stdout,
+                ours.stderr,
+                debian
+                    .as_ref()
+                    .map(|d| format!(
+                        "--- mtd-utils: exit {}\nstdout:\n{}\nstderr:\n{}",
+                        d.status, d.stdout, d.stderr
+                    ))
+                    .unwrap_or_default()
             ))
         };
         match (&st.mode, &debian) {
@@ -1653,8 +1691,8 @@ fn openwrt_session(name: &str, jffs2opts: &str, steps: Vec<Step>) -> Session {
     s.shell = "bash"; // OpenWrt's rules.mk: SHELL:=/usr/bin/env bash (echo -ne)
 
     // Build/jffs2 (openwrt-build-jffs2) images files it has just copied, without -f: their
-    // mtimes are the kernel's. (The -D entries' time is FIXED_CLOCK.)
-    s.clock_sensitive = true;
+    // mtimes are the kernel's, which Debian's run is given as ours saw them (INPUT_TIMES).
+    // (The -D entries' time is FIXED_CLOCK.)
     s.openwrt = true;
     s
 }
