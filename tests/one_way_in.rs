@@ -16,10 +16,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "the one place the sequence is coded",
     ),
     (
-        "crates/jffs2/src/fs/tests/mod.rs",
-        "scan_image: the scan of the model's tests that change it first, or scan garbage",
-    ),
-    (
         "tests/common/sumtool.rs",
         "mounts with the kernel's cleanmarker size given, which ImageOptions cannot give",
     ),
