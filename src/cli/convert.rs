@@ -8,6 +8,7 @@ use jffs2::compress::{Compressors, Mode};
 use jffs2::convert::{self, ConvertConfig, ConvertReport, Source};
 use jffs2::format::Endian;
 use jffs2::layout::{EndPad, LayoutConfig};
+use jffs2::mapped::{ImageMap, Watch};
 
 use super::flags::convert::{
     FLAGS, OPT_INPUT_ENDIAN, OPT_INPUT_ERASEBLOCK, OPT_INPUT_PAGESIZE, OPT_JSON, OPT_NO_PROGRESS,
@@ -15,7 +16,6 @@ use super::flags::convert::{
 };
 use super::flags::{self, ALL};
 use super::getopt::{text, Parsed};
-use super::input::{Input, Watch};
 use super::num::{erase_size, strtol, strtol_i32, EraseSizeError};
 use super::output::Output;
 use super::{Progress, Tool};
@@ -318,7 +318,7 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         Ok(o) => o,
         Err(code) => return code,
     };
-    let mut mapped: Option<Input> = None;
+    let mut mapped: Option<ImageMap> = None;
     let src = match load_source(&st, a, &mut mapped) {
         Ok(s) => s,
         Err(code) => return code,
@@ -393,7 +393,7 @@ fn open_output(st: &InputState, shown: &Path) -> Result<Output, i32> {
 fn load_source<'m>(
     st: &InputState,
     a: &Args,
-    mapped: &'m mut Option<Input>,
+    mapped: &'m mut Option<ImageMap>,
 ) -> Result<Source<'m>, i32> {
     let src = if a.oobsize > 0 {
         let mut raw = match jffs2::input::read_image_path(&st.path) {
@@ -409,12 +409,12 @@ fn load_source<'m>(
             Ok(f) => f,
             Err(e) => return Err(st.named(&super::errno_text(&e))),
         };
-        let input = match Input::load(&file) {
+        let input = match ImageMap::load(&file) {
             Ok(i) => mapped.insert(i),
             Err(e) => return Err(st.named(&super::errno_text(&e))),
         };
         let _ = st.watch.set(input.watch());
-        let len = input.len;
+        let len = input.file_len();
         Source::in_place(input.buf_mut(), len, a.input_erase, a.input_endian)
     };
     src.map_err(|e| st.named(&e))

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 use jffs2::format::Endian;
 use jffs2::fsck::{self, CompareOptions, Finding, FsckError, Options, Report, Severity};
+use jffs2::mapped::ImageMap;
 use jffs2::source::XattrSelect;
 use jffs2::ImageBytes;
 use serde_json::{json, Value};
@@ -27,7 +28,6 @@ use super::flags::fsck::{
     OPT_WITH_POSIX_ACL, OPT_WITH_SELINUX, OPT_WITH_XATTR, PLAIN,
 };
 use super::getopt::{text, Parsed};
-use super::input::Input;
 use super::num::{erase_size, EraseSizeError};
 use super::output::{is_input_message, Output};
 use super::{Progress, Tool};
@@ -231,8 +231,8 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         Ok(o) => o,
         Err(code) => return code,
     };
-    // Mapped, not read: its pages are dropped as the check goes (`cli::input`).
-    let mut image = match File::open(&image_path).and_then(|f| Input::load_trimmed(&f)) {
+    // Mapped, not read: its pages are dropped as the check goes (`jffs2::mapped`).
+    let mut image = match File::open(&image_path).and_then(|f| ImageMap::load_trimmed(&f)) {
         Ok(v) => v,
         Err(err) => {
             tool.sys_error(&format!("cannot read {shown}"), &err);
@@ -307,7 +307,7 @@ fn open_repair(tool: &Tool, a: &Args, image_path: &OsString) -> Result<Option<Ou
 fn check(
     tool: &Tool,
     a: &Args,
-    image: &mut Input,
+    image: &mut ImageMap,
     shown: &str,
     repair_out: &mut Option<Output>,
 ) -> Result<Report, i32> {
@@ -324,13 +324,13 @@ fn check(
         }),
         progress: None,
     };
-    let bar = if a.progress && image.len >= 32 << 20 {
+    let bar = if a.progress && image.file_len() >= 32 << 20 {
         Progress::new("checking")
     } else {
         None
     };
     opts.progress = bar.as_ref().map(Progress::callback);
-    let len = image.len;
+    let len = image.file_len();
     let watch = image.watch();
     let result = fsck::check(ImageBytes::InPlace(image.buf_mut(), len), &opts);
     if let Some(b) = bar {
@@ -368,7 +368,7 @@ const EXIT_CORRECTED: i32 = 1;
 /// conversion of `jffs2-convert` (`jffs2::convert`). Returns whether anything was left out.
 fn repair(
     tool: &Tool,
-    image: &mut Input,
+    image: &mut ImageMap,
     image_shown: &str,
     out: &std::path::Path,
     mut output: Output,
@@ -376,7 +376,7 @@ fn repair(
 ) -> Result<bool, String> {
     use jffs2::convert::{self, ConvertConfig, Source};
     use jffs2::layout::{EndPad, LayoutConfig};
-    let len = image.len;
+    let len = image.file_len();
     let input_len = len as u64;
     let watch = image.watch();
     let g = report.geometry.geometry;

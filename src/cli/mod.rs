@@ -8,7 +8,6 @@ pub mod dump;
 pub mod flags;
 pub mod fsck;
 pub mod getopt;
-pub mod input;
 pub mod mkfs;
 pub mod num;
 pub mod output;

@@ -9,13 +9,13 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use jffs2::format::Endian;
+use jffs2::mapped::ImageMap;
 use jffs2::sumtool::{self, Cleanmarkers, SumtoolConfig, SumtoolError};
 use jffs2::ImageBytes;
 
 use super::flags::sumtool::{FLAGS, OPT_FORCE_ERASEBLOCK};
 use super::flags::{self, ALL};
 use super::getopt::{text, Parsed};
-use super::input::Input;
 use super::num::{erase_size, strtol_i32, EraseSizeError};
 use super::output::Output;
 use super::{Noted, Tool};
@@ -76,7 +76,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         Command::Run(job) => *job,
         Command::Exit(code) => return Ok(code),
     };
-    let mut input = match Input::load(&infile) {
+    let mut input = match ImageMap::load(&infile) {
         Ok(i) => i,
         Err(e) => {
             tool.sys_error(&format!("read {}", text(&inpath)), &e);
@@ -294,11 +294,11 @@ impl Opts {
 fn analyse(
     tool: &Tool,
     o: &mut Opts,
-    input: &mut Input,
+    input: &mut ImageMap,
     inpath: &OsString,
     changed: &dyn Fn() -> Option<Fatal>,
 ) -> Result<sumtool::Analysis, Fatal> {
-    let len = input.len;
+    let len = input.file_len();
     // Without -e (or -b/-l), sumtool assumes 64 KiB (or the host's byte order): for an input
     // built otherwise, mtd-utils' sumtool writes an image that loses nodes (Yocto's
     // `jffs2.sum` step passes no -e, `docs/spec/ecosystem.md` §2.1). What the input was built with,

@@ -1,14 +1,26 @@
-//! A read-only memory map of an image file, padded like [`crate::scan::as_flashed`], whose
-//! resident pages can be dropped while it is in use.
+//! A read-only memory map of an image file, with room after it for the padding to whole
+//! erase blocks ([`crate::scan::as_flashed`]), guarded against the file shrinking, whose
+//! resident pages can be dropped while it is in use. [`Image::open_with`](crate::Image::open_with)
+//! and the tools (jffs2-fsck, jffs2-convert, jffs2-sumtool, jffs2-dump) map their input
+//! with it.
 //!
 //! Every reader of the core takes the image as one `&[u8]`. Reading a 128 MB image into a
-//! buffer costs 128 MB of memory (and a copy); mapping it costs nothing up front, but every
-//! page touched stays in the process's resident set until it is unmapped — the scan touches
-//! them all. [`ImageMap::release`] drops the resident pages (`madvise(MADV_DONTNEED)`: the
-//! mapping is private and never written, so a later access simply maps the page again from
-//! the page cache, with the same contents), and a [`Trimmer`] does so whenever the resident
-//! part has grown by a given amount, while the scan, the build and an extraction run. Peak
-//! memory then no longer grows with the image size.
+//! buffer costs 128 MB of memory (and a copy); mapping it privately and read-only maps the
+//! page-cache pages themselves (no copy, nothing up front), but every page touched stays in
+//! the process's resident set until it is unmapped — the scan touches them all. So a map
+//! either keeps its pages or drops them as they accumulate:
+//!
+//! * [`ImageMap::load`] (jffs2-convert, jffs2-sumtool) maps the file populated and keeps it:
+//!   dropping and faulting the pages again doubled the wall time of a conversion that copies
+//!   nodes.
+//! * [`ImageMap::load_trimmed`] (jffs2-fsck) and [`ImageMap::trimmer`] (`Image`, jffs2-dump)
+//!   have a [`Trimmer`] drop them, so that the input costs a few MiB of memory rather than
+//!   its size (`docs/SECURITY.md`'s bound). [`ImageMap::release`] drops the resident pages
+//!   (`madvise(MADV_DONTNEED)`: the mapping is private and never written, so a later access
+//!   simply maps the page again from the page cache, with the same contents), and a trimmer
+//!   does so whenever the resident part has grown by a given amount, while the scan, the
+//!   build, a check or an extraction run. Peak memory then no longer grows with the image
+//!   size.
 //!
 //! The check must run while the image is being read, whatever else the machine is doing: a
 //! background thread is scheduled late under CPU contention (and then the resident set has
@@ -24,18 +36,28 @@
 //! # Padding
 //!
 //! The kernel mounts whole erase blocks, at least five (§2); mkfs.jffs2 images end right after
-//! their last node. [`ImageMap::open`] can map the file followed by 0xFF up to a given length:
-//! the file's whole pages are mapped from the file, the last partial page and the padding live
-//! in a small anonymous tail (never released, since releasing anonymous memory would zero it).
+//! their last node. The file's whole pages are mapped from the file over an anonymous,
+//! writable reservation; the last partial page and the padding live in that anonymous tail
+//! (never released, since releasing anonymous memory would zero it). [`ImageMap::open`]
+//! fills it with 0xFF up to a given length. [`ImageMap::load`] reserves spare room instead,
+//! for when the erase size is not known yet: the largest erase size the detection considers
+//! (16 MiB), 5 such blocks for tiny images. That room is only address space: pages are used
+//! only where the padding is written, in place, through [`ImageMap::buf_mut`] (no remapping,
+//! no copy of the image).
+//!
+//! What cannot be mapped (a pipe, a character device, an empty file) is read by
+//! [`ImageMap::load`] into a buffer instead, up to the 4 GiB an image can hold
+//! ([`crate::input`]), with 1 MiB of room after it.
 //!
 //! # Caveat
 //!
 //! As with any memory map, the file should not be truncated or modified while it is mapped.
 //! A truncation no longer kills the process: the file part is registered with
 //! [`crate::mapguard`], whose `SIGBUS` handler maps zero pages over what vanished; check
-//! [`ImageMap::changed`] when done reading and discard the results if it says so.
+//! [`ImageMap::changed`] (or a [`Watch`] taken before lending the map out) when done reading
+//! and discard the results if it says so.
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io;
 use std::marker::PhantomData;
 use std::os::fd::AsRawFd;
@@ -48,9 +70,22 @@ use std::time::Duration;
 
 use crate::mapguard::MapGuard;
 
-/// A private, read-only mapping of an image file (see the module documentation).
+/// Resident pages of a [`ImageMap::load_trimmed`] input above which they are dropped, and
+/// how often (in the process's CPU time) that is checked.
+const TRIM_LIMIT: usize = 16 << 20;
+const TRIM_PERIOD: Duration = Duration::from_millis(2);
+
+/// Spare room after a [`ImageMap::load`] input for the padding to whole erase blocks (see
+/// the module documentation).
+const SPARE: usize = 5 * 16 * 1024 * 1024;
+
+/// Room after an input read into a buffer (see the module documentation).
+const READ_SPARE: usize = 1 << 20;
+
+/// A private, read-only mapping of an image file, or an input read into memory (see the
+/// module documentation).
 pub struct ImageMap {
-    /// Start of the mapping (dangling for an empty image).
+    /// Start of the mapping (dangling when nothing is mapped).
     base: *mut u8,
     /// Length of the whole mapping (a multiple of the page size), 0 when nothing is mapped.
     map_len: usize,
@@ -60,18 +95,50 @@ pub struct ImageMap {
     file_len: usize,
     /// Bytes at the start that are mapped from the file (whole pages); the rest is anonymous.
     file_part: usize,
+    /// An input read rather than mapped ([`ImageMap::load`]), with its room as capacity;
+    /// empty when mapped.
+    read: Vec<u8>,
+    /// Drops the file part's resident pages ([`ImageMap::load_trimmed`]); stopped before the
+    /// unmapping.
+    trimmer: Option<Trimmer<'static>>,
     /// The file part registered against `SIGBUS` (unregistered before the unmapping).
     guard: MapGuard,
-    /// The file, to tell whether it shrank (`None` for an empty image).
-    file: Option<File>,
+    /// The mapped file, to tell whether it shrank (nothing when not mapped).
+    watch: Watch,
 }
 
 // SAFETY: the mapping is read-only and owned by this value; sharing `&[u8]` views of it between
-// threads is as safe as sharing any other immutable buffer. `release` only drops pages that
-// the kernel maps again, unchanged, on the next access.
+// threads is as safe as sharing any other immutable buffer. `release` and the trimmer only
+// drop pages that the kernel maps again, unchanged, on the next access.
 unsafe impl Send for ImageMap {}
 // SAFETY: see above.
 unsafe impl Sync for ImageMap {}
+
+/// Tells whether a mapped input changed (shrank) while it was read; usable while the map
+/// itself is borrowed (see [`ImageMap::watch`]).
+#[derive(Default)]
+pub struct Watch {
+    /// The mapped file and its length when mapped (`None`: read into memory, nothing to
+    /// watch).
+    file: Option<(File, u64)>,
+}
+
+impl Watch {
+    /// Whether the file is now shorter than what was mapped (a `write(2)` from a vanished
+    /// page fails with `EFAULT` rather than faulting).
+    fn shrank(&self) -> bool {
+        self.file
+            .as_ref()
+            .is_some_and(|(f, len)| crate::mapguard::shrank(f, *len))
+    }
+
+    /// Whether the input file shrank while mapped: a fault in a vanished page was absorbed
+    /// in any guarded mapping of the process ([`crate::mapguard::faulted_any`]: for a tool,
+    /// which maps one input), or the file is now shorter than what was mapped.
+    pub fn changed(&self) -> bool {
+        self.file.is_some() && (crate::mapguard::faulted_any() || self.shrank())
+    }
+}
 
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
@@ -79,16 +146,11 @@ fn page_size() -> usize {
     usize::try_from(p).ok().filter(|&p| p > 0).unwrap_or(4096)
 }
 
-/// Opens the image file at `path`: a regular file of at most 4 GiB. Returns it and its
-/// length.
-fn open_regular(path: &Path) -> io::Result<(File, usize)> {
-    let file = File::open(path)?;
-    let meta = file.metadata()?;
+/// The length of an image file: `None` for anything but a regular file, an error for one
+/// larger than 4 GiB.
+fn regular_len(meta: &Metadata) -> io::Result<Option<usize>> {
     if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "not a regular file",
-        ));
+        return Ok(None);
     }
     if meta.len() > crate::input::MAX_IMAGE_LEN {
         return Err(io::Error::new(
@@ -96,9 +158,21 @@ fn open_regular(path: &Path) -> io::Result<(File, usize)> {
             "larger than 4 GiB: not a JFFS2 image",
         ));
     }
-    let file_len = usize::try_from(meta.len())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "image too large"))?;
-    Ok((file, file_len))
+    usize::try_from(meta.len())
+        .map(Some)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "image too large"))
+}
+
+/// How the pages of the file part are brought in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pages {
+    /// Read ahead (`MADV_WILLNEED`): a scan reads front to back.
+    ReadAhead,
+    /// Mapped populated (`MAP_POPULATE`), to be kept.
+    Populate,
+    /// Faulted in as read and dropped again by a trimmer (not populated: the trimmer
+    /// measures the resident pages' growth from the mapping on).
+    Trim,
 }
 
 impl ImageMap {
@@ -106,29 +180,82 @@ impl ImageMap {
     /// longer than the file. Fails with [`io::ErrorKind::Unsupported`] for anything that is not
     /// a regular file (a pipe, a character device): read those into memory instead.
     pub fn open(path: &Path, pad_to: Option<usize>) -> io::Result<ImageMap> {
-        let (file, file_len) = open_regular(path)?;
+        let file = File::open(path)?;
+        let file_len = regular_len(&file.metadata()?)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "not a regular file"))?;
         let len = pad_to.unwrap_or(0).max(file_len);
         if len == 0 {
-            return Ok(ImageMap {
-                base: std::ptr::NonNull::<u8>::dangling().as_ptr(),
-                map_len: 0,
-                len: 0,
-                file_len: 0,
-                file_part: 0,
-                guard: MapGuard::none(),
-                file: None,
-            });
+            return Ok(ImageMap::unmapped(Vec::new()));
         }
-        let mut map = ImageMap::reserve(len, file_len)?;
+        let mut map = ImageMap::map(&file, file_len, len, 0, Pages::ReadAhead)?;
+        map.watch.file = Some((file, file_len as u64));
+        Ok(map)
+    }
+
+    /// Maps `file` populated (a regular file) with spare room after it for the padding (see
+    /// the module documentation), or reads it (anything else, an empty file, or a file that
+    /// cannot be mapped) up to the 4 GiB an image can hold ([`crate::input`]). The pages
+    /// are kept.
+    pub fn load(file: &File) -> io::Result<ImageMap> {
+        Self::load_with(file, Pages::Populate)
+    }
+
+    /// [`ImageMap::load`], the mapped file's resident pages dropped as they accumulate (not
+    /// populated).
+    pub fn load_trimmed(file: &File) -> io::Result<ImageMap> {
+        Self::load_with(file, Pages::Trim)
+    }
+
+    fn load_with(file: &File, pages: Pages) -> io::Result<ImageMap> {
+        if let Some(size) = regular_len(&file.metadata()?)?.filter(|&n| n > 0) {
+            if let Ok(mut map) = ImageMap::map(file, size, size, SPARE, pages) {
+                map.watch.file = file.try_clone().ok().map(|f| (f, size as u64));
+                if pages == Pages::Trim {
+                    // SAFETY: the file part is this map's private, read-only file mapping,
+                    // never written; `drop` stops the trimmer before the unmapping.
+                    map.trimmer = Some(unsafe {
+                        Trimmer::for_file_pages(map.base, map.file_part, TRIM_LIMIT, TRIM_PERIOD)
+                    });
+                }
+                return Ok(map);
+            }
+        }
+        let mut read = crate::input::read_image(file)?;
+        read.try_reserve(READ_SPARE)
+            .map_err(|_| crate::input::out_of_memory())?;
+        Ok(ImageMap::unmapped(read))
+    }
+
+    /// An input read into memory (or an empty one): nothing mapped, nothing to watch.
+    fn unmapped(read: Vec<u8>) -> ImageMap {
+        ImageMap {
+            base: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+            map_len: 0,
+            len: read.len(),
+            file_len: read.len(),
+            file_part: 0,
+            read,
+            trimmer: None,
+            guard: MapGuard::none(),
+            watch: Watch::default(),
+        }
+    }
+
+    /// Maps `file` (`file_len` bytes) followed by 0xFF up to `len` (`len > 0`), then `room`
+    /// bytes of address space.
+    fn map(
+        file: &File,
+        file_len: usize,
+        len: usize,
+        room: usize,
+        pages: Pages,
+    ) -> io::Result<ImageMap> {
+        let mut map = ImageMap::reserve(len, file_len, room)?;
         if map.file_part > 0 {
-            map.map_file_part(&file)?;
+            map.map_file_part(file, pages == Pages::Populate)?;
         }
-        if map.map_len > map.file_part {
-            map.fill_tail(&file)?;
-        }
-        map.file = Some(file);
-        // The scan reads front to back; ask for generous read-ahead.
-        if map.file_part > 0 {
+        map.fill_tail(file)?;
+        if map.file_part > 0 && pages == Pages::ReadAhead {
             // SAFETY: advice on our own mapping.
             unsafe {
                 libc::madvise(map.base.cast(), map.file_part, libc::MADV_WILLNEED);
@@ -137,24 +264,23 @@ impl ImageMap {
         Ok(map)
     }
 
-    /// Reserves the whole range for an image of `len` bytes whose file holds `file_len`
-    /// (`len > 0`): anonymous and writable, nothing mapped from the file yet.
-    fn reserve(len: usize, file_len: usize) -> io::Result<ImageMap> {
+    /// Reserves the whole range for an image of `len` bytes whose file holds `file_len`,
+    /// then `room` bytes: anonymous and writable, nothing mapped from the file yet, only
+    /// address space (`MAP_NORESERVE`) until written.
+    fn reserve(len: usize, file_len: usize, room: usize) -> io::Result<ImageMap> {
         let page = page_size();
-        let map_len = len.div_ceil(page) * page;
-        let file_part = if len == file_len && file_len % page == 0 {
-            file_len
-        } else {
-            file_len / page * page
-        };
-        // Reserve the whole range: anonymous, writable (the tail is filled below).
+        let too_large = || io::Error::new(io::ErrorKind::InvalidInput, "image too large");
+        let map_len = len
+            .checked_add(room)
+            .and_then(|n| n.checked_next_multiple_of(page))
+            .ok_or_else(too_large)?;
         // SAFETY: a fresh anonymous mapping; arguments are valid.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 map_len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
             )
@@ -162,27 +288,28 @@ impl ImageMap {
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(ImageMap {
-            base: base.cast(),
-            map_len,
-            len,
-            file_len,
-            file_part,
-            guard: MapGuard::none(),
-            file: None,
-        })
+        let mut map = ImageMap::unmapped(Vec::new());
+        map.base = base.cast();
+        map.map_len = map_len;
+        map.len = len;
+        map.file_len = file_len;
+        map.file_part = file_len / page * page;
+        Ok(map)
     }
 
-    /// Maps the file's whole pages over the start of the reservation, and guards them.
-    fn map_file_part(&mut self, file: &File) -> io::Result<()> {
+    /// Maps the file's whole pages over the start of the reservation (read-only: the
+    /// page-cache pages are mapped, never copied; populated when `populate`), and guards
+    /// them.
+    fn map_file_part(&mut self, file: &File, populate: bool) -> io::Result<()> {
         let file_part = self.file_part;
+        let populate = if populate { libc::MAP_POPULATE } else { 0 };
         // SAFETY: the target range lies inside our own reservation; MAP_FIXED replaces it.
         let p = unsafe {
             libc::mmap(
                 self.base.cast(),
                 file_part,
                 libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_FIXED,
+                libc::MAP_PRIVATE | libc::MAP_FIXED | populate,
                 file.as_raw_fd(),
                 0,
             )
@@ -197,39 +324,46 @@ impl ImageMap {
         Ok(())
     }
 
-    /// Fills the tail after the file's whole pages: the file's last partial page, then
-    /// 0xFF; then makes it read-only.
+    /// Fills the tail after the file's whole pages up to the page holding the end of
+    /// `len`: the file's last partial page, then 0xFF. The room after it is left untouched.
+    /// A file that shrank meanwhile leaves zeros where it vanished, as the guarded part
+    /// would read ([`ImageMap::changed`] says so).
     fn fill_tail(&mut self, file: &File) -> io::Result<()> {
-        let (file_part, map_len) = (self.file_part, self.map_len);
-        // SAFETY: [file_part, map_len) is the anonymous, writable part of the reservation,
-        // and nothing else refers to it yet.
-        let tail = unsafe {
-            std::slice::from_raw_parts_mut(self.base.add(file_part), map_len - file_part)
-        };
-        let from_file = self.file_len - file_part;
-        file.read_exact_at(&mut tail[..from_file], file_part as u64)?;
-        tail[from_file..].fill(0xFF);
-        // SAFETY: the tail range is page-aligned and inside the mapping.
-        unsafe {
-            libc::mprotect(
-                self.base.add(file_part).cast(),
-                map_len - file_part,
-                libc::PROT_READ,
-            );
+        let end = self.len.next_multiple_of(page_size()).min(self.map_len);
+        let file_part = self.file_part;
+        if end <= file_part {
+            return Ok(());
         }
+        // SAFETY: [file_part, end) is in the anonymous, writable part of the reservation,
+        // and nothing else refers to it yet.
+        let tail =
+            unsafe { std::slice::from_raw_parts_mut(self.base.add(file_part), end - file_part) };
+        let (from_file, padding) = tail.split_at_mut(self.file_len - file_part);
+        let mut done = 0;
+        while done < from_file.len() {
+            match file.read_at(&mut from_file[done..], (file_part + done) as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        padding.fill(0xFF);
         Ok(())
     }
 
-    /// The image: the file, then the padding.
+    /// The image: the file, then the padding given to [`ImageMap::open`].
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: `base` points to `len` readable bytes for the life of `self` (or is a
-        // dangling, well-aligned pointer with `len == 0`).
+        if self.map_len == 0 {
+            return self.read.get(..self.len).unwrap_or_default();
+        }
+        // SAFETY: `base` points to `map_len >= len` readable bytes for the life of `self`.
         unsafe { std::slice::from_raw_parts(self.base, self.len) }
     }
 
     /// The file part only (without the padding).
     pub fn file_bytes(&self) -> &[u8] {
-        &self.bytes()[..self.file_len]
+        self.bytes().get(..self.file_len).unwrap_or_default()
     }
 
     /// Length of the file.
@@ -237,14 +371,47 @@ impl ImageMap {
         self.file_len
     }
 
+    /// The image and the room after it (see the module documentation).
+    pub fn buf(&self) -> &[u8] {
+        if self.map_len == 0 {
+            return &self.read;
+        }
+        // SAFETY: the mapping is `map_len` bytes long and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.base, self.map_len) }
+    }
+
+    /// Mutable view of [`ImageMap::buf`], for the padding after the file (as
+    /// [`crate::ImageBytes::InPlace`] writes it); the file's own bytes are never written
+    /// (those mapped from the file are read-only). A buffer read into memory has its room
+    /// filled with 0xFF first.
+    pub fn buf_mut(&mut self) -> &mut [u8] {
+        if self.map_len == 0 {
+            let cap = self.read.capacity();
+            self.read.resize(cap, 0xFF);
+            return &mut self.read;
+        }
+        // SAFETY: as in `buf`; `&mut self` makes the view unique (the trimmer and the
+        // `SIGBUS` guard only replace pages of the read-only file part by equal ones, or by
+        // zeros once the file shrank, which `changed` then says).
+        unsafe { std::slice::from_raw_parts_mut(self.base, self.map_len) }
+    }
+
     /// Whether the file shrank while mapped (then some of what was read from it may be
     /// zeros rather than its contents: discard the results and say the input changed).
     pub fn changed(&self) -> bool {
-        self.guard.faulted()
-            || self
+        self.guard.faulted() || self.watch.shrank()
+    }
+
+    /// A [`Watch`] on the mapped file, to tell whether it changed while the map is lent out
+    /// (`buf_mut`).
+    pub fn watch(&self) -> Watch {
+        Watch {
+            file: self
+                .watch
                 .file
                 .as_ref()
-                .is_some_and(|f| crate::mapguard::shrank(f, self.file_len as u64))
+                .and_then(|(f, len)| Some((f.try_clone().ok()?, *len))),
+        }
     }
 
     /// Drops the resident pages of the file part (they are mapped again on the next access).
@@ -270,15 +437,15 @@ impl ImageMap {
 }
 
 impl<'a> Trimmer<'a> {
-    /// A trimmer (see [`ImageMap::trimmer`]) for any private, read-only mapping of a file,
-    /// such as the one a tool maps its input with; `len` bytes from `base` (a page boundary).
+    /// A trimmer (see [`ImageMap::trimmer`]) for a private, read-only mapping of a file;
+    /// `len` bytes from `base` (a page boundary).
     ///
     /// # Safety
     ///
     /// `base..base + len` must be a private mapping of a file (`MAP_PRIVATE`) that nothing
     /// writes while the trimmer runs (a written page would be replaced by the file's
     /// contents), and must stay mapped until the returned value is dropped.
-    pub unsafe fn for_file_pages(
+    unsafe fn for_file_pages(
         base: *mut u8,
         len: usize,
         limit: usize,
@@ -494,6 +661,8 @@ mod cpu_timer {
 
 impl Drop for ImageMap {
     fn drop(&mut self) {
+        // The trimmer stops before its pages go.
+        drop(self.trimmer.take());
         self.guard.unregister();
         if self.map_len > 0 {
             // SAFETY: unmapping the range this value mapped; no borrow of it outlives `self`.
@@ -556,6 +725,52 @@ mod tests {
         let empty = ImageMap::open(&p, Some(0)).unwrap();
         assert!(empty.bytes().is_empty());
         assert!(ImageMap::open(Path::new("/dev/null"), None).is_err());
+    }
+
+    /// `load`: the file mapped with room after it, padded in place; what cannot be mapped
+    /// read into a buffer whose room is 0xFF.
+    #[test]
+    fn loads_with_room_or_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("img");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        for trimmed in [false, true] {
+            let f = File::open(&p).unwrap();
+            let mut m = if trimmed {
+                ImageMap::load_trimmed(&f).unwrap()
+            } else {
+                ImageMap::load(&f).unwrap()
+            };
+            assert_eq!(m.file_len(), data.len());
+            assert_eq!(m.bytes(), &data[..]);
+            assert!(m.buf().len() >= data.len() + SPARE);
+            let watch = m.watch();
+            let buf = m.buf_mut();
+            buf[data.len()..data.len() + (1 << 20)].fill(0xFF);
+            assert!(!m.changed());
+            assert_eq!(m.buf()[..data.len()], data[..]);
+            // (`Watch::changed` also counts faults of the other tests' mappings.)
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_len(9_000)
+                .unwrap();
+            assert!(watch.changed() && m.changed());
+            std::fs::write(&p, &data).unwrap();
+        }
+        std::fs::write(&p, b"").unwrap();
+        let mut empty = ImageMap::load(&File::open(&p).unwrap()).unwrap();
+        assert!(empty.bytes().is_empty() && !empty.watch().changed());
+        assert!(empty.buf_mut().len() >= READ_SPARE);
+        assert!(empty.buf().iter().all(|&b| b == 0xFF));
+        let null = ImageMap::load(&File::open("/dev/null").unwrap()).unwrap();
+        assert!(null.bytes().is_empty());
+        let big = File::create(dir.path().join("big")).unwrap();
+        big.set_len(crate::input::MAX_IMAGE_LEN + 1).unwrap();
+        let e = ImageMap::load(&big).err().unwrap();
+        assert_eq!(e.to_string(), "larger than 4 GiB: not a JFFS2 image");
     }
 
     /// A file truncated while mapped: reading it does not crash, and the map says it changed.
