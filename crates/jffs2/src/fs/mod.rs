@@ -31,7 +31,7 @@
 //! ```
 //!
 //! [`crate::Image::mount`] is the way in (the detection, the padding as flashed, the scan and
-//! the build, in one call; the model owns its scan). [`build`], on a scan of the caller's,
+//! the build, in one call; the model owns its scan). [`Fs::from_scan`], on a scan of the caller's,
 //! mutates the scan the way the kernel mutates its node references during the build (and
 //! empties its `scan_dents`, which the kernel frees there):
 //! refs the build obsoletes get [`RefState::Obsolete`]. Everything after the build is lazy and
@@ -609,7 +609,7 @@ struct InoBuild {
 }
 
 /// The filesystem as Linux sees it after mounting (`jffs2_build_filesystem`), with lazy
-/// inode reading. Built by [`build`].
+/// inode reading. Built by [`Fs::from_scan`] ([`crate::Image::mount`] calls it).
 pub struct Fs<'a> {
     image: &'a [u8],
     scan: ScanRef<'a>,
