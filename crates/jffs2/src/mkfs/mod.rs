@@ -21,13 +21,13 @@
 //! use jffs2::format::Endian;
 //! use jffs2::layout::EndPad;
 //! use jffs2::mkfs::{build, MkfsConfig, Sink};
-//! use jffs2::source::{scan_host, ScanOptions};
+//! use jffs2::source::{scan_host, SourceOptions};
 //!
 //! let dir = tempfile::tempdir()?;
 //! std::fs::create_dir(dir.path().join("bin"))?;
 //! std::fs::write(dir.path().join("bin/busybox"), vec![0x90; 50_000])?;
 //! std::os::unix::fs::symlink("busybox", dir.path().join("bin/sh"))?;
-//! let (tree, _) = scan_host(dir.path(), &ScanOptions { faketime: true, ..Default::default() })?;
+//! let (tree, _) = scan_host(dir.path(), &SourceOptions { faketime: true, ..Default::default() })?;
 //!
 //! /// Keeps the `-v` listing; messages and progress are ignored.
 //! #[derive(Default)]
@@ -264,12 +264,12 @@ enum Item {
 ///
 /// ```
 /// use jffs2::mkfs::{build, MkfsConfig, NullSink};
-/// use jffs2::source::{scan_host, ScanOptions};
+/// use jffs2::source::{scan_host, SourceOptions};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let text: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
 /// std::fs::write(dir.path().join("data"), &text)?;
-/// let (tree, _) = scan_host(dir.path(), &ScanOptions { faketime: true, ..Default::default() })?;
+/// let (tree, _) = scan_host(dir.path(), &SourceOptions { faketime: true, ..Default::default() })?;
 ///
 /// let mut images = Vec::new();
 /// for threads in [1, 3] {
