@@ -13,7 +13,8 @@ use std::sync::OnceLock;
 
 use jffs2::format::Endian as CoreEndian;
 use jffs2::fs::{TreeEntry, TreeOptions};
-use jffs2::scan::{self, as_flashed, BlockClass, Geometry, Scan, ScanOptions, SummaryUse};
+use jffs2::scan::{BlockClass, Scan, SummaryUse};
+use jffs2::{Image, ImageOptions};
 
 use crate::common::{
     jffs2dump, mtd_tool, nodes, run, Endian, Output, NODETYPE_CLEANMARKER, NODETYPE_DIRENT,
@@ -77,17 +78,22 @@ pub fn core_endian(big: bool) -> CoreEndian {
     }
 }
 
+/// `img` opened in the geometry given (byte order, erase size, and the cleanmarker size the
+/// kernel expects, which detection alone may not give), padded into whole blocks (at least 5).
+fn opened(img: &[u8], es: u32, big: bool, cm: u32) -> Image<'_> {
+    let opts = ImageOptions {
+        erase_size: Some(es),
+        endian: Some(core_endian(big)),
+        cleanmarker_size: Some(cm),
+        insist: true,
+        ..Default::default()
+    };
+    Image::from_bytes_with(img, &opts).expect("an image opened with its geometry given")
+}
+
 /// The kernel's mount scan of `img` (flashed into whole blocks, at least 5).
 pub fn kernel_scan(img: &[u8], es: u32, big: bool, cm: u32) -> Scan {
-    scan::scan(
-        &as_flashed(img, es),
-        &Geometry {
-            endian: core_endian(big),
-            erase_size: es,
-            cleanmarker_size: cm,
-        },
-        &ScanOptions::default(),
-    )
+    opened(img, es, big, cm).scan()
 }
 
 /// Asserts that the kernel reads every block holding nodes through its summary, and logs
@@ -115,19 +121,10 @@ pub fn assert_kernel_summarized(what: &str, img: &[u8], es: u32, big: bool, cm: 
 }
 
 /// The filesystem the kernel shows for `img` (the core's model of Linux's build and
-/// readinode), with content and xattrs.
+/// readinode), with content and xattrs; built even where Linux would refuse the mount.
 pub fn kernel_tree(img: &[u8], es: u32, big: bool, cm: u32) -> Vec<TreeEntry> {
-    let flashed = as_flashed(img, es);
-    let mut s = scan::scan(
-        &flashed,
-        &Geometry {
-            endian: core_endian(big),
-            erase_size: es,
-            cleanmarker_size: cm,
-        },
-        &ScanOptions::default(),
-    );
-    let fs = jffs2::fs::Fs::from_scan(&flashed, &mut s, Default::default());
+    let image = opened(img, es, big, cm);
+    let (fs, _) = image.salvage();
     fs.tree(&TreeOptions::listing()).entries
 }
 

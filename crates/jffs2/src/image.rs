@@ -57,6 +57,10 @@ pub struct ImageOptions {
     pub erase_size: Option<u32>,
     /// The byte order, instead of the detected one.
     pub endian: Option<Endian>,
+    /// The cleanmarker size the kernel expects (`c->cleanmarker_size`: 12 on plain NOR, 0 on
+    /// NAND, `docs/spec/kernel-jffs2-spec.md` §1.6), instead of the detected one: what a
+    /// device's MTD type decides, which the image alone may not show.
+    pub cleanmarker_size: Option<u32>,
     /// Open an input the detection finds no node in (an empty one included) rather than
     /// refuse it as not JFFS2: for a caller who knows better (a geometry given by hand).
     pub insist: bool,
@@ -195,6 +199,9 @@ pub(crate) fn recognise(
     }
     if let Some(es) = opts.erase_size {
         geometry.erase_size = es;
+    }
+    if let Some(cm) = opts.cleanmarker_size {
+        geometry.cleanmarker_size = cm;
     }
     Ok(Recognised {
         detection,
