@@ -151,6 +151,7 @@ pub mod layout;
 pub mod mapguard;
 pub mod mapped;
 pub mod mkfs;
+pub mod mount;
 pub mod name;
 mod prefetch;
 pub mod progress;
