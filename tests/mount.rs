@@ -315,3 +315,344 @@ fn mount_lists_what_extraction_writes() {
         diff.join("\n")
     );
 }
+
+/// Whether this process can mount: as root, or through fusermount3 when /dev/fuse opens
+/// for it (else skip: some containers give /dev/fuse to root alone).
+fn can_mount() -> bool {
+    let ok = skip::is_root()
+        || std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")
+            .is_ok();
+    ok || {
+        skip::skip("a /dev/fuse this user can open (crw-rw-rw-, as Debian's udev sets it)");
+        false
+    }
+}
+
+/// A scratch directory others can traverse (for an ordinary user's mount point under it).
+fn open_scratch() -> tempfile::TempDir {
+    let dir = common::scratch();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
+/// A directory `d/name`, made.
+fn mkdir(d: &Path, name: &str) -> PathBuf {
+    let p = d.join(name);
+    std::fs::create_dir(&p).expect("mkdir");
+    p
+}
+
+fn rootfs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rootfs")
+}
+
+#[test]
+fn big_endian_mount_equals_little_endian() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    // As root, the tree with every kind of entry (xattrs and ACLs, whose byte order the
+    // mount converts); otherwise the demo tree.
+    let tree = skip::is_root().then(|| common::tree(common::Kind::Small));
+    let src = tree
+        .as_ref()
+        .map_or_else(rootfs, |t| t.path().to_path_buf());
+    let dir = open_scratch();
+    let d = dir.path();
+    let (le, be) = (d.join("le"), d.join("be"));
+    mkfs(&src, &le, &["-l", "-e", "16KiB", "--with-xattr"]);
+    mkfs(&src, &be, &["-b", "-e", "16KiB", "--with-xattr"]);
+    let (ml, mb) = (mkdir(d, "ml"), mkdir(d, "mb"));
+    let _a = mount(&le, &ml, &[]);
+    let _b = mount(&be, &mb, &[]);
+    let (l, b) = (listing(&ml), listing(&mb));
+    assert!(l.entries.len() > 10);
+    assert_eq!(l.links, b.links);
+    for (path, e) in &l.entries {
+        assert_eq!(Some(e), b.entries.get(path), "{}", shown(path));
+    }
+    assert_eq!(l.entries.len(), b.entries.len());
+}
+
+#[test]
+fn ordinary_user_mounts_reads_and_unmounts() {
+    if !fuse() || !skip::root() || !skip::program("setpriv", "util-linux") {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB"]);
+    std::fs::set_permissions(&img, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let mnt = mkdir(d, "mnt");
+    // SAFETY: valid NUL-terminated path.
+    let c = std::ffi::CString::new(mnt.as_os_str().as_bytes()).expect("path");
+    assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+    let user = |args: &[&OsStr]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run setpriv")
+    };
+    let _guard = Mounted { dir: mnt.clone() };
+    let o = user(&[OsStr::new(MOUNT), img.as_os_str(), mnt.as_os_str()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() && err.contains("failed to open /dev/fuse") {
+        skip::skip("a /dev/fuse ordinary users can open (crw-rw-rw-, as Debian's udev sets it)");
+        return;
+    }
+    assert!(o.status.success(), "mount as uid 65534: {err}");
+    let mounts = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
+    let line = mounts
+        .lines()
+        .find(|l| l.split(' ').nth(1) == Some(mnt.to_str().expect("utf-8")))
+        .expect("listed in /proc/self/mounts");
+    assert!(
+        line.contains("fuse.jffs2-mount") && line.contains("user_id=65534"),
+        "{line}"
+    );
+    let passwd = mnt.join("etc/passwd");
+    let o = user(&[OsStr::new("cat"), passwd.as_os_str()]);
+    assert!(
+        o.status.success(),
+        "cat: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        o.stdout,
+        std::fs::read(rootfs().join("etc/passwd")).expect("read")
+    );
+    let o = user(&[OsStr::new(MOUNT), OsStr::new("-u"), mnt.as_os_str()]);
+    assert!(
+        o.status.success(),
+        "-u: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!is_mounted(&mnt), "still mounted after -u");
+}
+
+/// Walks every file of `mnt` with `find` and `cat` (and `getfattr` when present) within a
+/// minute; the mount must still answer afterwards.
+fn walk_survives(mnt: &Path, what: &str) {
+    let script = "find \"$1\" >/dev/null 2>&1; find \"$1\" -type f -exec cat {} + >/dev/null 2>&1; \
+                  command -v getfattr >/dev/null && getfattr -R -d -m - \"$1\" >/dev/null 2>&1; exit 0";
+    let start = Instant::now();
+    let o = Command::new("timeout")
+        .args(["60", "sh", "-c", script, "walk"])
+        .arg(mnt)
+        .output()
+        .expect("run timeout");
+    assert_eq!(o.status.code(), Some(0), "{what}: the walk did not finish");
+    assert!(start.elapsed() < Duration::from_secs(60), "{what}");
+    assert!(is_mounted(mnt), "{what}: unmounted");
+    assert!(std::fs::read_dir(mnt).is_ok(), "{what}: the server died");
+}
+
+/// An image whose file `bad` has a readable first page and a second page whose zlib data
+/// is garbage under correct CRCs (Linux's read fails on it), beside a good file.
+fn bad_data_image() -> Vec<u8> {
+    use jffs2::compress::{COMPR_NONE, COMPR_ZLIB};
+    use jffs2::format::dt;
+    let mut i = jffs2::testing::Img::new();
+    let reg = 0o100644;
+    i.dirent(1, 1, 2, dt::REG, b"bad")
+        .inode_parts(2, 1, reg, 8192, 0, 4096, COMPR_NONE, &[b'g'; 4096])
+        .inode_parts(2, 2, reg, 8192, 4096, 4096, COMPR_ZLIB, &[0x55; 64])
+        .file(1, 3, b"good", 3, b"fine\n");
+    i.build()
+}
+
+#[test]
+fn hostile_images_mount_and_walk() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB", "-l"]);
+    let good = std::fs::read(&img).expect("read");
+    let truncated = good[..good.len() * 3 / 5].to_vec();
+    let mut corrupted = good.clone();
+    for k in (100..corrupted.len()).step_by(997) {
+        corrupted[k] ^= 0x5a;
+    }
+    for (what, bytes) in [
+        ("truncated", truncated),
+        ("corrupted", corrupted),
+        ("bad-data", bad_data_image()),
+    ] {
+        let p = d.join(what);
+        std::fs::write(&p, &bytes).expect("write");
+        let mnt = mkdir(d, &format!("m-{what}"));
+        let _m = mount(&p, &mnt, &["-e", "16KiB", "-l"]);
+        walk_survives(&mnt, what);
+    }
+    // Reads of the bad page fail with EIO, as on Linux; the page before it reads.
+    let mnt = d.join("m-bad-data");
+    let _m = mount(&d.join("bad-data"), &mnt, &["-e", "16KiB", "-l"]);
+    let e = std::fs::read(mnt.join("bad")).expect_err("reading past the bad node");
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    let mut first = vec![0u8; 4096];
+    use std::io::Read;
+    std::fs::File::open(mnt.join("bad"))
+        .and_then(|mut f| f.read_exact(&mut first))
+        .expect("the first page reads");
+    assert_eq!(first, [b'g'; 4096]);
+    assert_eq!(std::fs::read(mnt.join("good")).expect("read"), b"fine\n");
+}
+
+#[test]
+fn statfs_is_jffs2_statfs() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    // Padded to 2 MiB: free space above the write reserve.
+    mkfs(&rootfs(), &img, &["-e", "16KiB", "-l", "--pad=2097152"]);
+    let mnt = mkdir(d, "mnt");
+    let _m = mount(&img, &mnt, &[]);
+    let c = std::ffi::CString::new(mnt.as_os_str().as_bytes()).expect("path");
+    // SAFETY: a zeroed statvfs is a valid out-buffer; the path is NUL-terminated.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut s) }, 0);
+    // jffs2_statfs over the scan's counters (docs/spec/kernel-jffs2-spec.md §7.3).
+    let image = jffs2::Image::open(&img).expect("open");
+    let fs = image.mount().expect("mount");
+    let (t, es) = (fs.scan().totals(), 16384u64);
+    let flash = u64::from(fs.scan().flash_size);
+    assert_eq!(flash, 2 << 20);
+    let resv = 2 + (flash / 50 + flash / es * 100).div_ceil(es);
+    let avail = (t.dirty + t.free).saturating_sub(resv * es) / 4096;
+    assert!(avail > 0);
+    let got = (
+        s.f_bsize,
+        s.f_frsize,
+        s.f_blocks,
+        s.f_bfree,
+        s.f_bavail,
+        s.f_files,
+        s.f_ffree,
+        s.f_namemax,
+    );
+    assert_eq!(got, (4096, 4096, flash / 4096, avail, avail, 0, 0, 254));
+}
+
+#[test]
+fn foreground_signal_and_unmount_options() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB"]);
+    let mnt = mkdir(d, "mnt");
+    let _guard = Mounted { dir: mnt.clone() };
+    // -f: served until SIGTERM, which unmounts.
+    let mut child = Command::new(MOUNT)
+        .arg("-f")
+        .arg(&img)
+        .arg(&mnt)
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(is_mounted(&mnt), "-f did not mount");
+    assert_eq!(
+        std::fs::read(mnt.join("etc/hostname")).ok(),
+        std::fs::read(rootfs().join("etc/hostname")).ok()
+    );
+    // SAFETY: kill with a valid pid and signal.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert!(!is_mounted(&mnt), "SIGTERM left the mount");
+    // Background, then -u.
+    let _m = mount(&img, &mnt, &["-o", "ro,fsname=firmware"]);
+    let o = Command::new(MOUNT)
+        .arg("-u")
+        .arg(&mnt)
+        .output()
+        .expect("run -u");
+    assert!(
+        o.status.success(),
+        "-u: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!is_mounted(&mnt), "-u left the mount");
+    // Errors name the path and the errno.
+    let o = Command::new(MOUNT)
+        .arg(&img)
+        .arg(d.join("nowhere"))
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("nowhere: No such file or directory (ENOENT)")
+    );
+}
+
+#[test]
+fn mount8_type_fuse_jffs2_mount() {
+    if !fuse() || !skip::root() || !skip::program("mount.fuse3", "fuse3") {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB"]);
+    let mnt = mkdir(d, "mnt");
+    let _guard = Mounted { dir: mnt.clone() };
+    // `mount -t fuse.jffs2-mount IMAGE DIR -o OPTS` runs `mount.fuse3 IMAGE DIR -o OPTS -t
+    // fuse.jffs2-mount` (with a PATH of its own: /usr/local/bin, /usr/bin, ...), which runs
+    // `jffs2-mount IMAGE DIR -o OPTS`. Here mount.fuse3 is run as mount(8) runs it, with the
+    // built binary first in PATH.
+    let bin = Path::new(MOUNT).parent().expect("bin dir");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new(skip::find_program("mount.fuse3", "fuse3").expect("mount.fuse3"))
+        .arg(&img)
+        .arg(&mnt)
+        .args(["-o", "ro,allow_other", "-t", "fuse.jffs2-mount"])
+        .env("PATH", path)
+        .output()
+        .expect("run mount.fuse3");
+    assert!(
+        o.status.success(),
+        "mount.fuse3: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(is_mounted(&mnt));
+    let mounts = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
+    assert!(
+        mounts.lines().any(|l| l.contains(" fuse.jffs2-mount ro,")),
+        "{mounts}"
+    );
+    assert_eq!(
+        std::fs::read(mnt.join("etc/passwd")).ok(),
+        std::fs::read(rootfs().join("etc/passwd")).ok()
+    );
+    let o = Command::new("umount")
+        .arg(&mnt)
+        .output()
+        .expect("run umount");
+    assert!(
+        o.status.success(),
+        "umount: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!is_mounted(&mnt));
+}
