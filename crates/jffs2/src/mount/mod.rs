@@ -342,6 +342,9 @@ impl<'a> View<'a> {
     }
 }
 
+/// Decompressed node data shared with the cache (`None`: zeros).
+type Shared = Option<Arc<Vec<u8>>>;
+
 /// Where a read of `[offset, end)` needs node data: the part of the output each fragment
 /// fills.
 struct Piece {
@@ -387,12 +390,8 @@ impl View<'_> {
     }
 
     /// The data of each piece's node (`None`: zeros), from the cache or decompressed.
-    fn node_data(
-        &self,
-        inode: &Inode,
-        pieces: &[Piece],
-    ) -> Result<Vec<Option<Arc<Vec<u8>>>>, ViewError> {
-        let mut have: Vec<Option<Arc<Vec<u8>>>> = {
+    fn node_data(&self, inode: &Inode, pieces: &[Piece]) -> Result<Vec<Shared>, ViewError> {
+        let mut have: Vec<Shared> = {
             let mut cache = lock(&self.data);
             pieces
                 .iter()
@@ -407,7 +406,7 @@ impl View<'_> {
             .map(|(p, _)| p.node)
             .collect();
         missing.dedup();
-        let read = |&n: &usize| -> Result<(usize, Option<Arc<Vec<u8>>>), ReadError> {
+        let read = |&n: &usize| -> Result<(usize, Shared), ReadError> {
             let Some(dn) = inode.nodes.get(n) else {
                 return Ok((n, None));
             };
