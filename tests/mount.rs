@@ -656,3 +656,97 @@ fn mount8_type_fuse_jffs2_mount() {
     );
     assert!(!is_mounted(&mnt));
 }
+
+#[test]
+fn kernel_written_images_list_as_extracted() {
+    if !fuse() || !skip::root() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel");
+    let mut images: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+        .expect("fixtures/kernel")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "img"))
+        .collect();
+    images.sort();
+    assert!(images.len() >= 9, "kernel fixtures missing");
+    let mut failures = Vec::new();
+    for (k, img) in images.iter().enumerate() {
+        let out = d.join(format!("out{k}"));
+        extract(img, &out);
+        let mnt = mkdir(d, &format!("mnt{k}"));
+        let _m = mount(img, &mnt, &[]);
+        for f in differences(&listing(&mnt), &listing(&out)) {
+            failures.push(format!("{}: {f}", img.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn nand_dump_with_oob_lists_as_the_plain_image() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "128KiB", "-l", "-n"]);
+    let plain = std::fs::read(&img).expect("read");
+    // 64 bytes of OOB after every 2048-byte page, as a raw NAND dump has them.
+    let mut raw = Vec::new();
+    for page in plain.chunks(2048) {
+        raw.extend_from_slice(page);
+        raw.resize(raw.len() + (2048 - page.len()) + 64, 0xff);
+    }
+    let nand = d.join("nand");
+    std::fs::write(&nand, &raw).expect("write");
+    let (a, b) = (mkdir(d, "a"), mkdir(d, "b"));
+    let _a = mount(&img, &a, &[]);
+    let _b = mount(&nand, &b, &["--oobsize", "64", "--pagesize", "2048"]);
+    let (la, lb) = (listing(&a), listing(&b));
+    assert!(la.entries.len() > 10);
+    assert_eq!(la.entries, lb.entries);
+}
+
+#[test]
+fn image_linux_refuses_is_mounted_with_a_warning() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let mut i = jffs2::testing::Img::new();
+    i.file(1, 2, b"kept", 1, b"still here\n");
+    // An INCOMPAT node of an unknown type: Linux refuses the mount (-EINVAL).
+    let mut node = Vec::new();
+    node.extend_from_slice(&0x1985u16.to_le_bytes());
+    node.extend_from_slice(&0xe00fu16.to_le_bytes());
+    node.extend_from_slice(&12u32.to_le_bytes());
+    let crc = jffs2::crc::crc32(&node);
+    node.extend_from_slice(&crc.to_le_bytes());
+    i.raw(node);
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    std::fs::write(&img, i.build()).expect("write");
+    let mnt = mkdir(d, "mnt");
+    let _guard = Mounted { dir: mnt.clone() };
+    let o = Command::new(MOUNT)
+        .args(["-e", "16KiB", "-l"])
+        .arg(&img)
+        .arg(&mnt)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("Linux would refuse to mount this image"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(mnt.join("kept")).expect("read"),
+        b"still here\n"
+    );
+}

@@ -602,13 +602,17 @@ fn user_session(
             Ok(())
         })
     };
-    let status = cmd.status()?;
+    let mut child = cmd.spawn()?;
     drop(theirs);
-    if !status.success() {
-        // fusermount3 said why on stderr.
+    // The descriptor comes before fusermount3 exits (with auto_unmount it stays, watching
+    // the socket); an end of the socket without one means it failed and said why.
+    let Ok(fd) = receive_fd(&ours) else {
+        let _ = child.wait();
         return Err(io::Error::other(format!("{} failed", prog.display())));
+    };
+    if !config.mount_options.contains(&MountOption::AutoUnmount) {
+        let _ = child.wait();
     }
-    let fd = receive_fd(&ours)?;
     // Kept open: with auto_unmount, fusermount3 unmounts when it closes (at our exit).
     std::mem::forget(ours);
     let acl = config.acl;
