@@ -149,23 +149,17 @@ impl Filesystem for Served {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let entries = match self.view.readdir(ino(i)) {
-            Ok(v) => v,
-            Err(e) => return reply.error(errno(&e)),
-        };
         let skip = usize::try_from(offset).unwrap_or(usize::MAX);
-        for (k, e) in entries.iter().enumerate().skip(skip) {
-            let name = OsStr::from_bytes(&e.name);
-            if reply.add(
-                INodeNo(u64::from(e.ino)),
-                k as u64 + 1,
-                dtype(e.dtype),
-                name,
-            ) {
-                break;
-            }
+        let mut k = offset;
+        let listed = self.view.readdir_with(ino(i), skip, |e, t, name| {
+            k += 1;
+            // The offset of an entry is where the next read starts.
+            reply.add(INodeNo(u64::from(e)), k, dtype(t), OsStr::from_bytes(name))
+        });
+        match listed {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(&e)),
         }
-        reply.ok();
     }
 
     fn statfs(&self, _req: &Request, _i: INodeNo, reply: ReplyStatfs) {

@@ -201,6 +201,25 @@ fn inode_weight(i: &Inode) -> usize {
 
 impl<'a> View<'a> {
     /// A view of the model `fs` (from [`crate::Image::mount`] or [`crate::Image::salvage`]).
+    ///
+    /// ```
+    /// use jffs2::mount::{View, ViewOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # std::fs::write(dir.path().join("motd"), b"Welcome\n")?;
+    /// # let (tree, _) = jffs2::source::scan_host(dir.path(), &Default::default())?;
+    /// # let mut image = Vec::new();
+    /// # jffs2::mkfs::build(&tree, &Default::default(), &mut image, &mut jffs2::mkfs::NullSink)?;
+    /// # let image = jffs2::Image::from_vec(image)?;
+    /// // `image`: an image holding `/motd` ("Welcome\n").
+    /// let (fs, refused) = image.salvage(); // `refused`: why Linux would not mount it
+    /// assert!(refused.is_none());
+    /// let view = View::new(fs, &ViewOptions::default());
+    /// let motd = view.lookup(1, b"motd")?; // inode numbers are the image's; the root is 1
+    /// assert_eq!((motd.size, motd.nlink), (8, 1));
+    /// assert_eq!(view.read(motd.ino, 3, 100)?, b"come\n");
+    /// assert_eq!(view.lookup(1, b"nope").unwrap_err().errno(), libc::ENOENT);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(fs: Fs<'a>, opts: &ViewOptions) -> View<'a> {
         View {
             fs,
@@ -250,27 +269,40 @@ impl<'a> View<'a> {
     /// kernel's `dir_emit_dots`), then the live entries, by name (Linux lists them in the
     /// order of their name hash; the set is the same).
     pub fn readdir(&self, ino: u32) -> Result<Vec<DirEntry>, ViewError> {
+        let mut out = Vec::new();
+        self.readdir_with(ino, 0, |ino, dtype, name| {
+            out.push(DirEntry {
+                ino,
+                dtype,
+                name: name.to_vec(),
+            });
+            false
+        })?;
+        Ok(out)
+    }
+
+    /// [`View::readdir`] without copying: `emit(ino, d_type, name)` is called for each entry
+    /// from position `skip` on (`.` is 0, `..` is 1), until it returns `true` (a full reply
+    /// buffer).
+    pub fn readdir_with(
+        &self,
+        ino: u32,
+        skip: usize,
+        mut emit: impl FnMut(u32, u8, &[u8]) -> bool,
+    ) -> Result<(), ViewError> {
         let dir = self.inode(ino)?;
         if dir.kind != InodeKind::Dir {
             return Err(ViewError::NotADirectory(ino));
         }
-        let mut out = Vec::with_capacity(dir.dents.len() + 2);
-        out.push(DirEntry {
-            ino,
-            dtype: dt::DIR,
-            name: b".".to_vec(),
-        });
-        out.push(DirEntry {
-            ino: self.parent(ino),
-            dtype: dt::DIR,
-            name: b"..".to_vec(),
-        });
-        out.extend(dir.dents.iter().map(|d| DirEntry {
-            ino: d.ino,
-            dtype: d.dtype,
-            name: d.name.to_vec(),
-        }));
-        Ok(out)
+        let dots = [(ino, &b"."[..]), (self.parent(ino), &b".."[..])];
+        let dots = dots.iter().map(|&(i, n)| (i, dt::DIR, n));
+        let rest = dir.dents.iter().map(|d| (d.ino, d.dtype, &*d.name));
+        for (i, t, n) in dots.chain(rest).skip(skip) {
+            if emit(i, t, n) {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// The parent of a directory: the build's `pino_nlink` for directories (§5.6), the root
