@@ -37,7 +37,9 @@ fn tree_image() -> Vec<u8> {
         isize: 20000,
         uid: 1000,
         gid: 100,
+        atime: 1111,
         mtime: 1234,
+        ctime: 2222,
         offset,
         dsize,
         compr,
@@ -112,6 +114,7 @@ fn attributes_lookup_and_readdir() {
     assert_eq!(f, hard);
     assert_eq!((f.ino, f.nlink, f.size, f.blocks), (3, 2, 20000, 40));
     assert_eq!((f.uid, f.gid, f.mtime), (1000, 100, 1234));
+    assert_eq!((f.atime, f.ctime), (1111, 2222));
     let d = v.lookup(1, b"d").unwrap();
     assert_eq!((d.kind, d.nlink), (InodeKind::Dir, 2));
     let dd = v.readdir(2).unwrap();
