@@ -35,10 +35,9 @@ pub const FLAGS: &[Flag] = &[
     Flag {
         key: "eraseblock",
         short: b'e',
-        long: &["eraseblock", "erase-size"],
-        primary: 1,
+        long: &["erase-size", "eraseblock"],
         takes: Takes::Required("SIZE", Values::Any),
-        help: Help::Line("Erase block size (KiB suffix as mkfs.jffs2's -e)"),
+        help: Help::Line("Erase block size, as mkfs.jffs2's -e (128KiB)"),
         doc: "Erase block size, in mkfs.jffs2's grammar (detected when not given).",
         section: IMAGE,
         ..BASE
@@ -88,11 +87,12 @@ pub const FLAGS: &[Flag] = &[
         key: "options",
         short: b'o',
         long: &["options"],
-        takes: Takes::Required("OPT[,OPT]...", Values::Any),
+        takes: Takes::Required("OPTS", Values::Any),
         help: Help::Line(
-            "Mount options: allow_other, allow_root, default_permissions,\n\
-             fsname=NAME, subtype=NAME, auto_unmount, nosuid, nodev,\n\
-             noexec, noatime, ...; others are given to FUSE as they are;\n\
+            "Mount options, comma-separated: allow_other,\n\
+             allow_root, default_permissions, fsname=NAME,\n\
+             subtype=NAME, auto_unmount, nosuid, nodev, noexec,\n\
+             noatime, ...; others are given to FUSE as they are;\n\
              always read-only (rw is ignored, with a warning)",
         ),
         doc: "Mount options, comma-separated, as mount(8) gives them: allow_other, allow_root, default_permissions, fsname=NAME, subtype=NAME, auto_unmount, dev, nodev, suid, nosuid, exec, noexec, atime, noatime, sync, async, dirsync; mount(8)'s own (defaults, auto, noauto, user, users, nofail, _netdev, x-*) are ignored; others are given to FUSE as they are. The mount is always read-only: ro is implied and rw is ignored, with a warning.",
