@@ -750,3 +750,70 @@ fn image_linux_refuses_is_mounted_with_a_warning() {
         b"still here\n"
     );
 }
+
+/// The server's peak resident memory (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM")
+        * 1024
+}
+
+#[test]
+fn memory_stays_bounded_while_readers_read_concurrently() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let src = mkdir(d, "src");
+    // 48 MiB that compresses well: the image is small, the file is not.
+    let mut big = Vec::with_capacity(48 << 20);
+    let mut k = 0u64;
+    while big.len() < 48 << 20 {
+        big.extend_from_slice(
+            format!("line {k} of a file much larger than its image\n").as_bytes(),
+        );
+        k += 1;
+    }
+    std::fs::write(src.join("big"), &big).expect("write");
+    let img = d.join("img");
+    mkfs(&src, &img, &["-e", "128KiB"]);
+    let mnt = mkdir(d, "mnt");
+    let _guard = Mounted { dir: mnt.clone() };
+    let mut server = Command::new(MOUNT)
+        .args(["-f", "--cache-size=1MiB"])
+        .arg(&img)
+        .arg(&mnt)
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(is_mounted(&mnt));
+    let want = md5_hex(&big);
+    drop(big);
+    // Four readers at once, each the whole file.
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let p = mnt.join("big");
+            std::thread::spawn(move || md5_hex(&std::fs::read(p).expect("read")))
+        })
+        .collect();
+    for r in readers {
+        assert_eq!(r.join().expect("reader"), want);
+    }
+    let peak = peak_rss(server.id());
+    let image_len = std::fs::metadata(&img).expect("img").len();
+    // The model, the mapped image, the 1 MiB cache and the binary: far below the file.
+    assert!(
+        peak < image_len + (24 << 20),
+        "peak RSS {peak} for an image of {image_len} bytes and a 48 MiB file"
+    );
+    // SAFETY: kill with a valid pid and signal.
+    unsafe { libc::kill(server.id() as libc::pid_t, libc::SIGINT) };
+    assert!(server.wait().expect("wait").success());
+}
