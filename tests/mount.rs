@@ -817,3 +817,100 @@ fn memory_stays_bounded_while_readers_read_concurrently() {
     unsafe { libc::kill(server.id() as libc::pid_t, libc::SIGINT) };
     assert!(server.wait().expect("wait").success());
 }
+
+/// The mount as the kernel harness lists a mount (`fixtures/kernel/README.md`): one object per
+/// entry, sorted by path, `.` the root.
+fn harness_listing(mnt: &Path) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let l = listing(mnt);
+    let mut links: BTreeMap<Vec<u8>, Vec<String>> = BTreeMap::new();
+    for group in &l.links {
+        for p in group {
+            links.insert(p.clone(), group.iter().map(|q| shown(q)).collect());
+        }
+    }
+    let mut out = Vec::new();
+    for (path, e) in &l.entries {
+        let Ok(e) = e else { continue };
+        let p = if path.is_empty() {
+            ".".to_string()
+        } else {
+            shown(path)
+        };
+        let fmt = e.mode & libc::S_IFMT;
+        let kind = match fmt {
+            libc::S_IFDIR => "dir",
+            libc::S_IFREG => "file",
+            libc::S_IFLNK => "symlink",
+            libc::S_IFIFO => "fifo",
+            libc::S_IFCHR => "char",
+            libc::S_IFBLK => "block",
+            _ => "socket",
+        };
+        let meta = std::fs::symlink_metadata(mnt.join(OsStr::from_bytes(path))).expect("lstat");
+        let mut o = json!({
+            "path": p, "type": kind, "mode": format!("{:04o}", e.mode & 0o7777),
+            "uid": e.uid, "gid": e.gid, "size": meta.size(), "nlink": e.nlink, "mtime": e.mtime,
+            "xattrs": e.xattrs.iter().map(|(k, v)| (k.clone(), json!(v.iter().map(|b| format!("{b:02x}")).collect::<String>()))).collect::<serde_json::Map<_, _>>(),
+        });
+        if let Some(m) = &e.md5 {
+            o["md5"] = json!(m);
+        }
+        if let Some(t) = &e.target {
+            o["target"] = json!(shown(t));
+        }
+        if let Some((ma, mi)) = e.rdev {
+            o["rdev"] = json!(format!("{ma}:{mi}"));
+        }
+        if let Some(g) = links.get(path) {
+            o["links"] = json!(g);
+        }
+        out.push(o);
+    }
+    out.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    out
+}
+
+#[test]
+fn kernel_written_images_show_what_linux_showed() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for e in std::fs::read_dir(&fixtures)
+        .expect("fixtures/kernel")
+        .flatten()
+    {
+        let img = e.path();
+        if img.extension().is_none_or(|x| x != "img") {
+            continue;
+        }
+        n += 1;
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(img.with_extension("json")).expect("json"))
+                .expect("parse");
+        let mnt = mkdir(d, &format!("m{n}"));
+        let _m = mount(&img, &mnt, &[]);
+        let got = harness_listing(&mnt);
+        let want = json["listing"].as_array().cloned().unwrap_or_default();
+        if got.len() != want.len() {
+            failures.push(format!(
+                "{}: {} entries, Linux showed {}",
+                img.display(),
+                got.len(),
+                want.len()
+            ));
+        }
+        for (g, w) in got.iter().zip(&want) {
+            if g != w {
+                failures.push(format!("{}:\n  mounted {g}\n  Linux   {w}", img.display()));
+            }
+        }
+    }
+    assert!(n >= 9, "kernel fixtures missing");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
