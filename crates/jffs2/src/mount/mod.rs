@@ -392,7 +392,8 @@ impl View<'_> {
     /// Up to `len` bytes at `offset` of regular file `ino` (`read`): holes and ZERO nodes read
     /// as zeros, other nodes are decompressed (only those the range touches, in parallel when
     /// several are not cached). A node that cannot be read fails the read with `EIO`, as
-    /// Linux's `read()` fails on the page that holds it.
+    /// Linux's `read()` fails on the page that holds it. The result is allocated whole: up to
+    /// `len` bytes (FUSE asks for at most a few hundred KiB at a time).
     pub fn read(&self, ino: u32, offset: u64, len: usize) -> Result<Vec<u8>, ViewError> {
         let inode = self.inode(ino)?;
         match inode.kind {
@@ -411,9 +412,12 @@ impl View<'_> {
             let (Some(d), Some(dn)) = (d, inode.nodes.get(p.node)) else {
                 continue; // zeros
             };
-            let a = (p.start - u64::from(dn.ofs)) as usize;
-            let b = (p.end - u64::from(dn.ofs)) as usize;
-            let o = (p.start - offset) as usize;
+            // A fragment lies within its node; a range that does not is left as zeros.
+            let ofs = u64::from(dn.ofs);
+            let (Some(a), Some(b)) = (p.start.checked_sub(ofs), p.end.checked_sub(ofs)) else {
+                continue;
+            };
+            let (a, b, o) = (a as usize, b as usize, (p.start - offset) as usize);
             if let (Some(src), Some(dst)) = (d.get(a..b), out.get_mut(o..o + (b - a))) {
                 dst.copy_from_slice(src);
             }
