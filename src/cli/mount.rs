@@ -736,7 +736,7 @@ mod tests {
 
     #[test]
     fn mount8_argument_form_and_options() {
-        // mount.fuse3 runs the helper as `TYPE SOURCE DIR -o OPTS`.
+        // mount.fuse3 runs the helper as `jffs2-mount SOURCE DIR -o OPTS`.
         let a = args(&[
             "img",
             "/mnt",
@@ -767,6 +767,30 @@ mod tests {
         assert_eq!(
             (a.cache_bytes, a.erase, a.endian),
             (1 << 20, Some(128 << 10), Some(Endian::Big))
+        );
+    }
+
+    #[test]
+    fn options_for_fusermount3_and_for_the_kernel() {
+        let a = args(&["i", "d", "-o", "allow_root,noexec,fsname=a\\b,c"]).unwrap();
+        let c = fuse_config(&Tool { name: "t".into() }, &a, Path::new("/i"));
+        assert_eq!(
+            fusermount_options(&c),
+            "ro,noexec,c,fsname=a\\\\b,subtype=jffs2-mount,allow_other"
+        );
+        // The default fsname, the image's path, may hold a comma.
+        let a = args(&["i", "d"]).unwrap();
+        let c = fuse_config(&Tool { name: "t".into() }, &a, Path::new("/fw,1.img"));
+        assert_eq!(
+            fusermount_options(&c),
+            "ro,fsname=/fw\\,1.img,subtype=jffs2-mount"
+        );
+        assert_eq!(escape_option("a,b\\c"), "a\\,b\\\\c");
+        // Root gives the subtype to the kernel itself.
+        let names = option_names(&root_config(c));
+        assert!(
+            names.contains(&"CUSTOM(\"subtype=jffs2-mount\")".to_string()),
+            "{names:?}"
         );
     }
 
