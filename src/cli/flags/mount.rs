@@ -38,7 +38,7 @@ pub const FLAGS: &[Flag] = &[
         long: &["erase-size", "eraseblock"],
         takes: Takes::Required("SIZE", Values::Any),
         help: Help::Line("Erase block size, as mkfs.jffs2's -e (128KiB)"),
-        doc: "Erase block size, in mkfs.jffs2's grammar (detected when not given).",
+        doc: "Erase block size, in mkfs.jffs2's grammar (detected when not given). --eraseblock=SIZE is the same.",
         section: IMAGE,
         ..BASE
     },
