@@ -577,6 +577,29 @@ fn foreground_signal_and_unmount_options() {
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status:?}");
     assert!(!is_mounted(&mnt), "SIGTERM left the mount");
+    // -f again: unmounting from outside ends the server, with status 0.
+    let mut child = Command::new(MOUNT)
+        .arg("-f")
+        .arg(&img)
+        .arg(&mnt)
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = Command::new(MOUNT)
+        .arg("-u")
+        .arg(&mnt)
+        .output()
+        .expect("run -u");
+    assert!(
+        o.status.success(),
+        "-u: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "after -u: {status:?}");
     // Background, then -u.
     let _m = mount(&img, &mnt, &["-o", "ro,fsname=firmware"]);
     let o = Command::new(MOUNT)
