@@ -7,8 +7,8 @@ set -euo pipefail
 usage() {
   cat <<'EOF'
 Usage: scripts/install.sh [OPTION]...
-Builds (cargo install) and installs jffs2-mkfs, jffs2-sumtool, jffs2-dump, jffs2-fsck and
-jffs2-convert into PREFIX/bin; links mkfs.jffs2, sumtool, jffs2dump, jffs2reader and
+Builds (cargo install) and installs jffs2-mkfs, jffs2-sumtool, jffs2-dump, jffs2-fsck,
+jffs2-convert and jffs2-mount into PREFIX/bin; links mkfs.jffs2, sumtool, jffs2dump, jffs2reader and
 fsck.jffs2 to them there; manual pages into PREFIX/share/man/man{1,8}; completions into
 PREFIX/share/bash-completion/completions, PREFIX/share/zsh/site-functions and
 PREFIX/share/fish/vendor_completions.d.
@@ -62,7 +62,7 @@ case "$prefix" in
 esac
 cargo="${CARGO:-cargo}"
 
-bins=(jffs2-mkfs jffs2-sumtool jffs2-dump jffs2-fsck jffs2-convert)
+bins=(jffs2-mkfs jffs2-sumtool jffs2-dump jffs2-fsck jffs2-convert jffs2-mount)
 # link name -> binary (the names the binaries answer to; src/cli/describe.rs)
 links=(mkfs.jffs2:jffs2-mkfs sumtool:jffs2-sumtool jffs2dump:jffs2-dump
        jffs2reader:jffs2-dump fsck.jffs2:jffs2-fsck)

@@ -1,4 +1,4 @@
-//! Installation: `scripts/install.sh` into temporary prefixes. The five binaries and
+//! Installation: `scripts/install.sh` into temporary prefixes. The six binaries and
 //! the mtd-utils names as relative links; refusal to replace a file that is not ours, `--force`,
 //! `DESTDIR`, `--no-mtd-names`; `fsck -t jffs2 IMAGE` running our `fsck.jffs2`; every manual
 //! page rendered by man(1) and groff without a warning, with every section and option; the
@@ -19,12 +19,13 @@ use std::sync::OnceLock;
 
 use jffs2_tools::cli::describe::{Personality, PERSONALITIES};
 
-const BINARIES: [&str; 5] = [
+const BINARIES: [&str; 6] = [
     "jffs2-mkfs",
     "jffs2-sumtool",
     "jffs2-dump",
     "jffs2-fsck",
     "jffs2-convert",
+    "jffs2-mount",
 ];
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
@@ -165,7 +166,7 @@ fn longs(p: &Personality) -> Vec<String> {
 }
 
 #[test]
-fn installs_five_binaries_and_the_mtd_utils_names() {
+fn installs_six_binaries_and_the_mtd_utils_names() {
     let prefix = installed();
     let bin = prefix.join("bin");
     for b in BINARIES {
@@ -185,6 +186,7 @@ fn installs_five_binaries_and_the_mtd_utils_names() {
             "jffs2-dump",
             "jffs2-fsck",
             "jffs2-mkfs",
+            "jffs2-mount",
             "jffs2-sumtool",
             "jffs2dump",
             "jffs2reader",

@@ -10,7 +10,7 @@
 
 use clap::{Arg, ArgAction, Command, ValueHint};
 
-use super::flags::{self, convert, dump, fsck, mkfs, sumtool, Flag, Names, ALL};
+use super::flags::{self, convert, dump, fsck, mkfs, mount, sumtool, Flag, Names, ALL};
 use super::getopt::LongOpt;
 
 /// One name a binary answers to: `jffs2-mkfs`, `mkfs.jffs2`, `jffs2reader`, ...
@@ -244,6 +244,26 @@ pub const PERSONALITIES: &[Personality] = &[
             "jffs2-sumtool(1)",
             "jffs2-fsck(8)",
             "jffs2-dump(1)",
+        ],
+    },
+    Personality {
+        name: "jffs2-mount",
+        binary: "jffs2-mount",
+        section: "1",
+        command: mount_command,
+        flags: mount::FLAGS,
+        names: ALL,
+        environment: &[(
+            "FUSERMOUNT_PATH",
+            "The fusermount program to mount through as an ordinary user (default: fusermount3, \
+             then fusermount, found in PATH, /sbin or /bin).",
+        )],
+        compatibility: MOUNT_COMPAT,
+        see_also: &[
+            "fusermount3(1)",
+            "mount.fuse3(8)",
+            "jffs2-dump(1)",
+            "jffs2-fsck(8)",
         ],
     },
     Personality {
@@ -539,6 +559,44 @@ pub fn convert_command() -> Command {
         .args(flags::args(convert::FLAGS, ALL))
 }
 
+const MOUNT_ABOUT: &str = "mount a JFFS2 image read-only through FUSE";
+
+const MOUNT_LONG_ABOUT: &str = "Mounts a JFFS2 image read-only through FUSE, showing what \
+Linux shows when it mounts the image (the files jffs2-dump --extract writes): names, modes, \
+owners, times, hard links, symlinks, devices, extended attributes and POSIX ACLs, statfs \
+figures. No kernel JFFS2 or MTD support is needed; an ordinary user mounts through \
+fusermount3. File data is decompressed when read, with a cache of bounded size. An image \
+Linux would refuse to mount is mounted all the same, with a warning naming why.
+
+In the background (the default) jffs2-mount returns once the mount is ready. It also \
+accepts the argument form mount(8) gives a FUSE helper, so that mount -t fuse.jffs2-mount \
+IMAGE DIR and an /etc/fstab line of type fuse.jffs2-mount work.";
+
+const MOUNT_COMPAT: &str = "Linux mounts JFFS2 only from an MTD device (mtdram, block2mtd \
+and losetup as root, in the image's byte order); jffs2-mount needs neither root nor the \
+kernel driver, and reads both byte orders, NAND dumps with OOB bytes and OpenWrt's LZMA. \
+What it shows is the kernel's view as jffs2-dump --extract writes it; directory entries are \
+listed in name order (Linux lists them in the order of a name hash).";
+
+/// `jffs2-mount`.
+pub fn mount_command() -> Command {
+    base("jffs2-mount", MOUNT_ABOUT, MOUNT_LONG_ABOUT)
+        .override_usage(
+            "jffs2-mount [OPTION]... IMAGE MOUNTPOINT\n       jffs2-mount -u MOUNTPOINT",
+        )
+        .after_help(exit_status_of(&mount::help()))
+        .args(flags::args(mount::FLAGS, ALL))
+        .arg(operand(
+            "IMAGE",
+            "IMAGE",
+            "The image: a file, or a device that can be read.",
+        ))
+        .arg(
+            operand("MOUNTPOINT", "MOUNTPOINT", "The directory to mount it on.")
+                .value_hint(ValueHint::DirPath),
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -664,6 +722,7 @@ mod tests {
             "jffs2-dump",
             "jffs2-fsck",
             "jffs2-convert",
+            "jffs2-mount",
         ];
         for b in binaries {
             assert!(personality(b).is_some_and(|p| !p.is_link()), "{b}");

@@ -9,6 +9,7 @@ pub mod flags;
 pub mod fsck;
 pub mod getopt;
 pub mod mkfs;
+pub mod mount;
 pub mod num;
 pub mod output;
 pub mod sumtool;
@@ -196,6 +197,15 @@ pub fn convert_main() -> i32 {
         name: "jffs2-convert".into(),
     };
     convert::main(&tool, args.get(1..).unwrap_or(&[]))
+}
+
+/// Entry point of `jffs2-mount` (also run by mount(8) through mount.fuse3).
+pub fn mount_main() -> i32 {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let tool = Tool {
+        name: "jffs2-mount".into(),
+    };
+    mount::main(&tool, args.get(1..).unwrap_or(&[]))
 }
 
 /// Entry point of `jffs2-fsck`: `fsck.jffs2` (accepting fsck(8)'s generic options) when

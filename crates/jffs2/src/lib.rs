@@ -2,7 +2,7 @@
 //!
 //! This is the core library of jffs2-tools: everything that knows about JFFS2 lives here,
 //! once, and the command-line tools (`jffs2-mkfs`, `jffs2-sumtool`, `jffs2-dump`,
-//! `jffs2-fsck`, `jffs2-convert`) only parse arguments and print. It builds images
+//! `jffs2-fsck`, `jffs2-convert`, `jffs2-mount`) only parse arguments and print. It builds images
 //! byte-identical to mtd-utils' `mkfs.jffs2`, reads images exactly as Linux 6.1 mounts them,
 //! checks, summarises, converts and extracts them.
 //!
@@ -32,6 +32,7 @@
 //!                                                                                     |
 //!   Fs::read_inode / list_dir / read_data, fs::Tree ----------------------------------+
 //!   extract::{list, lookup, cat, extract}   files as a read-only mount shows them
+//!   mount::View                             the same, by inode number, for a FUSE server
 //!   fsck::check                             every node and file checked, findings by offset
 //!   sumtool::summarize                      erase-block summaries added, filesystem unchanged
 //!   convert::convert                        garbage-collected and re-laid (erase size, ...)
@@ -151,6 +152,7 @@ pub mod layout;
 pub mod mapguard;
 pub mod mapped;
 pub mod mkfs;
+pub mod mount;
 pub mod name;
 mod prefetch;
 pub mod progress;
@@ -189,8 +191,10 @@ fn _api_traits() {
     error::<image::ImageError>();
     error::<image::MountError>();
     error::<image::FileError>();
+    error::<mount::ViewError>();
     sync::<Image<'static>>();
     sync::<scan::Scan>();
     sync::<fs::Fs<'static>>();
     sync::<fsck::Report>();
+    sync::<mount::View<'static>>();
 }

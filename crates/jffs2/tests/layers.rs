@@ -33,7 +33,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     // The tools' modules.
     (
         "tools",
-        &["fsck", "extract", "dump", "convert", "sumtool", "mkfs"],
+        &[
+            "fsck", "extract", "dump", "convert", "sumtool", "mkfs", "mount",
+        ],
     ),
     // Harnesses over everything.
     ("harness", &["fuzz", "testing"]),

@@ -15,6 +15,7 @@ pub mod convert;
 pub mod dump;
 pub mod fsck;
 pub mod mkfs;
+pub mod mount;
 pub mod sumtool;
 
 use std::ffi::OsString;

@@ -1,0 +1,939 @@
+//! `jffs2-mount`: an image mounted through FUSE shows what `jffs2-dump --extract` writes (the
+//! files Linux shows), for every kind of entry, in both byte orders; an ordinary user mounts,
+//! reads and unmounts; hostile images mount and can be walked without the server dying;
+//! `statfs` gives `jffs2_statfs`'s figures; signals and `-u` unmount.
+//!
+//! Needs /dev/fuse and fusermount3 (Debian package fuse3): skipped loudly without them, and
+//! failing under `CI=true`. No mount is left behind: every mount is held by a [`Mounted`] whose
+//! drop detaches it, whether the test passed or not.
+
+mod common;
+#[path = "common/extract.rs"]
+mod extract_common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::skip;
+use extract_common::{md5_hex, xattrs};
+
+const MOUNT: &str = env!("CARGO_BIN_EXE_jffs2-mount");
+const MKFS: &str = env!("CARGO_BIN_EXE_jffs2-mkfs");
+const DUMP: &str = env!("CARGO_BIN_EXE_jffs2-dump");
+
+/// /dev/fuse and fusermount3, or skip.
+fn fuse() -> bool {
+    let ok = !skip::pretend_missing("fuse3")
+        && Path::new("/dev/fuse").exists()
+        && skip::find_program("fusermount3", "fuse3").is_some();
+    ok || {
+        skip::skip("fuse3 (/dev/fuse and fusermount3)");
+        false
+    }
+}
+
+/// Whether something is mounted on `dir` (`/proc/self/mountinfo`).
+fn is_mounted(dir: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = dir.as_os_str().as_bytes();
+    info.lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|m| m.as_bytes() == want))
+}
+
+/// A mount point that is detached when dropped (the test passed or not): `umount -l` as root,
+/// `fusermount3 -u -z` otherwise.
+struct Mounted {
+    dir: PathBuf,
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        for _ in 0..4 {
+            if !is_mounted(&self.dir) {
+                return;
+            }
+            if skip::is_root() {
+                let c = std::ffi::CString::new(self.dir.as_os_str().as_bytes()).expect("path");
+                // SAFETY: valid NUL-terminated path.
+                unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+            } else {
+                let _ = Command::new("fusermount3")
+                    .arg("-u")
+                    .arg("-z")
+                    .arg(&self.dir)
+                    .status();
+            }
+        }
+    }
+}
+
+/// Runs `jffs2-mount ARGS IMAGE DIR` (background); the mount must be ready when it returns.
+fn mount(image: &Path, dir: &Path, args: &[&str]) -> Mounted {
+    let guard = Mounted {
+        dir: dir.to_path_buf(),
+    };
+    let o = Command::new(MOUNT)
+        .args(args)
+        .arg(image)
+        .arg(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run jffs2-mount");
+    assert!(
+        o.status.success(),
+        "jffs2-mount {image:?} {dir:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        is_mounted(dir),
+        "jffs2-mount returned before {dir:?} was mounted"
+    );
+    guard
+}
+
+/// Runs `jffs2-mkfs ARGS -r ROOT -o OUT`.
+fn mkfs(root: &Path, out: &Path, args: &[&str]) {
+    let o = Command::new(MKFS)
+        .args(args)
+        .arg("-r")
+        .arg(root)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("run jffs2-mkfs");
+    assert!(
+        o.status.success(),
+        "jffs2-mkfs: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// One entry as `lstat`, `readlink`, `read` and the xattr calls see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    /// Not compared for directories (a host directory has a size of its own) nor symlinks
+    /// (Linux gives a symlink the node's `isize`, which mkfs.jffs2 leaves at the length of
+    /// a target it cut to 254 bytes; an extracted link has its target's length).
+    size: u64,
+    nlink: u64,
+    mtime: i64,
+    rdev: Option<(u32, u32)>,
+    target: Option<Vec<u8>>,
+    md5: Option<String>,
+    xattrs: BTreeMap<String, Vec<u8>>,
+}
+
+/// A tree's listing: path -> entry (or the errno `lstat` gave), and the hard-link groups
+/// (paths sharing an `st_ino`, for non-directories of several links).
+struct Listing {
+    entries: BTreeMap<Vec<u8>, Result<Entry, i32>>,
+    links: BTreeSet<Vec<Vec<u8>>>,
+}
+
+fn entry(p: &Path, m: &std::fs::Metadata) -> Entry {
+    let fmt = m.mode() & libc::S_IFMT;
+    let dev = fmt == libc::S_IFCHR || fmt == libc::S_IFBLK;
+    Entry {
+        mode: m.mode(),
+        uid: m.uid(),
+        gid: m.gid(),
+        size: if fmt == libc::S_IFDIR || fmt == libc::S_IFLNK {
+            0
+        } else {
+            m.size()
+        },
+        nlink: m.nlink(),
+        mtime: m.mtime(),
+        rdev: dev.then(|| (libc::major(m.rdev()), libc::minor(m.rdev()))),
+        target: (fmt == libc::S_IFLNK).then(|| {
+            std::fs::read_link(p)
+                .map(|t| t.as_os_str().as_bytes().to_vec())
+                .expect("readlink")
+        }),
+        md5: (fmt == libc::S_IFREG).then(|| match std::fs::read(p) {
+            Ok(d) => md5_hex(&d),
+            Err(e) => format!("read error {e}"),
+        }),
+        xattrs: xattrs(p),
+    }
+}
+
+/// Every entry below `root`, never following links.
+fn listing(root: &Path) -> Listing {
+    let mut entries = BTreeMap::new();
+    let mut inos: BTreeMap<u64, Vec<Vec<u8>>> = BTreeMap::new();
+    let mut todo = vec![Vec::new()];
+    while let Some(rel) = todo.pop() {
+        let p = if rel.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(OsStr::from_bytes(&rel))
+        };
+        let m = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) => {
+                entries.insert(rel, Err(e.raw_os_error().unwrap_or(0)));
+                continue;
+            }
+        };
+        if !m.is_dir() && m.nlink() > 1 {
+            inos.entry(m.ino()).or_default().push(rel.clone());
+        }
+        if m.is_dir() {
+            for e in std::fs::read_dir(&p).expect("readdir") {
+                let mut r = rel.clone();
+                if !r.is_empty() {
+                    r.push(b'/');
+                }
+                r.extend_from_slice(e.expect("dirent").file_name().as_bytes());
+                todo.push(r);
+            }
+        }
+        entries.insert(rel, Ok(entry(&p, &m)));
+    }
+    let links = inos
+        .into_values()
+        .map(|mut v| {
+            v.sort();
+            v
+        })
+        .collect();
+    Listing { entries, links }
+}
+
+fn shown(p: &[u8]) -> String {
+    String::from_utf8_lossy(p).into_owned()
+}
+
+/// The differences between the mount's listing and the extraction's. What may differ: the
+/// root's link count (the kernel gives JFFS2's root one more, "for some reason"), and
+/// entries the extraction leaves out because Linux cannot read them (on the mount their
+/// `lstat` fails, as on Linux).
+fn differences(mounted: &Listing, extracted: &Listing) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, m) in &mounted.entries {
+        let e = extracted.entries.get(path);
+        match (m, e) {
+            (Ok(m), Some(Ok(e))) => {
+                let mut m = m.clone();
+                if path.is_empty() {
+                    m.nlink -= 1;
+                }
+                if &m != e {
+                    out.push(format!("{}: mounted {m:?}\n  extracted {e:?}", shown(path)));
+                }
+            }
+            (Err(errno), None) => {
+                if ![libc::ENAMETOOLONG, libc::EIO].contains(errno) {
+                    out.push(format!("{}: lstat errno {errno}", shown(path)));
+                }
+            }
+            _ => out.push(format!("{}: mounted {m:?}, extracted {e:?}", shown(path))),
+        }
+    }
+    for path in extracted.entries.keys() {
+        if !mounted.entries.contains_key(path) {
+            out.push(format!("{}: extracted, not mounted", shown(path)));
+        }
+    }
+    if mounted.links != extracted.links {
+        out.push(format!(
+            "hard links: mounted {:?}, extracted {:?}",
+            mounted.links, extracted.links
+        ));
+    }
+    out
+}
+
+/// `jffs2-dump --extract OUT IMAGE` (as root: owners and devices real).
+fn extract(image: &Path, out: &Path) {
+    let o = Command::new(DUMP)
+        .arg("--extract")
+        .arg(out)
+        .arg(image)
+        .output()
+        .expect("run jffs2-dump");
+    assert!(
+        matches!(o.status.code(), Some(0 | 2)),
+        "jffs2-dump --extract: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn mount_lists_what_extraction_writes() {
+    if !fuse() || !skip::root() {
+        return;
+    }
+    let tree = common::tree(common::Kind::Small);
+    let dir = common::scratch();
+    let d = dir.path();
+    // A file of holes and data, as big as a few erase blocks.
+    let big = tree.path().join("big_with_holes");
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::create(&big).expect("create");
+        f.write_all_at(&common::random(7, 300_000), 0)
+            .expect("write");
+        f.write_all_at(b"tail", 2_000_000).expect("write");
+    }
+    let img = d.join("img");
+    mkfs(tree.path(), &img, &["-l", "-e", "64KiB", "--with-xattr"]);
+    let out = d.join("out");
+    extract(&img, &out);
+    let mnt = d.join("mnt");
+    std::fs::create_dir(&mnt).expect("mkdir");
+    let _m = mount(&img, &mnt, &[]);
+    let (mounted, extracted) = (listing(&mnt), listing(&out));
+    assert!(
+        mounted.entries.len() > 50,
+        "{} entries",
+        mounted.entries.len()
+    );
+    assert!(!mounted.links.is_empty(), "no hard links listed");
+    assert!(
+        mounted
+            .entries
+            .values()
+            .flatten()
+            .any(|e| e.xattrs.contains_key("system.posix_acl_access")),
+        "no ACL shown"
+    );
+    let diff = differences(&mounted, &extracted);
+    assert!(
+        diff.is_empty(),
+        "{} differences:\n{}",
+        diff.len(),
+        diff.join("\n")
+    );
+}
+
+/// Whether this process can mount: as root, or through fusermount3 when /dev/fuse opens
+/// for it (else skip: some containers give /dev/fuse to root alone).
+fn can_mount() -> bool {
+    let ok = skip::is_root()
+        || std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")
+            .is_ok();
+    ok || {
+        skip::skip("a /dev/fuse this user can open (crw-rw-rw-, as Debian's udev sets it)");
+        false
+    }
+}
+
+/// A scratch directory others can traverse (for an ordinary user's mount point under it).
+fn open_scratch() -> tempfile::TempDir {
+    let dir = common::scratch();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
+/// A directory `d/name`, made.
+fn mkdir(d: &Path, name: &str) -> PathBuf {
+    let p = d.join(name);
+    std::fs::create_dir(&p).expect("mkdir");
+    p
+}
+
+fn rootfs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rootfs")
+}
+
+#[test]
+fn big_endian_mount_equals_little_endian() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    // As root, the tree with every kind of entry (xattrs and ACLs, whose byte order the
+    // mount converts); otherwise the demo tree.
+    let tree = skip::is_root().then(|| common::tree(common::Kind::Small));
+    let src = tree
+        .as_ref()
+        .map_or_else(rootfs, |t| t.path().to_path_buf());
+    let dir = open_scratch();
+    let d = dir.path();
+    let (le, be) = (d.join("le"), d.join("be"));
+    mkfs(&src, &le, &["-l", "-e", "16KiB", "--with-xattr"]);
+    mkfs(&src, &be, &["-b", "-e", "16KiB", "--with-xattr"]);
+    let (ml, mb) = (mkdir(d, "ml"), mkdir(d, "mb"));
+    let _a = mount(&le, &ml, &[]);
+    let _b = mount(&be, &mb, &[]);
+    let (l, b) = (listing(&ml), listing(&mb));
+    assert!(l.entries.len() > 10);
+    assert_eq!(l.links, b.links);
+    for (path, e) in &l.entries {
+        assert_eq!(Some(e), b.entries.get(path), "{}", shown(path));
+    }
+    assert_eq!(l.entries.len(), b.entries.len());
+}
+
+#[test]
+fn ordinary_user_mounts_reads_and_unmounts() {
+    if !fuse() || !skip::root() || !skip::program("setpriv", "util-linux") {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB"]);
+    std::fs::set_permissions(&img, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let mnt = mkdir(d, "mnt");
+    // SAFETY: valid NUL-terminated path.
+    let c = std::ffi::CString::new(mnt.as_os_str().as_bytes()).expect("path");
+    assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+    let user = |args: &[&OsStr]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run setpriv")
+    };
+    let _guard = Mounted { dir: mnt.clone() };
+    let o = user(&[OsStr::new(MOUNT), img.as_os_str(), mnt.as_os_str()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() && err.contains("failed to open /dev/fuse") {
+        skip::skip("a /dev/fuse ordinary users can open (crw-rw-rw-, as Debian's udev sets it)");
+        return;
+    }
+    assert!(o.status.success(), "mount as uid 65534: {err}");
+    let mounts = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
+    let line = mounts
+        .lines()
+        .find(|l| l.split(' ').nth(1) == Some(mnt.to_str().expect("utf-8")))
+        .expect("listed in /proc/self/mounts");
+    assert!(
+        line.contains("fuse.jffs2-mount") && line.contains("user_id=65534"),
+        "{line}"
+    );
+    let passwd = mnt.join("etc/passwd");
+    let o = user(&[OsStr::new("cat"), passwd.as_os_str()]);
+    assert!(
+        o.status.success(),
+        "cat: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        o.stdout,
+        std::fs::read(rootfs().join("etc/passwd")).expect("read")
+    );
+    let o = user(&[OsStr::new(MOUNT), OsStr::new("-u"), mnt.as_os_str()]);
+    assert!(
+        o.status.success(),
+        "-u: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!is_mounted(&mnt), "still mounted after -u");
+}
+
+/// Walks every file of `mnt` with `find` and `cat` (and `getfattr` when present) within a
+/// minute; the mount must still answer afterwards.
+fn walk_survives(mnt: &Path, what: &str) {
+    let script = "find \"$1\" >/dev/null 2>&1; find \"$1\" -type f -exec cat {} + >/dev/null 2>&1; \
+                  command -v getfattr >/dev/null && getfattr -R -d -m - \"$1\" >/dev/null 2>&1; exit 0";
+    let start = Instant::now();
+    let o = Command::new("timeout")
+        .args(["60", "sh", "-c", script, "walk"])
+        .arg(mnt)
+        .output()
+        .expect("run timeout");
+    assert_eq!(o.status.code(), Some(0), "{what}: the walk did not finish");
+    assert!(start.elapsed() < Duration::from_secs(60), "{what}");
+    assert!(is_mounted(mnt), "{what}: unmounted");
+    assert!(std::fs::read_dir(mnt).is_ok(), "{what}: the server died");
+}
+
+/// An image whose file `bad` has a readable first page and a second page whose zlib data
+/// is garbage under correct CRCs (Linux's read fails on it), beside a good file.
+fn bad_data_image() -> Vec<u8> {
+    use jffs2::compress::{COMPR_NONE, COMPR_ZLIB};
+    use jffs2::format::dt;
+    let mut i = jffs2::testing::Img::new();
+    let reg = 0o100644;
+    i.dirent(1, 1, 2, dt::REG, b"bad")
+        .inode_parts(2, 1, reg, 8192, 0, 4096, COMPR_NONE, &[b'g'; 4096])
+        .inode_parts(2, 2, reg, 8192, 4096, 4096, COMPR_ZLIB, &[0x55; 64])
+        .file(1, 3, b"good", 3, b"fine\n");
+    i.build()
+}
+
+#[test]
+fn hostile_images_mount_and_walk() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB", "-l"]);
+    let good = std::fs::read(&img).expect("read");
+    let truncated = good[..good.len() * 3 / 5].to_vec();
+    let mut corrupted = good.clone();
+    for k in (100..corrupted.len()).step_by(997) {
+        corrupted[k] ^= 0x5a;
+    }
+    for (what, bytes) in [
+        ("truncated", truncated),
+        ("corrupted", corrupted),
+        ("bad-data", bad_data_image()),
+    ] {
+        let p = d.join(what);
+        std::fs::write(&p, &bytes).expect("write");
+        let mnt = mkdir(d, &format!("m-{what}"));
+        let _m = mount(&p, &mnt, &["-e", "16KiB", "-l"]);
+        walk_survives(&mnt, what);
+    }
+    // Reads of the bad page fail with EIO, as on Linux; the page before it reads.
+    let mnt = d.join("m-bad-data");
+    let _m = mount(&d.join("bad-data"), &mnt, &["-e", "16KiB", "-l"]);
+    let e = std::fs::read(mnt.join("bad")).expect_err("reading past the bad node");
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    let mut first = vec![0u8; 4096];
+    use std::io::Read;
+    std::fs::File::open(mnt.join("bad"))
+        .and_then(|mut f| f.read_exact(&mut first))
+        .expect("the first page reads");
+    assert_eq!(first, [b'g'; 4096]);
+    assert_eq!(std::fs::read(mnt.join("good")).expect("read"), b"fine\n");
+}
+
+#[test]
+fn statfs_is_jffs2_statfs() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    // Padded to 2 MiB: free space above the write reserve.
+    mkfs(&rootfs(), &img, &["-e", "16KiB", "-l", "--pad=2097152"]);
+    let mnt = mkdir(d, "mnt");
+    let _m = mount(&img, &mnt, &[]);
+    let c = std::ffi::CString::new(mnt.as_os_str().as_bytes()).expect("path");
+    // SAFETY: a zeroed statvfs is a valid out-buffer; the path is NUL-terminated.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut s) }, 0);
+    // jffs2_statfs over the scan's counters (docs/spec/kernel-jffs2-spec.md §7.3).
+    let image = jffs2::Image::open(&img).expect("open");
+    let fs = image.mount().expect("mount");
+    let (t, es) = (fs.scan().totals(), 16384u64);
+    let flash = u64::from(fs.scan().flash_size);
+    assert_eq!(flash, 2 << 20);
+    let resv = 2 + (flash / 50 + flash / es * 100).div_ceil(es);
+    let avail = (t.dirty + t.free).saturating_sub(resv * es) / 4096;
+    assert!(avail > 0);
+    let got = (
+        s.f_bsize,
+        s.f_frsize,
+        s.f_blocks,
+        s.f_bfree,
+        s.f_bavail,
+        s.f_files,
+        s.f_ffree,
+        s.f_namemax,
+    );
+    assert_eq!(got, (4096, 4096, flash / 4096, avail, avail, 0, 0, 254));
+}
+
+#[test]
+fn foreground_signal_and_unmount_options() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB"]);
+    let mnt = mkdir(d, "mnt");
+    let _guard = Mounted { dir: mnt.clone() };
+    // -f: served until SIGTERM, which unmounts.
+    let mut child = Command::new(MOUNT)
+        .arg("-f")
+        .arg(&img)
+        .arg(&mnt)
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(is_mounted(&mnt), "-f did not mount");
+    assert_eq!(
+        std::fs::read(mnt.join("etc/hostname")).ok(),
+        std::fs::read(rootfs().join("etc/hostname")).ok()
+    );
+    // SAFETY: kill with a valid pid and signal.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert!(!is_mounted(&mnt), "SIGTERM left the mount");
+    // -f again: unmounting from outside ends the server, with status 0.
+    let mut child = Command::new(MOUNT)
+        .arg("-f")
+        .arg(&img)
+        .arg(&mnt)
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = Command::new(MOUNT)
+        .arg("-u")
+        .arg(&mnt)
+        .output()
+        .expect("run -u");
+    assert!(
+        o.status.success(),
+        "-u: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "after -u: {status:?}");
+    // Background, then -u.
+    let _m = mount(&img, &mnt, &["-o", "ro,fsname=firmware"]);
+    let o = Command::new(MOUNT)
+        .arg("-u")
+        .arg(&mnt)
+        .output()
+        .expect("run -u");
+    assert!(
+        o.status.success(),
+        "-u: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!is_mounted(&mnt), "-u left the mount");
+    // Errors name the path and the errno.
+    let o = Command::new(MOUNT)
+        .arg(&img)
+        .arg(d.join("nowhere"))
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("nowhere: No such file or directory (ENOENT)")
+    );
+}
+
+#[test]
+fn mount8_type_fuse_jffs2_mount() {
+    if !fuse() || !skip::root() || !skip::program("mount.fuse3", "fuse3") {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB"]);
+    let mnt = mkdir(d, "mnt");
+    let _guard = Mounted { dir: mnt.clone() };
+    // `mount -t fuse.jffs2-mount IMAGE DIR -o OPTS` runs `mount.fuse3 IMAGE DIR -o OPTS -t
+    // fuse.jffs2-mount` (with a PATH of its own: /usr/local/bin, /usr/bin, ...), which runs
+    // `jffs2-mount IMAGE DIR -o OPTS`. Here mount.fuse3 is run as mount(8) runs it, with the
+    // built binary first in PATH.
+    let bin = Path::new(MOUNT).parent().expect("bin dir");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new(skip::find_program("mount.fuse3", "fuse3").expect("mount.fuse3"))
+        .arg(&img)
+        .arg(&mnt)
+        .args(["-o", "ro,allow_other", "-t", "fuse.jffs2-mount"])
+        .env("PATH", path)
+        .output()
+        .expect("run mount.fuse3");
+    assert!(
+        o.status.success(),
+        "mount.fuse3: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(is_mounted(&mnt));
+    let mounts = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
+    assert!(
+        mounts.lines().any(|l| l.contains(" fuse.jffs2-mount ro,")),
+        "{mounts}"
+    );
+    assert_eq!(
+        std::fs::read(mnt.join("etc/passwd")).ok(),
+        std::fs::read(rootfs().join("etc/passwd")).ok()
+    );
+    let o = Command::new("umount")
+        .arg(&mnt)
+        .output()
+        .expect("run umount");
+    assert!(
+        o.status.success(),
+        "umount: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!is_mounted(&mnt));
+}
+
+#[test]
+fn kernel_written_images_list_as_extracted() {
+    if !fuse() || !skip::root() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel");
+    let mut images: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+        .expect("fixtures/kernel")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "img"))
+        .collect();
+    images.sort();
+    assert!(images.len() >= 9, "kernel fixtures missing");
+    let mut failures = Vec::new();
+    for (k, img) in images.iter().enumerate() {
+        let out = d.join(format!("out{k}"));
+        extract(img, &out);
+        let mnt = mkdir(d, &format!("mnt{k}"));
+        let _m = mount(img, &mnt, &[]);
+        for f in differences(&listing(&mnt), &listing(&out)) {
+            failures.push(format!("{}: {f}", img.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn nand_dump_with_oob_lists_as_the_plain_image() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "128KiB", "-l", "-n"]);
+    let plain = std::fs::read(&img).expect("read");
+    // 64 bytes of OOB after every 2048-byte page, as a raw NAND dump has them.
+    let mut raw = Vec::new();
+    for page in plain.chunks(2048) {
+        raw.extend_from_slice(page);
+        raw.resize(raw.len() + (2048 - page.len()) + 64, 0xff);
+    }
+    let nand = d.join("nand");
+    std::fs::write(&nand, &raw).expect("write");
+    let (a, b) = (mkdir(d, "a"), mkdir(d, "b"));
+    let _a = mount(&img, &a, &[]);
+    let _b = mount(&nand, &b, &["--oobsize", "64", "--pagesize", "2048"]);
+    let (la, lb) = (listing(&a), listing(&b));
+    assert!(la.entries.len() > 10);
+    assert_eq!(la.entries, lb.entries);
+}
+
+#[test]
+fn image_linux_refuses_is_mounted_with_a_warning() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let mut i = jffs2::testing::Img::new();
+    i.file(1, 2, b"kept", 1, b"still here\n");
+    // An INCOMPAT node of an unknown type: Linux refuses the mount (-EINVAL).
+    let mut node = Vec::new();
+    node.extend_from_slice(&0x1985u16.to_le_bytes());
+    node.extend_from_slice(&0xe00fu16.to_le_bytes());
+    node.extend_from_slice(&12u32.to_le_bytes());
+    let crc = jffs2::crc::crc32(&node);
+    node.extend_from_slice(&crc.to_le_bytes());
+    i.raw(node);
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    std::fs::write(&img, i.build()).expect("write");
+    let mnt = mkdir(d, "mnt");
+    let _guard = Mounted { dir: mnt.clone() };
+    let o = Command::new(MOUNT)
+        .args(["-e", "16KiB", "-l"])
+        .arg(&img)
+        .arg(&mnt)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("Linux would refuse to mount this image"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(mnt.join("kept")).expect("read"),
+        b"still here\n"
+    );
+}
+
+/// The server's peak resident memory (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM")
+        * 1024
+}
+
+#[test]
+fn memory_stays_bounded_while_readers_read_concurrently() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let src = mkdir(d, "src");
+    // 48 MiB that compresses well: the image is small, the file is not.
+    let mut big = Vec::with_capacity(48 << 20);
+    let mut k = 0u64;
+    while big.len() < 48 << 20 {
+        big.extend_from_slice(
+            format!("line {k} of a file much larger than its image\n").as_bytes(),
+        );
+        k += 1;
+    }
+    std::fs::write(src.join("big"), &big).expect("write");
+    let img = d.join("img");
+    mkfs(&src, &img, &["-e", "128KiB"]);
+    let mnt = mkdir(d, "mnt");
+    let _guard = Mounted { dir: mnt.clone() };
+    let mut server = Command::new(MOUNT)
+        .args(["-f", "--cache-size=1MiB"])
+        .arg(&img)
+        .arg(&mnt)
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(is_mounted(&mnt));
+    let want = md5_hex(&big);
+    drop(big);
+    // Four readers at once, each the whole file.
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let p = mnt.join("big");
+            std::thread::spawn(move || md5_hex(&std::fs::read(p).expect("read")))
+        })
+        .collect();
+    for r in readers {
+        assert_eq!(r.join().expect("reader"), want);
+    }
+    let peak = peak_rss(server.id());
+    let image_len = std::fs::metadata(&img).expect("img").len();
+    // The model, the mapped image, the 1 MiB cache and the binary: far below the file.
+    assert!(
+        peak < image_len + (24 << 20),
+        "peak RSS {peak} for an image of {image_len} bytes and a 48 MiB file"
+    );
+    // SAFETY: kill with a valid pid and signal.
+    unsafe { libc::kill(server.id() as libc::pid_t, libc::SIGINT) };
+    assert!(server.wait().expect("wait").success());
+}
+
+/// The mount as the kernel harness lists a mount (`fixtures/kernel/README.md`): one object per
+/// entry, sorted by path, `.` the root.
+fn harness_listing(mnt: &Path) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let l = listing(mnt);
+    let mut links: BTreeMap<Vec<u8>, Vec<String>> = BTreeMap::new();
+    for group in &l.links {
+        for p in group {
+            links.insert(p.clone(), group.iter().map(|q| shown(q)).collect());
+        }
+    }
+    let mut out = Vec::new();
+    for (path, e) in &l.entries {
+        let Ok(e) = e else { continue };
+        let p = if path.is_empty() {
+            ".".to_string()
+        } else {
+            shown(path)
+        };
+        let fmt = e.mode & libc::S_IFMT;
+        let kind = match fmt {
+            libc::S_IFDIR => "dir",
+            libc::S_IFREG => "file",
+            libc::S_IFLNK => "symlink",
+            libc::S_IFIFO => "fifo",
+            libc::S_IFCHR => "char",
+            libc::S_IFBLK => "block",
+            _ => "socket",
+        };
+        let meta = std::fs::symlink_metadata(mnt.join(OsStr::from_bytes(path))).expect("lstat");
+        let mut o = json!({
+            "path": p, "type": kind, "mode": format!("{:04o}", e.mode & 0o7777),
+            "uid": e.uid, "gid": e.gid, "size": meta.size(), "nlink": e.nlink, "mtime": e.mtime,
+            "xattrs": e.xattrs.iter().map(|(k, v)| (k.clone(), json!(v.iter().map(|b| format!("{b:02x}")).collect::<String>()))).collect::<serde_json::Map<_, _>>(),
+        });
+        if let Some(m) = &e.md5 {
+            o["md5"] = json!(m);
+        }
+        if let Some(t) = &e.target {
+            o["target"] = json!(shown(t));
+        }
+        if let Some((ma, mi)) = e.rdev {
+            o["rdev"] = json!(format!("{ma}:{mi}"));
+        }
+        if let Some(g) = links.get(path) {
+            o["links"] = json!(g);
+        }
+        out.push(o);
+    }
+    out.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    out
+}
+
+#[test]
+fn kernel_written_images_show_what_linux_showed() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for e in std::fs::read_dir(&fixtures)
+        .expect("fixtures/kernel")
+        .flatten()
+    {
+        let img = e.path();
+        if img.extension().is_none_or(|x| x != "img") {
+            continue;
+        }
+        n += 1;
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(img.with_extension("json")).expect("json"))
+                .expect("parse");
+        let mnt = mkdir(d, &format!("m{n}"));
+        let _m = mount(&img, &mnt, &[]);
+        let got = harness_listing(&mnt);
+        let want = json["listing"].as_array().cloned().unwrap_or_default();
+        if got.len() != want.len() {
+            failures.push(format!(
+                "{}: {} entries, Linux showed {}",
+                img.display(),
+                got.len(),
+                want.len()
+            ));
+        }
+        for (g, w) in got.iter().zip(&want) {
+            if g != w {
+                failures.push(format!("{}:\n  mounted {g}\n  Linux   {w}", img.display()));
+            }
+        }
+    }
+    assert!(n >= 9, "kernel fixtures missing");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
