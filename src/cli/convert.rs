@@ -28,7 +28,7 @@ const EXIT_DROPPED: i32 = 1;
 /// cannot be written.
 const EXIT_OPERATIONAL: i32 = 8;
 /// Usage error.
-const EXIT_USAGE: i32 = 16;
+use super::EXIT_USAGE;
 
 pub use super::flags::convert::help;
 
@@ -67,13 +67,6 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
     run(tool, &a)
 }
 
-/// Reports a usage error and gives its exit status.
-fn usage(tool: &Tool, msg: &str) -> i32 {
-    tool.error(msg);
-    eprintln!("Try '{} --help' for more information.", tool.name);
-    EXIT_USAGE
-}
-
 /// Reads the command line in order (an error or `-h`/`-V` ends it with the status in
 /// `Err`), then checks what the options need together.
 fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
@@ -104,17 +97,17 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
         match p {
             Parsed::Opt { id, arg } => a.apply(tool, id, arg)?,
             Parsed::Operand(w) => operands.push(w),
-            Parsed::Error(msg) => return Err(usage(tool, &msg)),
+            Parsed::Error(msg) => return Err(tool.usage(&msg)),
         }
     }
     if let Some(w) = operands.first() {
-        return Err(usage(tool, &format!("unexpected operand '{}'", text(w))));
+        return Err(tool.usage(&format!("unexpected operand '{}'", text(w))));
     }
     if a.input.is_none() || a.output.is_none() {
-        return Err(usage(tool, "an input (-i) and an output (-o) are required"));
+        return Err(tool.usage("an input (-i) and an output (-o) are required"));
     }
     if a.no_cleanmarkers && a.cleanmarker.is_some() {
-        return Err(usage(tool, "-c and -n contradict each other"));
+        return Err(tool.usage("-c and -n contradict each other"));
     }
     Ok(a)
 }
@@ -131,7 +124,7 @@ impl Args {
             0x73 /* s */ => {
                 let v = strtol_i32(&s).unwrap_or(0);
                 if !(512..=1 << 20).contains(&v) || v.count_ones() != 1 {
-                    return Err(usage(tool, &format!(
+                    return Err(tool.usage(&format!(
                         "--pagesize: {s} is not a power of two between 512 and 1MiB"
                     )));
                 }
@@ -140,7 +133,7 @@ impl Args {
             0x63 /* c */ => {
                 let v = strtol_i32(&s).unwrap_or(0);
                 if v < 12 || v % 4 != 0 {
-                    return Err(usage(tool, "cleanmarker size must be >= 12 and a multiple of 4"));
+                    return Err(tool.usage("cleanmarker size must be >= 12 and a multiple of 4"));
                 }
                 self.cleanmarker = Some(v as u32);
             }
@@ -156,13 +149,13 @@ impl Args {
                 self.input_endian = Some(match s.as_str() {
                     "little" | "le" | "l" => Endian::Little,
                     "big" | "be" | "b" => Endian::Big,
-                    _ => return Err(usage(tool, &format!("--input-endian: '{s}' is not little or big"))),
+                    _ => return Err(tool.usage(&format!("--input-endian: '{s}' is not little or big"))),
                 })
             }
             OPT_OOBSIZE | OPT_INPUT_PAGESIZE => {
                 let v = strtol_i32(&s).unwrap_or(0);
                 if v <= 0 {
-                    return Err(usage(tool, &format!("bad size '{s}'")));
+                    return Err(tool.usage(&format!("bad size '{s}'")));
                 }
                 if id == OPT_OOBSIZE {
                     self.oobsize = v as usize;
@@ -175,7 +168,7 @@ impl Args {
             OPT_THREADS => {
                 let (v, rest) = strtol(&s);
                 if !rest.is_empty() || !(1..=jffs2::mkfs::MAX_THREADS as i64).contains(&v) {
-                    return Err(usage(tool, &format!(
+                    return Err(tool.usage(&format!(
                         "--threads: '{s}' is not between 1 and {}",
                         jffs2::mkfs::MAX_THREADS
                     )));
@@ -200,11 +193,11 @@ impl Args {
         match id {
             0x6d /* m */ => match s.parse::<Mode>() {
                 Ok(m) => self.compressors.set_mode(m),
-                Err(_) => return Err(usage(tool, &format!("Unknown compression mode {s}"))),
+                Err(_) => return Err(tool.usage(&format!("Unknown compression mode {s}"))),
             },
             0x78 | 0x58 /* x X */ => {
                 if self.compressors.set_enabled(s, id == 0x58).is_err() {
-                    return Err(usage(tool, &format!("Unknown compressor name {s}")));
+                    return Err(tool.usage(&format!("Unknown compressor name {s}")));
                 }
             }
             _ /* y */ => {
@@ -219,7 +212,7 @@ impl Args {
                         .set_priority(name, self.compr_prior as i32)
                         .is_err()
                 {
-                    return Err(usage(tool, &format!("Cannot parse {s}")));
+                    return Err(tool.usage(&format!("Cannot parse {s}")));
                 }
             }
         }
@@ -241,13 +234,13 @@ fn size_arg(tool: &Tool, what: &str, s: &str) -> Result<u32, i32> {
             Ok(v)
         }
         Err(EraseSizeError::Unrecognisable) => {
-            Err(usage(tool, &format!("{what}: unrecognisable size '{s}'")))
+            Err(tool.usage(&format!("{what}: unrecognisable size '{s}'")))
         }
         Err(EraseSizeError::UnknownUnits) => {
-            Err(usage(tool, &format!("{what}: unknown units in '{s}'")))
+            Err(tool.usage(&format!("{what}: unknown units in '{s}'")))
         }
         Err(EraseSizeError::OutOfRange) => {
-            Err(usage(tool, &format!("{what}: '{s}' is out of range")))
+            Err(tool.usage(&format!("{what}: '{s}' is out of range")))
         }
     }
 }
@@ -261,10 +254,9 @@ fn pad_arg(tool: &Tool, given: bool, s: &str) -> Result<EndPad, i32> {
     match super::num::size_up_to(s, jffs2::input::MAX_IMAGE_LEN) {
         Some(-1) => Ok(EndPad::Block),
         Some(v) => Ok(EndPad::Size(v)),
-        None => Err(usage(
-            tool,
-            &format!("--pad: bad size '{s}' (at most 4GiB; KiB, MiB, GiB suffixes)"),
-        )),
+        None => Err(tool.usage(&format!(
+            "--pad: bad size '{s}' (at most 4GiB; KiB, MiB, GiB suffixes)"
+        ))),
     }
 }
 

@@ -38,8 +38,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_ERRORS: i32 = 4;
 /// Exit code: operational error.
 pub const EXIT_OPERATIONAL: i32 = 8;
-/// Exit code: usage error.
-pub const EXIT_USAGE: i32 = 16;
+/// Exit code: usage error (the same for every tool with generated help).
+pub use super::EXIT_USAGE;
 
 /// The largest erase size accepted (what autodetection considers, too).
 const MAX_ERASE: u32 = 16 << 20;
@@ -73,13 +73,6 @@ enum Parse {
     Exit(i32),
 }
 
-/// Reports a usage error and gives its exit status.
-fn usage_error(tool: &Tool, msg: &str) -> i32 {
-    tool.error(msg);
-    eprintln!("Try '{} --help' for more information.", tool.name);
-    EXIT_USAGE
-}
-
 fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
     let names = if as_fsck { AS_FSCK } else { PLAIN };
     let mut a = Args {
@@ -102,10 +95,10 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
     };
     for p in flags::getopt(argv, FLAGS, names) {
         let applied = match p {
-            Parsed::Error(m) => Err(usage_error(tool, &m)),
+            Parsed::Error(m) => Err(tool.usage(&m)),
             Parsed::Operand(o) => {
                 if a.image.is_some() {
-                    Err(usage_error(tool, "more than one image given"))
+                    Err(tool.usage("more than one image given"))
                 } else {
                     a.image = Some(o);
                     Ok(())
@@ -121,15 +114,14 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
         a.xattr = Some(a.xattr_sel);
     }
     if a.image.is_none() {
-        return Parse::Exit(usage_error(tool, "no image given"));
+        return Parse::Exit(tool.usage("no image given"));
     }
     if a.compare.is_none()
         && (a.squash_uids || a.squash_perms || a.faketime || a.xattr_given || a.ignore_mtime)
     {
-        return Parse::Exit(usage_error(
-            tool,
-            "--squash, --faketime, --with-* and --ignore-mtime need --compare",
-        ));
+        return Parse::Exit(
+            tool.usage("--squash, --faketime, --with-* and --ignore-mtime need --compare"),
+        );
     }
     Parse::Run(Box::new(a))
 }
@@ -175,7 +167,7 @@ impl Args {
                 );
                 return Err(tool.print(&v).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
-            _ => return Err(usage_error(tool, "unknown option")),
+            _ => return Err(tool.usage("unknown option")),
         }
         Ok(())
     }
@@ -190,10 +182,10 @@ impl Args {
 /// `-e`: an erase size in mkfs.jffs2's grammar, at most [`MAX_ERASE`].
 fn erase_arg(tool: &Tool, arg: &str) -> Result<u32, i32> {
     match erase_size(arg) {
-        Ok((size, _)) if size > MAX_ERASE => Err(usage_error(
-            tool,
-            &format!("erase size '{arg}' is larger than {} MiB", MAX_ERASE >> 20),
-        )),
+        Ok((size, _)) if size > MAX_ERASE => Err(tool.usage(&format!(
+            "erase size '{arg}' is larger than {} MiB",
+            MAX_ERASE >> 20
+        ))),
         Ok((size, raised)) => {
             if let Some(orig) = raised {
                 tool.warning(&format!(
@@ -202,18 +194,16 @@ fn erase_arg(tool: &Tool, arg: &str) -> Result<u32, i32> {
             }
             Ok(size)
         }
-        Err(EraseSizeError::Unrecognisable) => Err(usage_error(
-            tool,
-            &format!("unrecognisable erase size '{arg}'"),
-        )),
-        Err(EraseSizeError::UnknownUnits) => Err(usage_error(
-            tool,
-            &format!("unknown units in erasesize '{arg}' (KiB or MiB)"),
-        )),
-        Err(EraseSizeError::OutOfRange) => Err(usage_error(
-            tool,
-            &format!("erase size '{arg}' is larger than {} MiB", MAX_ERASE >> 20),
-        )),
+        Err(EraseSizeError::Unrecognisable) => {
+            Err(tool.usage(&format!("unrecognisable erase size '{arg}'")))
+        }
+        Err(EraseSizeError::UnknownUnits) => {
+            Err(tool.usage(&format!("unknown units in erasesize '{arg}' (KiB or MiB)")))
+        }
+        Err(EraseSizeError::OutOfRange) => Err(tool.usage(&format!(
+            "erase size '{arg}' is larger than {} MiB",
+            MAX_ERASE >> 20
+        ))),
     }
 }
 

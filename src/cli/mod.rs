@@ -26,7 +26,18 @@ pub struct Tool {
     pub name: String,
 }
 
+/// The exit status of a usage error of the tools with generated help (fsck(8)'s 16).
+pub const EXIT_USAGE: i32 = 16;
+
 impl Tool {
+    /// A usage error of a tool with generated help (jffs2-fsck, jffs2-convert, jffs2-mount):
+    /// the error, then where to read more; gives the usage exit status (16, fsck(8)'s).
+    pub fn usage(&self, msg: &str) -> i32 {
+        self.error(msg);
+        eprintln!("Try '{} --help' for more information.", self.name);
+        EXIT_USAGE
+    }
+
     /// `"<prog>: error!: <msg>"` on stderr (mtd-utils' `errmsg`). Control and bidirectional
     /// characters a name may have brought into `msg` are escaped ([`jffs2::text::message`]).
     pub fn error(&self, msg: &str) {

@@ -29,7 +29,7 @@ const EXIT_OK: i32 = 0;
 /// The image cannot be read, or the mount or unmount failed.
 const EXIT_FAILED: i32 = 1;
 /// Usage error.
-const EXIT_USAGE: i32 = 16;
+use super::EXIT_USAGE;
 
 /// The device FUSE is reached through.
 const DEV_FUSE: &str = "/dev/fuse";
@@ -67,13 +67,6 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
     }
 }
 
-/// Reports a usage error and gives its exit status.
-fn usage(tool: &Tool, msg: &str) -> i32 {
-    tool.error(msg);
-    eprintln!("Try '{} --help' for more information.", tool.name);
-    EXIT_USAGE
-}
-
 /// Reads the command line in order (an error or `-h`/`-V` ends it with the status in `Err`),
 /// then checks the operands.
 fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
@@ -87,16 +80,16 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
         match p {
             Parsed::Opt { id, arg } => a.apply(tool, id, arg)?,
             Parsed::Operand(w) => a.operands.push(w),
-            Parsed::Error(msg) => return Err(usage(tool, &msg)),
+            Parsed::Error(msg) => return Err(tool.usage(&msg)),
         }
     }
     let want = if a.unmount { 1 } else { 2 };
     match a.operands.len() {
-        n if n < want && a.unmount => Err(usage(tool, "-u needs the mount point")),
-        n if n < want => Err(usage(tool, "an image and a mount point are needed")),
+        n if n < want && a.unmount => Err(tool.usage("-u needs the mount point")),
+        n if n < want => Err(tool.usage("an image and a mount point are needed")),
         n if n > want => {
             let extra = text(&a.operands[want]);
-            Err(usage(tool, &format!("unexpected operand '{extra}'")))
+            Err(tool.usage(&format!("unexpected operand '{extra}'")))
         }
         _ => Ok(a),
     }
@@ -117,7 +110,7 @@ impl Args {
             OPT_OOBSIZE | OPT_PAGESIZE => {
                 let v = strtol_i32(&s).unwrap_or(0);
                 if v <= 0 {
-                    return Err(usage(tool, &format!("bad size '{s}'")));
+                    return Err(tool.usage(&format!("bad size '{s}'")));
                 }
                 if id == OPT_OOBSIZE {
                     self.oobsize = v as usize;
@@ -127,12 +120,12 @@ impl Args {
             }
             OPT_CACHE_SIZE => match super::num::size_up_to(&s, 1 << 40) {
                 Some(v) if v >= 0 => self.cache_bytes = v as usize,
-                _ => return Err(usage(tool, &format!("--cache-size: bad size '{s}'"))),
+                _ => return Err(tool.usage(&format!("--cache-size: bad size '{s}'"))),
             },
             OPT_THREADS => {
                 let (v, rest) = strtol(&s);
                 if !rest.is_empty() || !(1..=64).contains(&v) {
-                    return Err(usage(tool, &format!("--threads: '{s}' is not between 1 and 64")));
+                    return Err(tool.usage(&format!("--threads: '{s}' is not between 1 and 64")));
                 }
                 self.threads = v as usize;
             }
@@ -153,16 +146,14 @@ impl Args {
 fn size_arg(tool: &Tool, s: &str) -> Result<u32, i32> {
     match erase_size(s) {
         Ok((v, _)) => Ok(v),
-        Err(EraseSizeError::Unrecognisable) => Err(usage(
-            tool,
-            &format!("--erase-size: unrecognisable size '{s}'"),
-        )),
-        Err(EraseSizeError::UnknownUnits) => Err(usage(
-            tool,
-            &format!("--erase-size: unknown units in '{s}'"),
-        )),
+        Err(EraseSizeError::Unrecognisable) => {
+            Err(tool.usage(&format!("--erase-size: unrecognisable size '{s}'")))
+        }
+        Err(EraseSizeError::UnknownUnits) => {
+            Err(tool.usage(&format!("--erase-size: unknown units in '{s}'")))
+        }
         Err(EraseSizeError::OutOfRange) => {
-            Err(usage(tool, &format!("--erase-size: '{s}' is out of range")))
+            Err(tool.usage(&format!("--erase-size: '{s}' is out of range")))
         }
     }
 }
@@ -264,7 +255,7 @@ fn preflight(tool: &Tool, dir: &Path) -> Result<(), i32> {
 fn unmount(tool: &Tool, dir: &Path, lazy: bool) -> i32 {
     if is_root() {
         let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
-            return usage(tool, "the mount point contains a NUL byte");
+            return tool.usage("the mount point contains a NUL byte");
         };
         let flags = if lazy { libc::MNT_DETACH } else { 0 };
         // SAFETY: `c` is a valid NUL-terminated path.

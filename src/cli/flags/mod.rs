@@ -159,6 +159,33 @@ pub const BASE: Flag = Flag {
     rank: 0,
 };
 
+/// `-h`/`--help` of a tool whose `--help` is generated (jffs2-convert, jffs2-mount), in
+/// `section`.
+pub const fn help_flag(section: Section) -> Flag {
+    Flag {
+        key: "help",
+        short: b'h',
+        long: &["help"],
+        help: Help::Line("This text"),
+        doc: "This text.",
+        section,
+        ..BASE
+    }
+}
+
+/// `-V`/`--version` of a tool whose `--help` is generated, in `section`.
+pub const fn version_flag(section: Section) -> Flag {
+    Flag {
+        key: "version",
+        short: b'V',
+        long: &["version"],
+        help: Help::Line("Version information"),
+        doc: "Version information.",
+        section,
+        ..BASE
+    }
+}
+
 impl Flag {
     /// The id the parser reports for the long names.
     pub const fn id(&self) -> u32 {

@@ -1,7 +1,7 @@
 //! The options of `jffs2-mount`, in the order of `--help` and the manual page; the `--help`
 //! text is generated from the table.
 
-use super::{help_lines, Flag, Help, Section, Takes, Values, ALL, BASE};
+use super::{help_flag, help_lines, version_flag, Flag, Help, Section, Takes, Values, ALL, BASE};
 
 /// Id of `--oobsize`.
 pub(crate) const OPT_OOBSIZE: u32 = 1000;
@@ -140,24 +140,8 @@ pub const FLAGS: &[Flag] = &[
         section: OTHER,
         ..BASE
     },
-    Flag {
-        key: "help",
-        short: b'h',
-        long: &["help"],
-        help: Help::Line("This text"),
-        doc: "This text.",
-        section: OTHER,
-        ..BASE
-    },
-    Flag {
-        key: "version",
-        short: b'V',
-        long: &["version"],
-        help: Help::Line("Version information"),
-        doc: "Version information.",
-        section: OTHER,
-        ..BASE
-    },
+    help_flag(OTHER),
+    version_flag(OTHER),
 ];
 
 /// What comes before the options in `--help`.
