@@ -16,7 +16,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::skip;
@@ -40,9 +40,7 @@ fn fuse() -> bool {
 /// Whether something is mounted on `dir` (`/proc/self/mountinfo`).
 fn is_mounted(dir: &Path) -> bool {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let want = dir.as_os_str().as_bytes();
-    info.lines()
-        .any(|l| l.split(' ').nth(4).is_some_and(|m| m.as_bytes() == want))
+    lists_mount(&info, dir)
 }
 
 /// A mount point that is detached when dropped (the test passed or not): `umount -l` as root,
@@ -377,9 +375,72 @@ fn big_endian_mount_equals_little_endian() {
     assert_eq!(l.entries.len(), b.entries.len());
 }
 
+/// What every ordinary-user scenario starts with, run as root in a private mount and PID
+/// namespace: a `/dev/fuse` every user can open (a 0666 node 10,229 on a tmpfs of its own,
+/// bind-mounted over `/dev/fuse`; fusermount3 opens the device as the user, and some machines
+/// give it to root alone), seen in the namespace only, and `as_user` to run a command as uid
+/// 65534. `$1` is the directory for the tmpfs; the scenario's arguments follow.
+const OPEN_FUSE: &str = r#"
+dev=$1; shift
+mount -t tmpfs -o mode=0755,size=64k jffs2-test-dev "$dev" &&
+    mknod -m 0666 "$dev/fuse" c 10 229 &&
+    mount --bind "$dev/fuse" /dev/fuse || exit 90
+: >"$dev.ready"
+as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+"#;
+
+/// Runs the shell `scenario` (after [`OPEN_FUSE`]) as root with `args` as `$1`..., in a
+/// private mount and PID namespace (`unshare --mount --propagation private --pid --fork
+/// --mount-proc`): nothing it mounts is seen outside, and when it ends, every process it
+/// left (a server) is killed and every mount it made goes with the namespace. `None`, after
+/// skipping, when the namespace cannot be made.
+fn as_user_in_namespace(d: &Path, scenario: &str, args: &[&OsStr]) -> Option<Output> {
+    if !skip::root()
+        || !skip::program("unshare", "util-linux")
+        || !skip::program("setpriv", "util-linux")
+    {
+        return None;
+    }
+    let dev = mkdir(d, "dev");
+    let o = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "--pid", "--fork"])
+        .args(["--mount-proc", "sh", "-c"])
+        .arg(format!("{OPEN_FUSE}{scenario}"))
+        .arg("sh")
+        .arg(&dev)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run unshare");
+    if !d.join("dev.ready").exists() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        skip::skip(&format!(
+            "a private mount namespace with its own /dev/fuse (unshare --mount --pid, as root): \
+             {err}"
+        ));
+        return None;
+    }
+    Some(o)
+}
+
+/// What a scenario step left in `out`: `NAME.status` (its exit status) and `NAME.err`.
+fn step(out: &Path, name: &str) -> (String, String) {
+    let read = |ext: &str| std::fs::read_to_string(out.join(format!("{name}.{ext}")));
+    let status = read("status").unwrap_or_else(|_| "(not run)".into());
+    (status.trim().to_string(), read("err").unwrap_or_default())
+}
+
+/// Whether `mountinfo` (`/proc/PID/mountinfo`'s text) lists a mount on `dir`.
+fn lists_mount(mountinfo: &str, dir: &Path) -> bool {
+    let want = dir.as_os_str().as_bytes();
+    mountinfo
+        .lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|m| m.as_bytes() == want))
+}
+
 #[test]
 fn ordinary_user_mounts_reads_and_unmounts() {
-    if !fuse() || !skip::root() || !skip::program("setpriv", "util-linux") {
+    if !fuse() || !skip::root() {
         return;
     }
     let dir = open_scratch();
@@ -388,26 +449,33 @@ fn ordinary_user_mounts_reads_and_unmounts() {
     mkfs(&rootfs(), &img, &["-e", "16KiB"]);
     std::fs::set_permissions(&img, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let mnt = mkdir(d, "mnt");
+    let out = mkdir(d, "out");
     // SAFETY: valid NUL-terminated path.
     let c = std::ffi::CString::new(mnt.as_os_str().as_bytes()).expect("path");
     assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
-    let user = |args: &[&OsStr]| {
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run setpriv")
-    };
-    let _guard = Mounted { dir: mnt.clone() };
-    let o = user(&[OsStr::new(MOUNT), img.as_os_str(), mnt.as_os_str()]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    if !o.status.success() && err.contains("failed to open /dev/fuse") {
-        skip::skip("a /dev/fuse ordinary users can open (crw-rw-rw-, as Debian's udev sets it)");
+    // Mount, list the mounts, read a file, unmount, list the mounts: each step as uid 65534
+    // (the listings as root), its status and stderr kept in `out`.
+    let scenario = r#"
+trap 'umount -l "$3" 2>/dev/null' EXIT
+as_user "$1" "$2" "$3" 2>"$4/mount.err"; echo $? >"$4/mount.status"
+cat /proc/self/mounts >"$4/mounts"
+as_user cat "$3/etc/passwd" >"$4/cat.out" 2>"$4/cat.err"; echo $? >"$4/cat.status"
+as_user "$1" -u "$3" 2>"$4/u.err"; echo $? >"$4/u.status"
+cat /proc/self/mountinfo >"$4/mountinfo"
+"#;
+    let args = [
+        OsStr::new(MOUNT),
+        img.as_os_str(),
+        mnt.as_os_str(),
+        out.as_os_str(),
+    ];
+    let Some(o) = as_user_in_namespace(d, scenario, &args) else {
         return;
-    }
-    assert!(o.status.success(), "mount as uid 65534: {err}");
-    let mounts = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
+    };
+    let ran = String::from_utf8_lossy(&o.stderr);
+    let (status, err) = step(&out, "mount");
+    assert_eq!(status, "0", "mount as uid 65534: {err}{ran}");
+    let mounts = std::fs::read_to_string(out.join("mounts")).expect("mounts");
     let line = mounts
         .lines()
         .find(|l| l.split(' ').nth(1) == Some(mnt.to_str().expect("utf-8")))
@@ -416,24 +484,20 @@ fn ordinary_user_mounts_reads_and_unmounts() {
         line.contains("fuse.jffs2-mount") && line.contains("user_id=65534"),
         "{line}"
     );
-    let passwd = mnt.join("etc/passwd");
-    let o = user(&[OsStr::new("cat"), passwd.as_os_str()]);
-    assert!(
-        o.status.success(),
-        "cat: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (status, err) = step(&out, "cat");
+    assert_eq!(status, "0", "cat as uid 65534: {err}");
     assert_eq!(
-        o.stdout,
+        std::fs::read(out.join("cat.out")).expect("read"),
         std::fs::read(rootfs().join("etc/passwd")).expect("read")
     );
-    let o = user(&[OsStr::new(MOUNT), OsStr::new("-u"), mnt.as_os_str()]);
+    let (status, err) = step(&out, "u");
+    assert_eq!(status, "0", "-u as uid 65534: {err}");
+    let after = std::fs::read_to_string(out.join("mountinfo")).expect("mountinfo");
+    assert!(!lists_mount(&after, &mnt), "still mounted after -u");
     assert!(
-        o.status.success(),
-        "-u: {}",
-        String::from_utf8_lossy(&o.stderr)
+        !is_mounted(&mnt),
+        "the namespace's mount is seen outside it"
     );
-    assert!(!is_mounted(&mnt), "still mounted after -u");
 }
 
 /// Walks every file of `mnt` with `find` and `cat` (and `getfattr` when present) within a

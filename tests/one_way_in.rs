@@ -10,12 +10,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Files that may hold the whole sequence, relative to the repository root, and why.
-const ALLOWED: &[(&str, &str)] = &[
-    (
-        "crates/jffs2/src/image.rs",
-        "the one place the sequence is coded",
-    ),
-];
+const ALLOWED: &[(&str, &str)] = &[(
+    "crates/jffs2/src/image.rs",
+    "the one place the sequence is coded",
+)];
 
 // The words looked for, split so that this file does not contain them.
 const PAD: [&str; 2] = [concat!("as_", "flashed("), concat!("flashed_", "len(")];

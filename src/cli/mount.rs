@@ -560,8 +560,8 @@ fn fusermount_options(c: &Config) -> String {
 
 /// An ordinary user's mount: fusermount3 (setuid root) opens `/dev/fuse`, mounts it on
 /// `dir` and passes the descriptor back over a socket (its `_FUSE_COMMFD` protocol); the
-/// session is served on that descriptor. (Whether `/dev/fuse` can be opened by the user
-/// does not matter.)
+/// session is served on that descriptor. fusermount3 opens `/dev/fuse` with the user's
+/// rights, not root's: a `/dev/fuse` given to root alone (`crw-------`) fails here.
 fn user_session(
     served: serve::Served,
     dir: &Path,
