@@ -500,6 +500,91 @@ cat /proc/self/mountinfo >"$4/mountinfo"
     );
 }
 
+/// Waits up to `secs` seconds for `dir` to be unmounted; whether it was.
+fn unmounted_within(dir: &Path, secs: u64) -> bool {
+    let start = Instant::now();
+    while is_mounted(dir) && start.elapsed() < Duration::from_secs(secs) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !is_mounted(dir)
+}
+
+#[test]
+fn auto_unmount_when_the_server_is_killed() {
+    if !fuse() || !skip::root() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB"]);
+    std::fs::set_permissions(&img, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    // Root, in the foreground: kill -9, and the mount goes within a few seconds.
+    let mnt = mkdir(d, "root");
+    let _guard = Mounted { dir: mnt.clone() };
+    let mut server = Command::new(MOUNT)
+        .args(["-f", "-o", "auto_unmount"])
+        .arg(&img)
+        .arg(&mnt)
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(is_mounted(&mnt), "-f -o auto_unmount did not mount");
+    server.kill().expect("kill -9");
+    let _ = server.wait();
+    assert!(
+        unmounted_within(&mnt, 5),
+        "root: still mounted 5 s after kill -9"
+    );
+    // An ordinary user, in the background: the server (the process holding /dev/fuse) is
+    // killed with -9; the mount must go within 5 s.
+    let mnt = mkdir(d, "user");
+    let out = mkdir(d, "out");
+    let c = std::ffi::CString::new(mnt.as_os_str().as_bytes()).expect("path");
+    // SAFETY: valid NUL-terminated path.
+    assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+    let scenario = r#"
+trap 'umount -l "$3" 2>/dev/null' EXIT
+as_user "$1" -o auto_unmount "$2" "$3" 2>"$4/mount.err"; echo $? >"$4/mount.status"
+cat /proc/self/mountinfo >"$4/before"
+for p in /proc/[0-9]*; do
+    for f in "$p"/fd/*; do
+        [ "$(readlink "$f" 2>/dev/null)" = /dev/fuse ] && echo "${p#/proc/}" >>"$4/server"
+    done
+done
+kill -9 $(cat "$4/server")
+i=0
+while grep -qF " $3 " /proc/self/mountinfo && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+cat /proc/self/mountinfo >"$4/after"
+"#;
+    let args = [
+        OsStr::new(MOUNT),
+        img.as_os_str(),
+        mnt.as_os_str(),
+        out.as_os_str(),
+    ];
+    let Some(o) = as_user_in_namespace(d, scenario, &args) else {
+        return;
+    };
+    let (status, err) = step(&out, "mount");
+    let ran = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        status, "0",
+        "mount -o auto_unmount as uid 65534: {err}{ran}"
+    );
+    let read = |name: &str| std::fs::read_to_string(out.join(name)).expect(name);
+    assert!(lists_mount(&read("before"), &mnt), "not mounted");
+    let server = read("server");
+    assert_eq!(server.lines().count(), 1, "the server's pid: {server:?}");
+    assert!(
+        !lists_mount(&read("after"), &mnt),
+        "uid 65534: still mounted 5 s after kill -9"
+    );
+}
+
 /// Walks every file of `mnt` with `find` and `cat` (and `getfattr` when present) within a
 /// minute; the mount must still answer afterwards.
 fn walk_survives(mnt: &Path, what: &str) {

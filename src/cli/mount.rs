@@ -4,6 +4,7 @@
 //! unmounting.
 
 mod serve;
+mod watch;
 
 use std::ffi::{CString, OsString};
 use std::io::{self, Read, Write};
@@ -425,7 +426,8 @@ fn fuse_config(tool: &Tool, a: &Args, image: &Path) -> Config {
                 None
             }
             "default_permissions" => Some(MountOption::DefaultPermissions),
-            "auto_unmount" => Some(MountOption::AutoUnmount),
+            // Done by a watcher process of our own (mount/watch.rs), not by FUSE.
+            "auto_unmount" => None,
             "dev" => Some(MountOption::Dev),
             "nodev" => Some(MountOption::NoDev),
             "suid" => Some(MountOption::Suid),
@@ -604,17 +606,13 @@ fn user_session(
     };
     let mut child = cmd.spawn()?;
     drop(theirs);
-    // The descriptor comes before fusermount3 exits (with auto_unmount it stays, watching
-    // the socket); an end of the socket without one means it failed and said why.
-    let Ok(fd) = receive_fd(&ours) else {
-        let _ = child.wait();
+    // The descriptor comes before fusermount3 exits; an end of the socket without one means
+    // it failed and said why.
+    let received = receive_fd(&ours);
+    let _ = child.wait();
+    let Ok(fd) = received else {
         return Err(io::Error::other(format!("{} failed", prog.display())));
     };
-    if !config.mount_options.contains(&MountOption::AutoUnmount) {
-        let _ = child.wait();
-    }
-    // Kept open: with auto_unmount, fusermount3 unmounts when it closes (at our exit).
-    std::mem::forget(ours);
     let acl = config.acl;
     fuser::Session::from_fd(served, fd, acl, config)
 }
@@ -670,7 +668,7 @@ fn mount(tool: &Tool, a: &Args, image: &Path, dir: &Path) -> i32 {
     let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let (image, dir) = (abs(image), abs(dir));
     let config = fuse_config(tool, a, &image);
-    let ready = if a.foreground {
+    let mut ready = if a.foreground {
         None
     } else {
         match daemonize(tool) {
@@ -679,6 +677,17 @@ fn mount(tool: &Tool, a: &Args, image: &Path, dir: &Path) -> i32 {
         }
     };
     block_signals();
+    let mut watch = None;
+    if a.options.iter().any(|o| o == "auto_unmount") {
+        match watch::start(tool, &dir, a.foreground, &mut ready) {
+            Ok(watch::Started::Server(w)) => watch = Some(w),
+            Ok(watch::Started::Watcher(code)) => return code,
+            Err(e) => {
+                tool.error(&format!("auto_unmount: {}: {}", dir.display(), io_text(&e)));
+                return EXIT_FAILED;
+            }
+        }
+    }
     let view = match open_view(tool, a, &image) {
         Ok(v) => v,
         Err(code) => return code,
@@ -701,6 +710,9 @@ fn mount(tool: &Tool, a: &Args, image: &Path, dir: &Path) -> i32 {
             return EXIT_FAILED;
         }
     };
+    if let Some(w) = &mut watch {
+        w.mounted();
+    }
     on_signals(dir.clone());
     if let Some(fd) = ready {
         detach(fd);
