@@ -642,8 +642,10 @@ fn hostile_images_mount_and_walk() {
         let _m = mount(&p, &mnt, &["-e", "16KiB", "-l"]);
         walk_survives(&mnt, what);
     }
-    // Reads of the bad page fail with EIO, as on Linux; the page before it reads.
-    let mnt = d.join("m-bad-data");
+    // Reads of the bad page fail with EIO, as on Linux; the page before it reads. (A mount
+    // point of its own: a server detached as root unmounts its mount point by path when it
+    // ends, which would take a new mount made there meanwhile.)
+    let mnt = mkdir(d, "m-bad-data-again");
     let _m = mount(&d.join("bad-data"), &mnt, &["-e", "16KiB", "-l"]);
     let e = std::fs::read(mnt.join("bad")).expect_err("reading past the bad node");
     assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
