@@ -15,7 +15,7 @@ pkgs=(
   valgrind           # instruction counts: linear work on hostile images (tests/linear_time.rs)
   python3            # its lzma module: the independent LZMA decoder of tests/openwrt.rs
   gcc                # C compiler: liblzma-sys builds its own liblzma unless the system has >= 5.8
-  util-linux         # taskset: one CPU for the counted runs; fsck(8) (tests/install.rs)
+  util-linux         # taskset: one CPU for the counted runs; fsck(8) (tests/install.rs); unshare, setpriv: the ordinary-user mount (tests/mount.rs)
   bash man-db groff-base zsh fish  # manual pages rendered, completions loaded (tests/install.rs)
   locales            # localedef: en_US.UTF-8, whose collation differs from C (tests/reproducible.rs)
   genimage           # genimage's own jffs2 test with our mkfs.jffs2 (tests/integration.rs)

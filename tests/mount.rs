@@ -16,7 +16,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::skip;
@@ -40,9 +40,7 @@ fn fuse() -> bool {
 /// Whether something is mounted on `dir` (`/proc/self/mountinfo`).
 fn is_mounted(dir: &Path) -> bool {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let want = dir.as_os_str().as_bytes();
-    info.lines()
-        .any(|l| l.split(' ').nth(4).is_some_and(|m| m.as_bytes() == want))
+    lists_mount(&info, dir)
 }
 
 /// A mount point that is detached when dropped (the test passed or not): `umount -l` as root,
@@ -377,9 +375,72 @@ fn big_endian_mount_equals_little_endian() {
     assert_eq!(l.entries.len(), b.entries.len());
 }
 
+/// What every ordinary-user scenario starts with, run as root in a private mount and PID
+/// namespace: a `/dev/fuse` every user can open (a 0666 node 10,229 on a tmpfs of its own,
+/// bind-mounted over `/dev/fuse`; fusermount3 opens the device as the user, and some machines
+/// give it to root alone), seen in the namespace only, and `as_user` to run a command as uid
+/// 65534. `$1` is the directory for the tmpfs; the scenario's arguments follow.
+const OPEN_FUSE: &str = r#"
+dev=$1; shift
+mount -t tmpfs -o mode=0755,size=64k jffs2-test-dev "$dev" &&
+    mknod -m 0666 "$dev/fuse" c 10 229 &&
+    mount --bind "$dev/fuse" /dev/fuse || exit 90
+: >"$dev.ready"
+as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+"#;
+
+/// Runs the shell `scenario` (after [`OPEN_FUSE`]) as root with `args` as `$1`..., in a
+/// private mount and PID namespace (`unshare --mount --propagation private --pid --fork
+/// --mount-proc`): nothing it mounts is seen outside, and when it ends, every process it
+/// left (a server) is killed and every mount it made goes with the namespace. `None`, after
+/// skipping, when the namespace cannot be made.
+fn as_user_in_namespace(d: &Path, scenario: &str, args: &[&OsStr]) -> Option<Output> {
+    if !skip::root()
+        || !skip::program("unshare", "util-linux")
+        || !skip::program("setpriv", "util-linux")
+    {
+        return None;
+    }
+    let dev = mkdir(d, "dev");
+    let o = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "--pid", "--fork"])
+        .args(["--mount-proc", "sh", "-c"])
+        .arg(format!("{OPEN_FUSE}{scenario}"))
+        .arg("sh")
+        .arg(&dev)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run unshare");
+    if !d.join("dev.ready").exists() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        skip::skip(&format!(
+            "a private mount namespace with its own /dev/fuse (unshare --mount --pid, as root): \
+             {err}"
+        ));
+        return None;
+    }
+    Some(o)
+}
+
+/// What a scenario step left in `out`: `NAME.status` (its exit status) and `NAME.err`.
+fn step(out: &Path, name: &str) -> (String, String) {
+    let read = |ext: &str| std::fs::read_to_string(out.join(format!("{name}.{ext}")));
+    let status = read("status").unwrap_or_else(|_| "(not run)".into());
+    (status.trim().to_string(), read("err").unwrap_or_default())
+}
+
+/// Whether `mountinfo` (`/proc/PID/mountinfo`'s text) lists a mount on `dir`.
+fn lists_mount(mountinfo: &str, dir: &Path) -> bool {
+    let want = dir.as_os_str().as_bytes();
+    mountinfo
+        .lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|m| m.as_bytes() == want))
+}
+
 #[test]
 fn ordinary_user_mounts_reads_and_unmounts() {
-    if !fuse() || !skip::root() || !skip::program("setpriv", "util-linux") {
+    if !fuse() || !skip::root() {
         return;
     }
     let dir = open_scratch();
@@ -388,26 +449,33 @@ fn ordinary_user_mounts_reads_and_unmounts() {
     mkfs(&rootfs(), &img, &["-e", "16KiB"]);
     std::fs::set_permissions(&img, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let mnt = mkdir(d, "mnt");
+    let out = mkdir(d, "out");
     // SAFETY: valid NUL-terminated path.
     let c = std::ffi::CString::new(mnt.as_os_str().as_bytes()).expect("path");
     assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
-    let user = |args: &[&OsStr]| {
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run setpriv")
-    };
-    let _guard = Mounted { dir: mnt.clone() };
-    let o = user(&[OsStr::new(MOUNT), img.as_os_str(), mnt.as_os_str()]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    if !o.status.success() && err.contains("failed to open /dev/fuse") {
-        skip::skip("a /dev/fuse ordinary users can open (crw-rw-rw-, as Debian's udev sets it)");
+    // Mount, list the mounts, read a file, unmount, list the mounts: each step as uid 65534
+    // (the listings as root), its status and stderr kept in `out`.
+    let scenario = r#"
+trap 'umount -l "$3" 2>/dev/null' EXIT
+as_user "$1" "$2" "$3" 2>"$4/mount.err"; echo $? >"$4/mount.status"
+cat /proc/self/mounts >"$4/mounts"
+as_user cat "$3/etc/passwd" >"$4/cat.out" 2>"$4/cat.err"; echo $? >"$4/cat.status"
+as_user "$1" -u "$3" 2>"$4/u.err"; echo $? >"$4/u.status"
+cat /proc/self/mountinfo >"$4/mountinfo"
+"#;
+    let args = [
+        OsStr::new(MOUNT),
+        img.as_os_str(),
+        mnt.as_os_str(),
+        out.as_os_str(),
+    ];
+    let Some(o) = as_user_in_namespace(d, scenario, &args) else {
         return;
-    }
-    assert!(o.status.success(), "mount as uid 65534: {err}");
-    let mounts = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
+    };
+    let ran = String::from_utf8_lossy(&o.stderr);
+    let (status, err) = step(&out, "mount");
+    assert_eq!(status, "0", "mount as uid 65534: {err}{ran}");
+    let mounts = std::fs::read_to_string(out.join("mounts")).expect("mounts");
     let line = mounts
         .lines()
         .find(|l| l.split(' ').nth(1) == Some(mnt.to_str().expect("utf-8")))
@@ -416,24 +484,146 @@ fn ordinary_user_mounts_reads_and_unmounts() {
         line.contains("fuse.jffs2-mount") && line.contains("user_id=65534"),
         "{line}"
     );
-    let passwd = mnt.join("etc/passwd");
-    let o = user(&[OsStr::new("cat"), passwd.as_os_str()]);
-    assert!(
-        o.status.success(),
-        "cat: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (status, err) = step(&out, "cat");
+    assert_eq!(status, "0", "cat as uid 65534: {err}");
     assert_eq!(
-        o.stdout,
+        std::fs::read(out.join("cat.out")).expect("read"),
         std::fs::read(rootfs().join("etc/passwd")).expect("read")
     );
-    let o = user(&[OsStr::new(MOUNT), OsStr::new("-u"), mnt.as_os_str()]);
+    let (status, err) = step(&out, "u");
+    assert_eq!(status, "0", "-u as uid 65534: {err}");
+    let after = std::fs::read_to_string(out.join("mountinfo")).expect("mountinfo");
+    assert!(!lists_mount(&after, &mnt), "still mounted after -u");
     assert!(
-        o.status.success(),
-        "-u: {}",
-        String::from_utf8_lossy(&o.stderr)
+        !is_mounted(&mnt),
+        "the namespace's mount is seen outside it"
     );
-    assert!(!is_mounted(&mnt), "still mounted after -u");
+}
+
+/// Waits up to `secs` seconds for `dir` to be unmounted; whether it was.
+fn unmounted_within(dir: &Path, secs: u64) -> bool {
+    let start = Instant::now();
+    while is_mounted(dir) && start.elapsed() < Duration::from_secs(secs) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !is_mounted(dir)
+}
+
+#[test]
+fn auto_unmount_when_the_server_is_killed() {
+    if !fuse() || !skip::root() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB"]);
+    std::fs::set_permissions(&img, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    // Root, in the foreground: kill -9, and the mount goes within a few seconds.
+    let mnt = mkdir(d, "root");
+    let _guard = Mounted { dir: mnt.clone() };
+    let mut server = Command::new(MOUNT)
+        .args(["-f", "-o", "auto_unmount"])
+        .arg(&img)
+        .arg(&mnt)
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(is_mounted(&mnt), "-f -o auto_unmount did not mount");
+    server.kill().expect("kill -9");
+    let _ = server.wait();
+    assert!(
+        unmounted_within(&mnt, 5),
+        "root: still mounted 5 s after kill -9"
+    );
+    // An ordinary user, in the background: the server (the process holding /dev/fuse) is
+    // killed with -9; the mount must go within 5 s.
+    let mnt = mkdir(d, "user");
+    let out = mkdir(d, "out");
+    let c = std::ffi::CString::new(mnt.as_os_str().as_bytes()).expect("path");
+    // SAFETY: valid NUL-terminated path.
+    assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+    let scenario = r#"
+trap 'umount -l "$3" 2>/dev/null' EXIT
+as_user "$1" -o auto_unmount "$2" "$3" 2>"$4/mount.err"; echo $? >"$4/mount.status"
+cat /proc/self/mountinfo >"$4/before"
+for p in /proc/[0-9]*; do
+    for f in "$p"/fd/*; do
+        [ "$(readlink "$f" 2>/dev/null)" = /dev/fuse ] && echo "${p#/proc/}" >>"$4/server"
+    done
+done
+kill -9 $(cat "$4/server")
+i=0
+while grep -qF " $3 " /proc/self/mountinfo && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+cat /proc/self/mountinfo >"$4/after"
+"#;
+    let args = [
+        OsStr::new(MOUNT),
+        img.as_os_str(),
+        mnt.as_os_str(),
+        out.as_os_str(),
+    ];
+    let Some(o) = as_user_in_namespace(d, scenario, &args) else {
+        return;
+    };
+    let (status, err) = step(&out, "mount");
+    let ran = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        status, "0",
+        "mount -o auto_unmount as uid 65534: {err}{ran}"
+    );
+    let read = |name: &str| std::fs::read_to_string(out.join(name)).expect(name);
+    assert!(lists_mount(&read("before"), &mnt), "not mounted");
+    let server = read("server");
+    assert_eq!(server.lines().count(), 1, "the server's pid: {server:?}");
+    assert!(
+        !lists_mount(&read("after"), &mnt),
+        "uid 65534: still mounted 5 s after kill -9"
+    );
+}
+
+#[test]
+fn a_server_ending_late_leaves_a_new_mount_on_its_mount_point() {
+    if !fuse() || !skip::root() {
+        return;
+    }
+    let dir = open_scratch();
+    let d = dir.path();
+    let img = d.join("img");
+    mkfs(&rootfs(), &img, &["-e", "16KiB"]);
+    let mnt = mkdir(d, "mnt");
+    let _guard = Mounted { dir: mnt.clone() };
+    let mut first = Command::new(MOUNT)
+        .arg("-f")
+        .arg(&img)
+        .arg(&mnt)
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // An open file keeps the first mount alive after a lazy unmount; a second mount is made
+    // on the same mount point; closing the file ends the first server.
+    let open = std::fs::File::open(mnt.join("etc/passwd")).expect("open");
+    let c = std::ffi::CString::new(mnt.as_os_str().as_bytes()).expect("path");
+    // SAFETY: valid NUL-terminated path.
+    assert_eq!(unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) }, 0);
+    let _second = mount(&img, &mnt, &[]);
+    drop(open);
+    let status = first.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert!(
+        is_mounted(&mnt),
+        "the first server, ending, unmounted the second mount"
+    );
+    assert_eq!(
+        std::fs::read(mnt.join("etc/hostname")).ok(),
+        std::fs::read(rootfs().join("etc/hostname")).ok()
+    );
 }
 
 /// Walks every file of `mnt` with `find` and `cat` (and `getfattr` when present) within a

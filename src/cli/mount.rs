@@ -4,6 +4,7 @@
 //! unmounting.
 
 mod serve;
+mod watch;
 
 use std::ffi::{CString, OsString};
 use std::io::{self, Read, Write};
@@ -416,7 +417,8 @@ fn fuse_config(tool: &Tool, a: &Args, image: &Path) -> Config {
                 None
             }
             "default_permissions" => Some(MountOption::DefaultPermissions),
-            "auto_unmount" => Some(MountOption::AutoUnmount),
+            // Done by a watcher process of our own (mount/watch.rs), not by FUSE.
+            "auto_unmount" => None,
             "dev" => Some(MountOption::Dev),
             "nodev" => Some(MountOption::NoDev),
             "suid" => Some(MountOption::Suid),
@@ -501,15 +503,83 @@ fn open_view(tool: &Tool, a: &Args, image: &Path) -> Result<View<'static>, i32> 
     Ok(View::new(fs, &ViewOptions { cache_bytes }))
 }
 
-/// The configuration root mounts with (mount(2) directly): the subtype given to the kernel,
-/// so that the mount's type reads `fuse.jffs2-mount` as mount(8) and fstab name it.
-fn root_config(mut c: Config) -> Config {
-    for o in &mut c.mount_options {
-        if let MountOption::Subtype(t) = o {
-            *o = MountOption::CUSTOM(format!("subtype={t}"));
+/// What root gives mount(2) for a configuration: the source (`fsname`), the flags and the
+/// data (the `/dev/fuse` descriptor `fd`, the mount point's type `rootmode`, and the
+/// subtype, so that the mount's type reads `fuse.jffs2-mount` as mount(8) and fstab name
+/// it). FUSE's defaults, `nodev` and `nosuid`, unless `dev`/`suid` are given.
+fn root_mount_args(c: &Config, fd: i32, rootmode: u32) -> (String, libc::c_ulong, String) {
+    let mut source = DEV_FUSE.to_string();
+    let mut data = format!("fd={fd},rootmode={rootmode:o},user_id=0,group_id=0");
+    let (mut flags, mut dev, mut suid) = (0, false, false);
+    for o in &c.mount_options {
+        match o {
+            MountOption::FSName(n) => source = n.clone(),
+            MountOption::Subtype(t) => data.push_str(&format!(",subtype={t}")),
+            MountOption::CUSTOM(x) => data.push_str(&format!(",{x}")),
+            MountOption::DefaultPermissions => data.push_str(",default_permissions"),
+            MountOption::RO => flags |= libc::MS_RDONLY,
+            MountOption::NoDev => flags |= libc::MS_NODEV,
+            MountOption::NoSuid => flags |= libc::MS_NOSUID,
+            MountOption::NoExec => flags |= libc::MS_NOEXEC,
+            MountOption::NoAtime => flags |= libc::MS_NOATIME,
+            MountOption::Sync => flags |= libc::MS_SYNCHRONOUS,
+            MountOption::DirSync => flags |= libc::MS_DIRSYNC,
+            MountOption::Dev => dev = true,
+            MountOption::Suid => suid = true,
+            MountOption::RW
+            | MountOption::Exec
+            | MountOption::Atime
+            | MountOption::Async
+            | MountOption::AutoUnmount => {}
         }
     }
-    c
+    if !dev {
+        flags |= libc::MS_NODEV;
+    }
+    if !suid {
+        flags |= libc::MS_NOSUID;
+    }
+    // allow_root is allow_other for the kernel; the session refuses the others itself.
+    if c.acl != SessionACL::Owner {
+        data.push_str(",allow_other");
+    }
+    (source, flags, data)
+}
+
+/// Root's mount: `/dev/fuse` opened and mounted on `dir` with mount(2), the session served
+/// on that descriptor. (Not `fuser::Session::new`, whose session unmounts its mount point by
+/// path when it ends, even after a lazy unmount: a new mount made there meanwhile would go.)
+fn root_session(
+    served: serve::Served,
+    dir: &Path,
+    config: Config,
+) -> io::Result<fuser::Session<serve::Served>> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let dev = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(DEV_FUSE)?;
+    let rootmode = std::fs::metadata(dir)?.mode() & libc::S_IFMT;
+    let (source, flags, data) = root_mount_args(&config, dev.as_raw_fd(), rootmode);
+    let c = |s: &[u8]| CString::new(s).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL));
+    let (source, target) = (c(source.as_bytes())?, c(dir.as_os_str().as_bytes())?);
+    let data = c(data.as_bytes())?;
+    // SAFETY: every pointer is a valid NUL-terminated string that outlives the call.
+    let r = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            c"fuse".as_ptr(),
+            flags,
+            data.as_ptr().cast(),
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let acl = config.acl;
+    fuser::Session::from_fd(served, OwnedFd::from(dev), acl, config)
 }
 
 /// An option value for fusermount3's `-o`: commas and backslashes escaped.
@@ -551,8 +621,8 @@ fn fusermount_options(c: &Config) -> String {
 
 /// An ordinary user's mount: fusermount3 (setuid root) opens `/dev/fuse`, mounts it on
 /// `dir` and passes the descriptor back over a socket (its `_FUSE_COMMFD` protocol); the
-/// session is served on that descriptor. (Whether `/dev/fuse` can be opened by the user
-/// does not matter.)
+/// session is served on that descriptor. fusermount3 opens `/dev/fuse` with the user's
+/// rights, not root's: a `/dev/fuse` given to root alone (`crw-------`) fails here.
 fn user_session(
     served: serve::Served,
     dir: &Path,
@@ -595,17 +665,13 @@ fn user_session(
     };
     let mut child = cmd.spawn()?;
     drop(theirs);
-    // The descriptor comes before fusermount3 exits (with auto_unmount it stays, watching
-    // the socket); an end of the socket without one means it failed and said why.
-    let Ok(fd) = receive_fd(&ours) else {
-        let _ = child.wait();
+    // The descriptor comes before fusermount3 exits; an end of the socket without one means
+    // it failed and said why.
+    let received = receive_fd(&ours);
+    let _ = child.wait();
+    let Ok(fd) = received else {
         return Err(io::Error::other(format!("{} failed", prog.display())));
     };
-    if !config.mount_options.contains(&MountOption::AutoUnmount) {
-        let _ = child.wait();
-    }
-    // Kept open: with auto_unmount, fusermount3 unmounts when it closes (at our exit).
-    std::mem::forget(ours);
     let acl = config.acl;
     fuser::Session::from_fd(served, fd, acl, config)
 }
@@ -661,7 +727,7 @@ fn mount(tool: &Tool, a: &Args, image: &Path, dir: &Path) -> i32 {
     let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let (image, dir) = (abs(image), abs(dir));
     let config = fuse_config(tool, a, &image);
-    let ready = if a.foreground {
+    let mut ready = if a.foreground {
         None
     } else {
         match daemonize(tool) {
@@ -670,13 +736,24 @@ fn mount(tool: &Tool, a: &Args, image: &Path, dir: &Path) -> i32 {
         }
     };
     block_signals();
+    let mut watch = None;
+    if a.options.iter().any(|o| o == "auto_unmount") {
+        match watch::start(tool, &dir, a.foreground, &mut ready) {
+            Ok(watch::Started::Server(w)) => watch = Some(w),
+            Ok(watch::Started::Watcher(code)) => return code,
+            Err(e) => {
+                tool.error(&format!("auto_unmount: {}: {}", dir.display(), io_text(&e)));
+                return EXIT_FAILED;
+            }
+        }
+    }
     let view = match open_view(tool, a, &image) {
         Ok(v) => v,
         Err(code) => return code,
     };
     let served = serve::Served { view };
     let session = if is_root() {
-        fuser::Session::new(served, &dir, &root_config(config))
+        root_session(served, &dir, config)
     } else {
         user_session(served, &dir, config)
     };
@@ -692,6 +769,9 @@ fn mount(tool: &Tool, a: &Args, image: &Path, dir: &Path) -> i32 {
             return EXIT_FAILED;
         }
     };
+    if let Some(w) = &mut watch {
+        w.mounted();
+    }
     on_signals(dir.clone());
     if let Some(fd) = ready {
         detach(fd);
@@ -777,12 +857,19 @@ mod tests {
             "ro,fsname=/fw\\,1.img,subtype=jffs2-mount"
         );
         assert_eq!(escape_option("a,b\\c"), "a\\,b\\\\c");
-        // Root gives the subtype to the kernel itself.
-        let names = option_names(&root_config(c));
-        assert!(
-            names.contains(&"CUSTOM(\"subtype=jffs2-mount\")".to_string()),
-            "{names:?}"
+        // Root gives the subtype to the kernel itself, with FUSE's defaults.
+        let (source, flags, data) = root_mount_args(&c, 5, 0o40000);
+        assert_eq!(source, "/fw,1.img");
+        assert_eq!(flags, libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID);
+        assert_eq!(
+            data,
+            "fd=5,rootmode=40000,user_id=0,group_id=0,subtype=jffs2-mount"
         );
+        let a = args(&["i", "d", "-o", "dev,suid,noexec,allow_root"]).unwrap();
+        let c = fuse_config(&Tool { name: "t".into() }, &a, Path::new("/i"));
+        let (_, flags, data) = root_mount_args(&c, 5, 0o40000);
+        assert_eq!(flags, libc::MS_RDONLY | libc::MS_NOEXEC);
+        assert!(data.ends_with(",allow_other"), "{data}");
     }
 
     #[test]

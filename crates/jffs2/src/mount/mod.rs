@@ -19,12 +19,15 @@ use rayon::prelude::*;
 
 use crate::format::dt;
 use crate::fs::{DataNode, Fs, FsError, Inode, InodeKind, NodeData, ReadError, PAGE_SIZE};
+use crate::scan::nodelist::full_name_hash;
 use cache::Lru;
 
 /// The decompressed-data cache's default size.
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 /// Memory the read-inode cache may hold (estimated from its vectors' lengths).
 const INODE_CACHE_BYTES: usize = 16 << 20;
+/// Memory the cache of directories' listing orders may hold (4 bytes an entry).
+const ORDER_CACHE_BYTES: usize = 4 << 20;
 /// `JFFS2_MAX_NAME_LEN`: the name length `statfs` reports.
 pub const NAME_MAX: u32 = 254;
 
@@ -178,6 +181,8 @@ pub struct View<'a> {
     fs: Fs<'a>,
     inodes: Mutex<Lru<u32, Inode>>,
     data: Mutex<Lru<usize, Vec<u8>>>,
+    /// Directories' listing orders ([`View::listing_order`]), by inode number.
+    orders: Mutex<Lru<u32, Vec<u32>>>,
 }
 
 /// A cache lock, taken even if a thread panicked holding it (the caches stay consistent:
@@ -225,6 +230,7 @@ impl<'a> View<'a> {
             fs,
             inodes: Mutex::new(Lru::new(INODE_CACHE_BYTES)),
             data: Mutex::new(Lru::new(opts.cache_bytes)),
+            orders: Mutex::new(Lru::new(ORDER_CACHE_BYTES)),
         }
     }
 
@@ -266,8 +272,8 @@ impl<'a> View<'a> {
     }
 
     /// The entries of directory `ino` as `readdir` returns them: `.` and `..` first (the
-    /// kernel's `dir_emit_dots`), then the live entries, by name (Linux lists them in the
-    /// order of their name hash; the set is the same).
+    /// kernel's `dir_emit_dots`), then the live entries in Linux's order
+    /// ([`View::listing_order`]).
     pub fn readdir(&self, ino: u32) -> Result<Vec<DirEntry>, ViewError> {
         let mut out = Vec::new();
         self.readdir_with(ino, 0, |ino, dtype, name| {
@@ -294,15 +300,45 @@ impl<'a> View<'a> {
         if dir.kind != InodeKind::Dir {
             return Err(ViewError::NotADirectory(ino));
         }
+        let order = self.listing_order(ino, &dir);
         let dots = [(ino, &b"."[..]), (self.parent(ino), &b".."[..])];
         let dots = dots.iter().map(|&(i, n)| (i, dt::DIR, n));
-        let rest = dir.dents.iter().map(|d| (d.ino, d.dtype, &*d.name));
+        let rest = order
+            .iter()
+            .filter_map(|&k| dir.dents.get(k as usize))
+            .map(|d| (d.ino, d.dtype, &*d.name));
         for (i, t, n) in dots.chain(rest).skip(skip) {
             if emit(i, t, n) {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// The order in which Linux's `jffs2_readdir` lists the entries of directory `ino`
+    /// (`dir`), as indexes into `dir.dents` (which the model keeps by name): the order of the
+    /// directory's in-memory list. That list is sorted by `full_name_hash` of the name,
+    /// an entry of equal hash going after those already there (`jffs2_add_fd_to_list`,
+    /// `docs/spec/kernel-jffs2-spec.md` §5.2), and readinode adds the entries visiting the
+    /// inode's refs newest-linked first, the reverse of scan order (§5.1, §6.1). So: by
+    /// hash, then the later-scanned node first. (The scan has already obsoleted the losers
+    /// of a name, §5.2, so each name comes from one node.) The hash is the x86-64 kernel's
+    /// ([`crate::scan::nodelist::full_name_hash`]); Linux on another architecture may
+    /// hash, and so list, differently.
+    fn listing_order(&self, ino: u32, dir: &Inode) -> Arc<Vec<u32>> {
+        if let Some(o) = lock(&self.orders).get(&ino) {
+            return o;
+        }
+        let mut keyed: Vec<(u32, std::cmp::Reverse<usize>, u32)> = dir
+            .dents
+            .iter()
+            .zip(0u32..)
+            .map(|(d, k)| (full_name_hash(&d.name), std::cmp::Reverse(d.node), k))
+            .collect();
+        keyed.sort_unstable();
+        let order: Arc<Vec<u32>> = Arc::new(keyed.into_iter().map(|(_, _, k)| k).collect());
+        lock(&self.orders).insert(ino, Arc::clone(&order), 4 * order.len());
+        order
     }
 
     /// The parent of a directory: the build's `pino_nlink` for directories (§5.6), the root
