@@ -20,7 +20,10 @@ use std::process::Command;
 mod common;
 #[path = "common/kernel.rs"]
 mod kernel;
-use kernel::{harness_path, json_path, json_str, kernel_available, loud};
+use common::skip;
+use kernel::{
+    compare_host_views, harness_path, json_path, json_str, kernel_available, loud, HostView,
+};
 
 // ------------------------------------------------------------------------------------------
 // The image maker under test
@@ -70,6 +73,11 @@ struct Geometry {
 
 /// Makes an image of `src` with `tool`, in geometry `g`, at `out`.
 fn make_image(tool: Tool, src: &Path, g: &Geometry, out: &Path) {
+    make_image_endian(tool, src, g, out, false);
+}
+
+/// [`make_image`], big-endian when `big` (mkfs's and sumtool's `-b`).
+fn make_image_endian(tool: Tool, src: &Path, g: &Geometry, out: &Path, big: bool) {
     let raw = if g.summary {
         out.with_extension("nosum")
     } else {
@@ -85,6 +93,9 @@ fn make_image(tool: Tool, src: &Path, g: &Geometry, out: &Path) {
     if !g.cleanmarkers {
         cmd.arg("-n");
     }
+    if big {
+        cmd.arg("-b");
+    }
     cmd.args(g.extra);
     run_ok(&mut cmd, "mkfs");
     if g.summary {
@@ -97,6 +108,9 @@ fn make_image(tool: Tool, src: &Path, g: &Geometry, out: &Path) {
             .arg(g.erase.to_string());
         if !g.cleanmarkers {
             s.arg("-n");
+        }
+        if big {
+            s.arg("-b");
         }
         run_ok(&mut s, "sumtool");
     }
@@ -224,6 +238,139 @@ fn check(work: &Path, images: &[Image]) -> Report {
         "harness error (exit {code}):\n{text}\n{err}"
     );
     Report { code, text }
+}
+
+// ------------------------------------------------------------------------------------------
+// jffs2-mount: the FUSE view of the same images
+
+const MOUNT: &str = env!("CARGO_BIN_EXE_jffs2-mount");
+
+/// Whether this process can FUSE-mount (/dev/fuse it can open, fusermount3); otherwise the
+/// FUSE half of the tests is skipped loudly (`skip.rs`), or fails under `CI=true`. Called
+/// before the boot, so a CI machine without FUSE fails at once.
+fn fuse_available() -> bool {
+    let ok = !skip::pretend_missing("fuse3")
+        && skip::find_program("fusermount3", "fuse3").is_some()
+        && fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")
+            .is_ok();
+    ok || {
+        skip::skip("fuse3 (a /dev/fuse this user can open, and fusermount3) for jffs2-mount");
+        false
+    }
+}
+
+/// Whether something is mounted on `dir` (`/proc/self/mountinfo`).
+fn is_mounted(dir: &Path) -> bool {
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = dir.as_os_str().as_bytes();
+    info.lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|m| m.as_bytes() == want))
+}
+
+/// A `jffs2-mount` of an image, unmounted when dropped, whether the test passed or not:
+/// `jffs2-mount -u`, then `umount -l` (as root) or `fusermount3 -u -z` if still mounted.
+struct FuseMount {
+    dir: PathBuf,
+}
+
+impl FuseMount {
+    /// `jffs2-mount -e ERASE IMAGE DIR`; the mount is ready when it returns.
+    fn new(image: &Path, erase: u32, dir: &Path) -> FuseMount {
+        fs::create_dir_all(dir).unwrap();
+        let guard = FuseMount {
+            dir: dir.to_path_buf(),
+        };
+        let out = Command::new(MOUNT)
+            .arg("-e")
+            .arg(erase.to_string())
+            .arg(image)
+            .arg(dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run jffs2-mount");
+        assert!(
+            out.status.success() && is_mounted(dir),
+            "jffs2-mount {} {}: {}",
+            image.display(),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        guard
+    }
+}
+
+impl Drop for FuseMount {
+    fn drop(&mut self) {
+        let _ = Command::new(MOUNT).arg("-u").arg(&self.dir).output();
+        for _ in 0..4 {
+            if !is_mounted(&self.dir) {
+                return;
+            }
+            let mut c = if is_root() {
+                let mut c = Command::new("umount");
+                c.arg("-l");
+                c
+            } else {
+                let mut c = Command::new("fusermount3");
+                c.arg("-u").arg("-z");
+                c
+            };
+            let _ = c.arg(&self.dir).output();
+        }
+    }
+}
+
+/// One image to FUSE-mount, and the kernel's view to compare it with.
+struct FuseCase<'a> {
+    /// The image `jffs2-mount` mounts.
+    image: &'a Path,
+    erase: u32,
+    /// The harness id of the result holding Linux's view.
+    linux_id: &'a str,
+    /// Linux's view after the remount (else the first mount's).
+    remount: bool,
+}
+
+/// Mounts every case's image with `jffs2-mount` and asserts that the harness's host listing of
+/// the mount equals, field for field, what Linux listed (`harness.compare` with `exact=True`:
+/// type, mode, owners, size and link count of every entry including directories and the root,
+/// md5, symlink target, device number, hard-link group, mtime, xattrs). Every mount is
+/// undone when this returns or panics.
+fn assert_fuse_shows_what_linux_showed(work: &Path, result: &Path, cases: &[FuseCase]) {
+    let mut mounts = Vec::new();
+    let mut views = Vec::new();
+    for (n, c) in cases.iter().enumerate() {
+        let dir = work.join(format!("fuse{n}"));
+        mounts.push(FuseMount::new(c.image, c.erase, &dir));
+        views.push((
+            c.image.file_name().unwrap().to_string_lossy().into_owned(),
+            dir,
+        ));
+    }
+    let views: Vec<HostView> = views
+        .iter()
+        .zip(cases)
+        .map(|((label, dir), c)| HostView {
+            label: label.clone(),
+            id: c.linux_id,
+            remount: c.remount,
+            dir,
+        })
+        .collect();
+    let text = compare_host_views(result, &views);
+    drop(mounts);
+    println!("--- jffs2-mount against Linux ---\n{text}");
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("VIEW ")).collect();
+    assert_eq!(lines.len(), cases.len(), "{text}");
+    for l in lines {
+        assert!(
+            l.ends_with(" diffs=0") && !l.contains(" linux_entries=0 "),
+            "jffs2-mount does not show what Linux showed: {l}\n{text}"
+        );
+    }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -496,14 +643,22 @@ fn mkfs_images_mount_with_the_source_content() {
     if !kernel_available() {
         return;
     }
+    let fuse = fuse_available();
     let work = workdir("geometries");
     let tree = work.path().join("tree");
     build_tree(&tree);
     stamp_tree(&tree);
     let mut images = Vec::new();
+    // every geometry also big-endian, for jffs2-mount alone: the kernel reads only the CPU's
+    // byte order (docs/spec/kernel-jffs2-spec.md §0, §3.2), so on x86 a big-endian image is
+    // compared with Linux's view of its little-endian twin
+    let mut big_endian = Vec::new();
     for g in geometries() {
         let img = work.path().join(format!("{}.img", g.name));
         make_image(MKFS, &tree, &g, &img);
+        let be = work.path().join(format!("{}.be.img", g.name));
+        make_image_endian(MKFS, &tree, &g, &be, true);
+        big_endian.push((be, g.erase, g.name));
         let with_xattr = g.extra.contains(&"--with-xattr");
         images.push(Image {
             id: g.name.to_string(),
@@ -560,6 +715,26 @@ fn mkfs_images_mount_with_the_source_content() {
         );
     } else {
         assert!(r.ok("dev16"), "{}", r.text);
+    }
+
+    // jffs2-mount shows every image, and every big-endian twin, as Linux showed the image
+    if fuse {
+        let mut cases: Vec<FuseCase> = images
+            .iter()
+            .map(|i| FuseCase {
+                image: &i.path,
+                erase: i.erase,
+                linux_id: &i.id,
+                remount: false,
+            })
+            .collect();
+        cases.extend(big_endian.iter().map(|(be, erase, id)| FuseCase {
+            image: be,
+            erase: *erase,
+            linux_id: id,
+            remount: false,
+        }));
+        assert_fuse_shows_what_linux_showed(work.path(), &work.path().join("result.json"), &cases);
     }
 }
 
@@ -694,6 +869,7 @@ fn rw_workload_matches_a_host_replay() {
     if !kernel_available() {
         return;
     }
+    let fuse = fuse_available();
     let work = workdir("rw");
     let tree = work.path().join("tree");
     fs::create_dir_all(&tree).unwrap();
@@ -764,6 +940,21 @@ fn rw_workload_matches_a_host_replay() {
         }],
     );
     assert!(r.ok("rw") && r.code == 0, "rw workload:\n{}", r.text);
+
+    // the kernel-written image (the flash as the boot left it) through jffs2-mount: what Linux
+    // showed when it mounted it again read-only
+    if fuse {
+        assert_fuse_shows_what_linux_showed(
+            work.path(),
+            &work.path().join("result.json"),
+            &[FuseCase {
+                image: &work.path().join("rw.after.img"),
+                erase: g.erase,
+                linux_id: "rw",
+                remount: true,
+            }],
+        );
+    }
 }
 
 /// The committed kernel-written fixtures (fixtures/kernel/, made by
@@ -773,6 +964,9 @@ fn kernel_fixtures_mount_as_recorded() {
     if !kernel_available() {
         return;
     }
+    let fuse = fuse_available();
+    let work = workdir("fixtures");
+    let result = work.path().join("result.json");
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel");
     let n = fs::read_dir(&dir)
         .map(|d| {
@@ -790,6 +984,8 @@ fn kernel_fixtures_mount_as_recorded() {
         .arg("verify-fixtures")
         .arg("--dir")
         .arg(&dir)
+        .arg("--out")
+        .arg(&result)
         .output()
         .expect("run harness");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -798,6 +994,27 @@ fn kernel_fixtures_mount_as_recorded() {
         "fixtures do not mount as recorded:\n{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+
+    // every kernel-written image (dirty, power-cut, torn) through jffs2-mount: what Linux
+    // showed in this boot (the result's id is the image's file name)
+    if fuse {
+        let fixtures = kernel::kernel_fixtures();
+        let names: Vec<String> = fixtures
+            .iter()
+            .map(|(img, _, _)| img.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        let cases: Vec<FuseCase> = fixtures
+            .iter()
+            .zip(&names)
+            .map(|((img, _, erase), name)| FuseCase {
+                image: img,
+                erase: *erase,
+                linux_id: name,
+                remount: false,
+            })
+            .collect();
+        assert_fuse_shows_what_linux_showed(work.path(), &result, &cases);
+    }
 }
 
 // ------------------------------------------------------------------------------------------

@@ -295,3 +295,56 @@ pub fn assert_shown_as_recorded(result: &Path, metas: &[PathBuf], what: &str) {
         );
     }
 }
+
+/// One directory to compare with what Linux showed: `dir` (a FUSE mount, say) is listed by the
+/// harness's host listing (`harness.list_host`: lstat of every entry, md5 of every file, link
+/// targets, xattrs, hard-link groups) and compared field for field (`harness.compare`,
+/// `exact=True`) with the guest listing of the result whose id is `id` (after the remount when
+/// `remount`).
+pub struct HostView<'a> {
+    pub label: String,
+    pub id: &'a str,
+    pub remount: bool,
+    pub dir: &'a Path,
+}
+
+/// Compares each view with Linux's listing in `result`. One line per view: `VIEW label id
+/// linux_entries=N host_entries=N diffs=N`, then up to 30 `DIFF` lines (expected: Linux,
+/// actual: the directory).
+pub fn compare_host_views(result: &Path, views: &[HostView]) -> String {
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import harness
+out = json.load(open(sys.argv[1]))
+by_id = {r["id"]: r for r in out["results"]}
+args = sys.argv[3:]
+for i in range(0, len(args), 4):
+    label, rid, remount, d = args[i:i + 4]
+    r = by_id.get(rid, {})
+    linux = (r.get("remount") or {}).get("listing") if remount == "1" else r.get("listing")
+    host = harness.list_host(d)
+    diffs = harness.compare(linux or [], host, exact=True)
+    print(f"VIEW {label} {rid} linux_entries={len(linux or [])} host_entries={len(host)} "
+          f"diffs={len(diffs)}")
+    for x in diffs[:30]:
+        print(f"  DIFF {json.dumps(x, ensure_ascii=False)}")
+"#;
+    let mut cmd = Command::new("python3");
+    cmd.arg("-c")
+        .arg(script)
+        .arg(result)
+        .arg(harness_path().parent().unwrap());
+    for v in views {
+        cmd.arg(&v.label)
+            .arg(v.id)
+            .arg(if v.remount { "1" } else { "0" })
+            .arg(v.dir);
+    }
+    let out = cmd.output().expect("python3");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
