@@ -452,9 +452,22 @@ fn set_xattr(p: &Path, name: &str, value: &[u8]) {
     assert_eq!(r, 0, "setxattr {} {name}", p.display());
 }
 
+/// A POSIX ACL in the host's xattr form (`posix_acl_xattr.h`: version 2, then per entry
+/// tag, permissions and id, little-endian), from (tag, perm, id) entries in the kernel's order.
+fn acl(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for &(tag, perm, id) in entries {
+        v.extend_from_slice(&tag.to_le_bytes());
+        v.extend_from_slice(&perm.to_le_bytes());
+        v.extend_from_slice(&id.to_le_bytes());
+    }
+    v
+}
+
 /// The mixed tree: regular files of many sizes (0, 1, page-1, page, page+1, > erase block),
 /// compressible and not, nested directories, a directory with many entries, symlinks
-/// (relative, dangling, long), a fifo, device nodes, hard links, owners and modes, xattrs.
+/// (relative, dangling, long), a fifo, device nodes, hard links, owners and modes, xattrs,
+/// POSIX ACLs.
 fn build_tree(root: &Path) {
     fs::create_dir_all(root).unwrap();
     put(root, "empty", b"", 0o644);
@@ -503,6 +516,46 @@ fn build_tree(root: &Path) {
     set_xattr(&root.join("text_4095"), "user.colour", b"blue");
     set_xattr(&root.join("a"), "user.empty", b"");
     set_xattr(&root.join("a/b/mid"), "user.bin", &noise(8, 100));
+    // POSIX ACLs, which JFFS2 stores in a form and byte order of its own
+    // (docs/spec/kernel-jffs2-spec.md §1.8): an access ACL on a file (its group bits become
+    // the mask), access and default ACLs on a directory
+    const ANY: u32 = u32::MAX;
+    set_xattr(
+        &root.join("text_4096"),
+        "system.posix_acl_access",
+        &acl(&[
+            (1, 6, ANY),
+            (2, 4, 1000),
+            (4, 4, ANY),
+            (8, 6, 100),
+            (0x10, 6, ANY),
+            (0x20, 4, ANY),
+        ]),
+    );
+    fs::create_dir(root.join("acl_dir")).unwrap();
+    put(root, "acl_dir/inside", b"acl\n", 0o640);
+    set_xattr(
+        &root.join("acl_dir"),
+        "system.posix_acl_access",
+        &acl(&[
+            (1, 7, ANY),
+            (2, 7, 1000),
+            (4, 5, ANY),
+            (0x10, 7, ANY),
+            (0x20, 5, ANY),
+        ]),
+    );
+    set_xattr(
+        &root.join("acl_dir"),
+        "system.posix_acl_default",
+        &acl(&[
+            (1, 7, ANY),
+            (4, 5, ANY),
+            (8, 5, 100),
+            (0x10, 5, ANY),
+            (0x20, 0, ANY),
+        ]),
+    );
     if is_root() {
         mknod(&root.join("null"), libc::S_IFCHR, 1, 3);
         mknod(&root.join("loop0"), libc::S_IFBLK, 7, 0);
