@@ -20,9 +20,9 @@ use std::process::Command;
 mod common;
 #[path = "common/kernel.rs"]
 mod kernel;
-use common::skip;
 use kernel::{
-    compare_host_views, harness_path, json_path, json_str, kernel_available, loud, HostView,
+    assert_fuse_shows_what_linux_showed, fuse_available, harness_path, json_path, json_str,
+    kernel_available, loud, FuseCase,
 };
 
 // ------------------------------------------------------------------------------------------
@@ -238,139 +238,6 @@ fn check(work: &Path, images: &[Image]) -> Report {
         "harness error (exit {code}):\n{text}\n{err}"
     );
     Report { code, text }
-}
-
-// ------------------------------------------------------------------------------------------
-// jffs2-mount: the FUSE view of the same images
-
-const MOUNT: &str = env!("CARGO_BIN_EXE_jffs2-mount");
-
-/// Whether this process can FUSE-mount (/dev/fuse it can open, fusermount3); otherwise the
-/// FUSE half of the tests is skipped loudly (`skip.rs`), or fails under `CI=true`. Called
-/// before the boot, so a CI machine without FUSE fails at once.
-fn fuse_available() -> bool {
-    let ok = !skip::pretend_missing("fuse3")
-        && skip::find_program("fusermount3", "fuse3").is_some()
-        && fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/fuse")
-            .is_ok();
-    ok || {
-        skip::skip("fuse3 (a /dev/fuse this user can open, and fusermount3) for jffs2-mount");
-        false
-    }
-}
-
-/// Whether something is mounted on `dir` (`/proc/self/mountinfo`).
-fn is_mounted(dir: &Path) -> bool {
-    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let want = dir.as_os_str().as_bytes();
-    info.lines()
-        .any(|l| l.split(' ').nth(4).is_some_and(|m| m.as_bytes() == want))
-}
-
-/// A `jffs2-mount` of an image, unmounted when dropped, whether the test passed or not:
-/// `jffs2-mount -u`, then `umount -l` (as root) or `fusermount3 -u -z` if still mounted.
-struct FuseMount {
-    dir: PathBuf,
-}
-
-impl FuseMount {
-    /// `jffs2-mount -e ERASE IMAGE DIR`; the mount is ready when it returns.
-    fn new(image: &Path, erase: u32, dir: &Path) -> FuseMount {
-        fs::create_dir_all(dir).unwrap();
-        let guard = FuseMount {
-            dir: dir.to_path_buf(),
-        };
-        let out = Command::new(MOUNT)
-            .arg("-e")
-            .arg(erase.to_string())
-            .arg(image)
-            .arg(dir)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("run jffs2-mount");
-        assert!(
-            out.status.success() && is_mounted(dir),
-            "jffs2-mount {} {}: {}",
-            image.display(),
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        guard
-    }
-}
-
-impl Drop for FuseMount {
-    fn drop(&mut self) {
-        let _ = Command::new(MOUNT).arg("-u").arg(&self.dir).output();
-        for _ in 0..4 {
-            if !is_mounted(&self.dir) {
-                return;
-            }
-            let mut c = if is_root() {
-                let mut c = Command::new("umount");
-                c.arg("-l");
-                c
-            } else {
-                let mut c = Command::new("fusermount3");
-                c.arg("-u").arg("-z");
-                c
-            };
-            let _ = c.arg(&self.dir).output();
-        }
-    }
-}
-
-/// One image to FUSE-mount, and the kernel's view to compare it with.
-struct FuseCase<'a> {
-    /// The image `jffs2-mount` mounts.
-    image: &'a Path,
-    erase: u32,
-    /// The harness id of the result holding Linux's view.
-    linux_id: &'a str,
-    /// Linux's view after the remount (else the first mount's).
-    remount: bool,
-}
-
-/// Mounts every case's image with `jffs2-mount` and asserts that the harness's host listing of
-/// the mount equals, field for field, what Linux listed (`harness.compare` with `exact=True`:
-/// type, mode, owners, size and link count of every entry including directories and the root,
-/// md5, symlink target, device number, hard-link group, mtime, xattrs). Every mount is
-/// undone when this returns or panics.
-fn assert_fuse_shows_what_linux_showed(work: &Path, result: &Path, cases: &[FuseCase]) {
-    let mut mounts = Vec::new();
-    let mut views = Vec::new();
-    for (n, c) in cases.iter().enumerate() {
-        let dir = work.join(format!("fuse{n}"));
-        mounts.push(FuseMount::new(c.image, c.erase, &dir));
-        views.push((
-            c.image.file_name().unwrap().to_string_lossy().into_owned(),
-            dir,
-        ));
-    }
-    let views: Vec<HostView> = views
-        .iter()
-        .zip(cases)
-        .map(|((label, dir), c)| HostView {
-            label: label.clone(),
-            id: c.linux_id,
-            remount: c.remount,
-            dir,
-        })
-        .collect();
-    let text = compare_host_views(result, &views);
-    drop(mounts);
-    println!("--- jffs2-mount against Linux ---\n{text}");
-    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("VIEW ")).collect();
-    assert_eq!(lines.len(), cases.len(), "{text}");
-    for l in lines {
-        assert!(
-            l.ends_with(" diffs=0") && !l.contains(" linux_entries=0 "),
-            "jffs2-mount does not show what Linux showed: {l}\n{text}"
-        );
-    }
 }
 
 // ------------------------------------------------------------------------------------------
