@@ -42,6 +42,7 @@ fn converted_kernel_images_mount_as_recorded() {
     if !kernel_available() {
         return;
     }
+    let fuse = fuse_available();
     let work = tempfile::Builder::new()
         .prefix("jffs2-kernel-convert-")
         .tempdir()
@@ -49,6 +50,9 @@ fn converted_kernel_images_mount_as_recorded() {
     let w = work.path();
     let mut images = Vec::new();
     let mut metas: Vec<PathBuf> = Vec::new();
+    // the big-endian images (for jffs2-mount alone), with the id of their little-endian
+    // conversion, whose view by Linux they must have
+    let mut big_endian = Vec::new();
     let mut push = |id: String, path: PathBuf, erase: u32, meta: &Path| {
         images.push(Image {
             id,
@@ -91,6 +95,7 @@ fn converted_kernel_images_mount_as_recorded() {
             &es_s,
         ]);
         push(format!("{name}.be-le"), le, es, &meta);
+        big_endian.push((be, es, format!("{name}.be-le")));
         let lzo = w.join(format!("{name}.lzo.img"));
         convert(&["-i", p(&img), "-o", p(&lzo), "-X", "lzo", "-x", "zlib"]);
         push(format!("{name}.lzo"), lzo, es, &meta);
@@ -98,6 +103,28 @@ fn converted_kernel_images_mount_as_recorded() {
     assert!(images.len() >= 22, "{} images", images.len());
     let (_, result) = harness(w, "run", &images);
     assert_shown_as_recorded(&result, &metas, "converted fixture");
+
+    // jffs2-mount shows every converted image as Linux showed it, and each big-endian image as
+    // Linux showed its little-endian conversion (the kernel reads only the CPU's byte order,
+    // docs/spec/kernel-jffs2-spec.md §0)
+    if fuse {
+        let mut cases: Vec<FuseCase> = images
+            .iter()
+            .map(|i| FuseCase {
+                image: &i.path,
+                erase: i.erase,
+                linux_id: &i.id,
+                remount: false,
+            })
+            .collect();
+        cases.extend(big_endian.iter().map(|(be, es, id)| FuseCase {
+            image: be,
+            erase: *es,
+            linux_id: id,
+            remount: false,
+        }));
+        assert_fuse_shows_what_linux_showed(w, &result, &cases);
+    }
 }
 
 #[test]

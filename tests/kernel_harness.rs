@@ -20,7 +20,10 @@ use std::process::Command;
 mod common;
 #[path = "common/kernel.rs"]
 mod kernel;
-use kernel::{harness_path, json_path, json_str, kernel_available, loud};
+use kernel::{
+    assert_fuse_shows_what_linux_showed, fuse_available, harness_path, json_path, json_str,
+    kernel_available, loud, FuseCase,
+};
 
 // ------------------------------------------------------------------------------------------
 // The image maker under test
@@ -70,6 +73,11 @@ struct Geometry {
 
 /// Makes an image of `src` with `tool`, in geometry `g`, at `out`.
 fn make_image(tool: Tool, src: &Path, g: &Geometry, out: &Path) {
+    make_image_endian(tool, src, g, out, false);
+}
+
+/// [`make_image`], big-endian when `big` (mkfs's and sumtool's `-b`).
+fn make_image_endian(tool: Tool, src: &Path, g: &Geometry, out: &Path, big: bool) {
     let raw = if g.summary {
         out.with_extension("nosum")
     } else {
@@ -85,6 +93,9 @@ fn make_image(tool: Tool, src: &Path, g: &Geometry, out: &Path) {
     if !g.cleanmarkers {
         cmd.arg("-n");
     }
+    if big {
+        cmd.arg("-b");
+    }
     cmd.args(g.extra);
     run_ok(&mut cmd, "mkfs");
     if g.summary {
@@ -97,6 +108,9 @@ fn make_image(tool: Tool, src: &Path, g: &Geometry, out: &Path) {
             .arg(g.erase.to_string());
         if !g.cleanmarkers {
             s.arg("-n");
+        }
+        if big {
+            s.arg("-b");
         }
         run_ok(&mut s, "sumtool");
     }
@@ -305,9 +319,22 @@ fn set_xattr(p: &Path, name: &str, value: &[u8]) {
     assert_eq!(r, 0, "setxattr {} {name}", p.display());
 }
 
+/// A POSIX ACL in the host's xattr form (`posix_acl_xattr.h`: version 2, then per entry
+/// tag, permissions and id, little-endian), from (tag, perm, id) entries in the kernel's order.
+fn acl(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for &(tag, perm, id) in entries {
+        v.extend_from_slice(&tag.to_le_bytes());
+        v.extend_from_slice(&perm.to_le_bytes());
+        v.extend_from_slice(&id.to_le_bytes());
+    }
+    v
+}
+
 /// The mixed tree: regular files of many sizes (0, 1, page-1, page, page+1, > erase block),
 /// compressible and not, nested directories, a directory with many entries, symlinks
-/// (relative, dangling, long), a fifo, device nodes, hard links, owners and modes, xattrs.
+/// (relative, dangling, long), a fifo, device nodes, hard links, owners and modes, xattrs,
+/// POSIX ACLs.
 fn build_tree(root: &Path) {
     fs::create_dir_all(root).unwrap();
     put(root, "empty", b"", 0o644);
@@ -356,6 +383,46 @@ fn build_tree(root: &Path) {
     set_xattr(&root.join("text_4095"), "user.colour", b"blue");
     set_xattr(&root.join("a"), "user.empty", b"");
     set_xattr(&root.join("a/b/mid"), "user.bin", &noise(8, 100));
+    // POSIX ACLs, which JFFS2 stores in a form and byte order of its own
+    // (docs/spec/kernel-jffs2-spec.md §1.8): an access ACL on a file (its group bits become
+    // the mask), access and default ACLs on a directory
+    const ANY: u32 = u32::MAX;
+    set_xattr(
+        &root.join("text_4096"),
+        "system.posix_acl_access",
+        &acl(&[
+            (1, 6, ANY),
+            (2, 4, 1000),
+            (4, 4, ANY),
+            (8, 6, 100),
+            (0x10, 6, ANY),
+            (0x20, 4, ANY),
+        ]),
+    );
+    fs::create_dir(root.join("acl_dir")).unwrap();
+    put(root, "acl_dir/inside", b"acl\n", 0o640);
+    set_xattr(
+        &root.join("acl_dir"),
+        "system.posix_acl_access",
+        &acl(&[
+            (1, 7, ANY),
+            (2, 7, 1000),
+            (4, 5, ANY),
+            (0x10, 7, ANY),
+            (0x20, 5, ANY),
+        ]),
+    );
+    set_xattr(
+        &root.join("acl_dir"),
+        "system.posix_acl_default",
+        &acl(&[
+            (1, 7, ANY),
+            (4, 5, ANY),
+            (8, 5, 100),
+            (0x10, 5, ANY),
+            (0x20, 0, ANY),
+        ]),
+    );
     if is_root() {
         mknod(&root.join("null"), libc::S_IFCHR, 1, 3);
         mknod(&root.join("loop0"), libc::S_IFBLK, 7, 0);
@@ -496,14 +563,22 @@ fn mkfs_images_mount_with_the_source_content() {
     if !kernel_available() {
         return;
     }
+    let fuse = fuse_available();
     let work = workdir("geometries");
     let tree = work.path().join("tree");
     build_tree(&tree);
     stamp_tree(&tree);
     let mut images = Vec::new();
+    // every geometry also big-endian, for jffs2-mount alone: the kernel reads only the CPU's
+    // byte order (docs/spec/kernel-jffs2-spec.md §0, §3.2), so on x86 a big-endian image is
+    // compared with Linux's view of its little-endian twin
+    let mut big_endian = Vec::new();
     for g in geometries() {
         let img = work.path().join(format!("{}.img", g.name));
         make_image(MKFS, &tree, &g, &img);
+        let be = work.path().join(format!("{}.be.img", g.name));
+        make_image_endian(MKFS, &tree, &g, &be, true);
+        big_endian.push((be, g.erase, g.name));
         let with_xattr = g.extra.contains(&"--with-xattr");
         images.push(Image {
             id: g.name.to_string(),
@@ -560,6 +635,26 @@ fn mkfs_images_mount_with_the_source_content() {
         );
     } else {
         assert!(r.ok("dev16"), "{}", r.text);
+    }
+
+    // jffs2-mount shows every image, and every big-endian twin, as Linux showed the image
+    if fuse {
+        let mut cases: Vec<FuseCase> = images
+            .iter()
+            .map(|i| FuseCase {
+                image: &i.path,
+                erase: i.erase,
+                linux_id: &i.id,
+                remount: false,
+            })
+            .collect();
+        cases.extend(big_endian.iter().map(|(be, erase, id)| FuseCase {
+            image: be,
+            erase: *erase,
+            linux_id: id,
+            remount: false,
+        }));
+        assert_fuse_shows_what_linux_showed(work.path(), &work.path().join("result.json"), &cases);
     }
 }
 
@@ -694,6 +789,7 @@ fn rw_workload_matches_a_host_replay() {
     if !kernel_available() {
         return;
     }
+    let fuse = fuse_available();
     let work = workdir("rw");
     let tree = work.path().join("tree");
     fs::create_dir_all(&tree).unwrap();
@@ -764,6 +860,21 @@ fn rw_workload_matches_a_host_replay() {
         }],
     );
     assert!(r.ok("rw") && r.code == 0, "rw workload:\n{}", r.text);
+
+    // the kernel-written image (the flash as the boot left it) through jffs2-mount: what Linux
+    // showed when it mounted it again read-only
+    if fuse {
+        assert_fuse_shows_what_linux_showed(
+            work.path(),
+            &work.path().join("result.json"),
+            &[FuseCase {
+                image: &work.path().join("rw.after.img"),
+                erase: g.erase,
+                linux_id: "rw",
+                remount: true,
+            }],
+        );
+    }
 }
 
 /// The committed kernel-written fixtures (fixtures/kernel/, made by
@@ -773,6 +884,9 @@ fn kernel_fixtures_mount_as_recorded() {
     if !kernel_available() {
         return;
     }
+    let fuse = fuse_available();
+    let work = workdir("fixtures");
+    let result = work.path().join("result.json");
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel");
     let n = fs::read_dir(&dir)
         .map(|d| {
@@ -790,6 +904,8 @@ fn kernel_fixtures_mount_as_recorded() {
         .arg("verify-fixtures")
         .arg("--dir")
         .arg(&dir)
+        .arg("--out")
+        .arg(&result)
         .output()
         .expect("run harness");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -798,6 +914,27 @@ fn kernel_fixtures_mount_as_recorded() {
         "fixtures do not mount as recorded:\n{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+
+    // every kernel-written image (dirty, power-cut, torn) through jffs2-mount: what Linux
+    // showed in this boot (the result's id is the image's file name)
+    if fuse {
+        let fixtures = kernel::kernel_fixtures();
+        let names: Vec<String> = fixtures
+            .iter()
+            .map(|(img, _, _)| img.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        let cases: Vec<FuseCase> = fixtures
+            .iter()
+            .zip(&names)
+            .map(|((img, _, erase), name)| FuseCase {
+                image: img,
+                erase: *erase,
+                linux_id: name,
+                remount: false,
+            })
+            .collect();
+        assert_fuse_shows_what_linux_showed(work.path(), &result, &cases);
+    }
 }
 
 // ------------------------------------------------------------------------------------------

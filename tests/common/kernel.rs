@@ -1,12 +1,13 @@
 //! Glue between Rust tests and the kernel harness (`tests/kernel/harness.py`): setup with the
 //! shared loud skip (`skip.rs`: skipped on a laptop without qemu, an error under `CI=true`),
-//! image specs, runs, mount times and the comparison of guest listings with the ones recorded
-//! in `fixtures/kernel/`. Included with `#[path]` by the kernel suites that need it, next to
+//! image specs, runs, mount times, the comparison of guest listings with the ones recorded
+//! in `fixtures/kernel/`, and of `jffs2-mount`'s FUSE view of an image with Linux's listing. Included with `#[path]` by the kernel suites that need it, next to
 //! `mod common;` (for `common::skip`).
 #![allow(dead_code)]
 
 use std::fs;
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -292,6 +293,192 @@ pub fn assert_shown_as_recorded(result: &Path, metas: &[PathBuf], what: &str) {
         assert!(
             l.contains("mount_ok=True recorded_ok=True diffs=0 bad=0"),
             "{what} not shown as recorded: {l}\n{text}"
+        );
+    }
+}
+
+/// One directory to compare with what Linux showed: `dir` (a FUSE mount, say) is listed by the
+/// harness's host listing (`harness.list_host`: lstat of every entry, md5 of every file, link
+/// targets, xattrs, hard-link groups) and compared field for field (`harness.compare`,
+/// `exact=True`) with the guest listing of the result whose id is `id` (after the remount when
+/// `remount`).
+pub struct HostView<'a> {
+    pub label: String,
+    pub id: &'a str,
+    pub remount: bool,
+    pub dir: &'a Path,
+}
+
+/// Compares each view with Linux's listing in `result`. One line per view: `VIEW label id
+/// linux_entries=N host_entries=N diffs=N`, then up to 30 `DIFF` lines (expected: Linux,
+/// actual: the directory).
+pub fn compare_host_views(result: &Path, views: &[HostView]) -> String {
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import harness
+out = json.load(open(sys.argv[1]))
+by_id = {r["id"]: r for r in out["results"]}
+args = sys.argv[3:]
+for i in range(0, len(args), 4):
+    label, rid, remount, d = args[i:i + 4]
+    r = by_id.get(rid, {})
+    linux = (r.get("remount") or {}).get("listing") if remount == "1" else r.get("listing")
+    host = harness.list_host(d)
+    diffs = harness.compare(linux or [], host, exact=True)
+    print(f"VIEW {label} {rid} linux_entries={len(linux or [])} host_entries={len(host)} "
+          f"diffs={len(diffs)}")
+    for x in diffs[:30]:
+        print(f"  DIFF {json.dumps(x, ensure_ascii=False)}")
+"#;
+    let mut cmd = Command::new("python3");
+    cmd.arg("-c")
+        .arg(script)
+        .arg(result)
+        .arg(harness_path().parent().unwrap());
+    for v in views {
+        cmd.arg(&v.label)
+            .arg(v.id)
+            .arg(if v.remount { "1" } else { "0" })
+            .arg(v.dir);
+    }
+    let out = cmd.output().expect("python3");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+// ------------------------------------------------------------------------------------------
+// jffs2-mount: the FUSE view of the images Linux mounted
+
+pub const MOUNT: &str = env!("CARGO_BIN_EXE_jffs2-mount");
+
+/// Whether this process can FUSE-mount (/dev/fuse it can open, fusermount3); otherwise the
+/// FUSE half of the tests is skipped loudly (`skip.rs`), or fails under `CI=true`. Called
+/// before the boot, so a CI machine without FUSE fails at once.
+pub fn fuse_available() -> bool {
+    let ok = !skip::pretend_missing("fuse3")
+        && skip::find_program("fusermount3", "fuse3").is_some()
+        && fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")
+            .is_ok();
+    ok || {
+        skip::skip("fuse3 (a /dev/fuse this user can open, and fusermount3) for jffs2-mount");
+        false
+    }
+}
+
+/// Whether something is mounted on `dir` (`/proc/self/mountinfo`).
+pub fn is_mounted(dir: &Path) -> bool {
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = dir.as_os_str().as_bytes();
+    info.lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|m| m.as_bytes() == want))
+}
+
+/// A `jffs2-mount` of an image, unmounted when dropped, whether the test passed or not:
+/// `jffs2-mount -u`, then `umount -l` (as root) or `fusermount3 -u -z` if still mounted.
+pub struct FuseMount {
+    pub dir: PathBuf,
+}
+
+impl FuseMount {
+    /// `jffs2-mount -e ERASE IMAGE DIR`; the mount is ready when it returns.
+    pub fn new(image: &Path, erase: u32, dir: &Path) -> FuseMount {
+        fs::create_dir_all(dir).unwrap();
+        let guard = FuseMount {
+            dir: dir.to_path_buf(),
+        };
+        let out = Command::new(MOUNT)
+            .arg("-e")
+            .arg(erase.to_string())
+            .arg(image)
+            .arg(dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run jffs2-mount");
+        assert!(
+            out.status.success() && is_mounted(dir),
+            "jffs2-mount {} {}: {}",
+            image.display(),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        guard
+    }
+}
+
+impl Drop for FuseMount {
+    fn drop(&mut self) {
+        let _ = Command::new(MOUNT).arg("-u").arg(&self.dir).output();
+        for _ in 0..4 {
+            if !is_mounted(&self.dir) {
+                return;
+            }
+            let mut c = if skip::is_root() {
+                let mut c = Command::new("umount");
+                c.arg("-l");
+                c
+            } else {
+                let mut c = Command::new("fusermount3");
+                c.arg("-u").arg("-z");
+                c
+            };
+            let _ = c.arg(&self.dir).output();
+        }
+    }
+}
+
+/// One image to FUSE-mount, and the kernel's view to compare it with.
+pub struct FuseCase<'a> {
+    /// The image `jffs2-mount` mounts.
+    pub image: &'a Path,
+    pub erase: u32,
+    /// The harness id of the result holding Linux's view.
+    pub linux_id: &'a str,
+    /// Linux's view after the remount (else the first mount's).
+    pub remount: bool,
+}
+
+/// Mounts every case's image with `jffs2-mount` and asserts that the harness's host listing of
+/// the mount equals, field for field, what Linux listed (`harness.compare` with `exact=True`:
+/// type, mode, owners, size and link count of every entry including directories and the root,
+/// md5, symlink target, device number, hard-link group, mtime, xattrs). Every mount is
+/// undone when this returns or panics.
+pub fn assert_fuse_shows_what_linux_showed(work: &Path, result: &Path, cases: &[FuseCase]) {
+    let mut mounts = Vec::new();
+    let mut views = Vec::new();
+    for (n, c) in cases.iter().enumerate() {
+        let dir = work.join(format!("fuse{n}"));
+        mounts.push(FuseMount::new(c.image, c.erase, &dir));
+        views.push((
+            c.image.file_name().unwrap().to_string_lossy().into_owned(),
+            dir,
+        ));
+    }
+    let views: Vec<HostView> = views
+        .iter()
+        .zip(cases)
+        .map(|((label, dir), c)| HostView {
+            label: label.clone(),
+            id: c.linux_id,
+            remount: c.remount,
+            dir,
+        })
+        .collect();
+    let text = compare_host_views(result, &views);
+    drop(mounts);
+    println!("--- jffs2-mount against Linux ---\n{text}");
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("VIEW ")).collect();
+    assert_eq!(lines.len(), cases.len(), "{text}");
+    for l in lines {
+        assert!(
+            l.ends_with(" diffs=0") && !l.contains(" linux_entries=0 "),
+            "jffs2-mount does not show what Linux showed: {l}\n{text}"
         );
     }
 }

@@ -14,7 +14,8 @@ Only the Python standard library is used.  Sub-commands (all print JSON or a pla
   check --spec S [--out R]   run, then compare each image having "expect_dir" with that tree
   list-host DIR              listing of a host directory (same form as the guest's)
   compare --result R --index N --dir DIR   compare one image's guest listing with DIR
-  verify-fixtures --dir fixtures/kernel     mount every fixture ro; listing/messages as recorded
+  verify-fixtures --dir fixtures/kernel [--out R]   mount every fixture ro; listing/messages
+                                                    as recorded (R: the boot's results)
 
 Spec (JSON):
   {"timeout": 240,                # seconds per boot (optional)
@@ -992,9 +993,10 @@ def norm_msg(m):
     return f"<{m['level']}> {msg}"
 
 
-def verify_fixtures(d):
+def verify_fixtures(d, out_path=None):
     """Mounts every fixtures/kernel image read-only; its listing and jffs2 messages must be
-    those recorded in its .json.  Returns (ok, report lines)."""
+    those recorded in its .json.  Returns (ok, report lines).  out_path: where to write the
+    boot's results (as `run --out` does; each result's id is the image's file name)."""
     metas = []
     lines = []
     ok = True
@@ -1012,6 +1014,9 @@ def verify_fixtures(d):
     spec = {"images": [{"id": m["image"], "path": os.path.join(d, m["image"]),
                         "erase_size": m["erase_size"], "mode": "ro"} for m in metas]}
     out = run(spec)
+    if out_path:
+        with open(out_path, "w") as f:
+            json.dump(out, f, indent=1, ensure_ascii=False)
     for b in out["boots"]:
         if "error" in b:
             ok = False
@@ -1069,6 +1074,7 @@ def main(argv=None):
         p.add_argument("--workdir")
     p = sub.add_parser("verify-fixtures")
     p.add_argument("--dir", required=True)
+    p.add_argument("--out")
     p = sub.add_parser("list-host")
     p.add_argument("dir")
     p = sub.add_parser("compare")
@@ -1098,7 +1104,7 @@ def main(argv=None):
             print(f"SUMMARY {'OK' if ok else 'FAIL'}")
             return 0 if ok else 1
         if a.cmd == "verify-fixtures":
-            ok, lines = verify_fixtures(a.dir)
+            ok, lines = verify_fixtures(a.dir, a.out)
             print("\n".join(lines))
             print(f"SUMMARY {'OK' if ok else 'FAIL'}")
             return 0 if ok else 1
