@@ -178,6 +178,41 @@ fn other_bad_arguments() {
     same_failure(&["-D", "/nonexistent/table.txt"], 255);
 }
 
+/// A bad `-o` fails before any work, as mkfs.jffs2's does while it reads its options
+/// (§3.1): a directory or a missing parent is reported even when the root is missing too,
+/// with the errno's text; as jffs2-mkfs the message names the path.
+#[test]
+fn bad_output_fails_before_the_work() {
+    let work = scratch();
+    let missing = work.path().join("no-such-root");
+    let dir = work.path().join("outdir");
+    std::fs::create_dir(&dir).unwrap();
+    let nodir = work.path().join("no-such-dir/x.img");
+    for (out, errno) in [
+        (&dir, "error 21 (Is a directory)"),
+        (&nodir, "error 2 (No such file or directory)"),
+    ] {
+        let o = mkfs(Tool::Ours, &[], Some(&missing), Some(out));
+        assert_eq!(o.status, 255, "{}", o.stderr_text());
+        assert_eq!(
+            o.stderr_text(),
+            format!(
+                "jffs2-mkfs: error!: open output file {}\n            {errno}\n",
+                out.display()
+            )
+        );
+        if require_mtd_utils() {
+            let r = mkfs(Tool::Ref, &[], Some(&missing), Some(out));
+            let m = mkfs(Tool::OursAsMkfs, &[], Some(&missing), Some(out));
+            assert_eq!((m.status, m.stderr_text()), (r.status, r.stderr_text()));
+        }
+    }
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "left a file in -o DIR"
+    );
+}
+
 #[test]
 fn missing_root_directory() {
     if !require_mtd_utils() {

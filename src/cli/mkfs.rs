@@ -92,6 +92,10 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     if to_stdout && std::io::stdout().is_terminal() {
         return Err(die(tool, HELP));
     }
+    // The output is opened before any work, as mkfs.jffs2 opens it while reading its
+    // options (§3.1): a bad `-o` fails at once, not after the tree was read. Until the
+    // image is committed it is a temporary file beside OUT, removed on any failure.
+    let output = open_output(tool, &o)?;
     let (root_given, root) = resolve_root(tool, &o)?;
 
     // Everything mkfs.jffs2 prints on stdout goes through this one buffered stream; its
@@ -100,7 +104,6 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     let first_ino = incremental_max_ino(tool, &o, &mut listing)?;
     let tree = scan_tree(tool, &mut o, &root_given, &root, &mut listing)?;
     let cfg = config(tool, &o, first_ino)?;
-    let output = open_output(tool, &o)?;
     let sink = CliSink {
         tool,
         listing,
