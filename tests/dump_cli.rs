@@ -537,3 +537,46 @@ fn hostile_images_neither_hang_nor_panic() {
         4096 / 6
     );
 }
+
+/// `-e` is jffs2dump's `--endianconvert FNAME`; every other tool reads it as the erase
+/// size. With a view asked for, an FNAME that looks like a size is refused, naming
+/// `--erase-size`, and no file of that name is written; `--help` shows `--erase-size` and
+/// `--eraseblock`. As jffs2dump (no views) and without a view, `-e` converts as before.
+#[test]
+fn size_given_to_e_with_a_view_is_refused() {
+    let dir = scratch();
+    let img = image(dir.path());
+    let img = img.to_str().unwrap();
+    let help = dump(Dump::Ours, &["--help"]).stdout_text();
+    assert!(help.contains("--erase-size=SIZE"), "{help}");
+    assert!(help.contains("--eraseblock=SIZE"), "{help}");
+    for size in ["128KiB", "0x20000", "65536"] {
+        let target = dir.path().join(size);
+        let t = target.to_str().unwrap();
+        let r = dump(Dump::Ours, &["--list", "-e", size, img]);
+        assert_eq!(r.status, Some(1), "{size}: {}", r.stderr_text());
+        assert!(
+            r.stderr_text().contains(&format!("--erase-size={size}")),
+            "{size}: {}",
+            r.stderr_text()
+        );
+        assert!(
+            !Path::new(size).exists() && !target.exists(),
+            "{size}: a file was written"
+        );
+        // Without a view, -e converts into that name, as jffs2dump does.
+        let c = dump(Dump::Ours, &["-e", t, img]);
+        assert_eq!(c.status, Some(0), "{size}: {}", c.stderr_text());
+        assert!(target.exists(), "{size}: -e without a view did not convert");
+        std::fs::remove_file(&target).unwrap();
+        let c = dump(Dump::OursAsRef, &["-e", t, img]);
+        assert_eq!(c.status, Some(0), "{size}: {}", c.stderr_text());
+        assert!(target.exists(), "{size}: jffs2dump -e did not convert");
+        std::fs::remove_file(&target).unwrap();
+    }
+    // A file name that is no size still converts alongside a view.
+    let out = dir.path().join("swapped.img");
+    let r = dump(Dump::Ours, &["--info", "-e", out.to_str().unwrap(), img]);
+    assert_eq!(r.status, Some(0), "{}", r.stderr_text());
+    assert!(out.exists());
+}

@@ -163,6 +163,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         Command::Run(o) => *o,
         Command::Exit(code) => return Ok(code),
     };
+    size_as_convert_target(tool, &o)?;
     let Some(image) = image_operand(tool, &o, drop_in)? else {
         return Ok(0);
     };
@@ -332,6 +333,38 @@ fn apply_view(
         _ => {}
     }
     Ok(())
+}
+
+/// `-e` is jffs2dump's `--endianconvert FNAME`, while every other tool reads `-e` as the
+/// erase size: with a view asked for and an FNAME such as `128KiB`, `0x20000` or `65536`,
+/// the user meant the erase size, and converting into a file of that name would be a
+/// silent surprise. Refused (jffs2dump itself has no views: its `-e` is untouched).
+fn size_as_convert_target(tool: &Tool, o: &Opts) -> Result<(), Exit> {
+    let Some(name) = o.convert.as_deref().and_then(|n| n.to_str()) else {
+        return Ok(());
+    };
+    if !o.va.any() || !looks_like_size(name) {
+        return Ok(());
+    }
+    tool.error(&format!(
+        "-e {name}: -e is --endianconvert=FNAME (jffs2dump's meaning), and {name} looks like \
+         an erase size: give it as --erase-size={name} (or --endianconvert=./{name} to \
+         write a file of that name)"
+    ));
+    Err(Exit(1))
+}
+
+/// A number as the tools' size options take it: decimal or 0x hex, with or without a
+/// K/M unit (`65536`, `0x20000`, `128KiB`, `128k`, `1MiB`).
+fn looks_like_size(s: &str) -> bool {
+    let (digits, rest) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => hex.split_at(
+            hex.find(|c: char| !c.is_ascii_hexdigit())
+                .unwrap_or(hex.len()),
+        ),
+        None => s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len())),
+    };
+    !digits.is_empty() && ["", "k", "K", "KiB", "KB", "kB", "m", "M", "MiB", "MB"].contains(&rest)
 }
 
 /// The one IMAGE operand; `None` (exit 0) for jffs2dump's help on a wrong count.
