@@ -639,3 +639,51 @@ fn info_rebuilds_an_image_made_without_f() {
         "{line}: the rebuilt image differs"
     );
 }
+
+/// `-c` reads the host's byte order unless told: on an image of the other one, jffs2dump's
+/// text stays byte for byte (every node a "Wrong bitmask") and one line on stderr says
+/// which flag reads it; with that flag, or on an image of the host's order, no hint.
+#[test]
+fn content_of_the_other_byte_order_hints_at_the_flag() {
+    if cfg!(target_endian = "big") {
+        return;
+    }
+    let dir = scratch();
+    let big = put(
+        dir.path(),
+        "big.img",
+        &mkfs(&rootfs(), &["-e", "16KiB", "-b"]),
+    );
+    let little = image(dir.path());
+    let hint = "big-endian image: add -b";
+    let r = dump(Dump::Ours, &[OsStr::new("-c"), big.as_os_str()]);
+    assert_eq!(r.status, Some(0), "{}", r.stderr_text());
+    assert_eq!(
+        r.stderr_text().matches(hint).count(),
+        1,
+        "{}",
+        r.stderr_text()
+    );
+    if common::require_mtd_utils() {
+        let reference = dump(Dump::Ref, &[OsStr::new("-c"), big.as_os_str()]);
+        assert_eq!(
+            r.stdout, reference.stdout,
+            "-c text differs from jffs2dump's"
+        );
+    }
+    let r = dump(
+        Dump::Ours,
+        &[OsStr::new("-c"), OsStr::new("-b"), big.as_os_str()],
+    );
+    assert!(
+        !r.stderr_text().contains("endian image"),
+        "{}",
+        r.stderr_text()
+    );
+    let r = dump(Dump::Ours, &[OsStr::new("-c"), little.as_os_str()]);
+    assert!(
+        !r.stderr_text().contains("endian image"),
+        "{}",
+        r.stderr_text()
+    );
+}

@@ -436,6 +436,26 @@ fn peel_oob(
     Ok(())
 }
 
+/// The byte order of `data` when it is not `read_as`: node headers (magic 0x1985, header
+/// CRC right; `docs/spec/mtd-utils-spec.md` §2.2) at 4-byte offsets of the first 4 MiB are
+/// found in the other byte order and none in `read_as`. jffs2dump's `-c` reads the host's
+/// order unless told, and reports every node of the other one as "Wrong bitmask".
+fn other_byte_order(data: &[u8], read_as: Endian) -> Option<Endian> {
+    let other = if read_as == Endian::Big {
+        Endian::Little
+    } else {
+        Endian::Big
+    };
+    let head = &data[..data.len().min(4 << 20)];
+    let found = |e: Endian| {
+        (0..head.len().saturating_sub(11))
+            .step_by(4)
+            .filter_map(|at| jffs2::format::NodeHeader::decode(&head[at..], e, at as u64).ok())
+            .any(|h| h.magic == jffs2::format::MAGIC && h.crc_ok(e))
+    };
+    (!found(read_as) && found(other)).then_some(other)
+}
+
 /// `-c`: jffs2dump's listing on stdout, then the warnings about where it differs.
 fn dump_content(
     tool: &Tool,
@@ -446,6 +466,10 @@ fn dump_content(
 ) -> Result<(), Exit> {
     let report = dump::dump_content(data, opts, out).map_err(|e| stdout_failed(tool, &e))?;
     out.flush().map_err(|e| stdout_failed(tool, &e))?;
+    if let Some(e) = other_byte_order(data, opts.endian) {
+        let flag = if e == Endian::Big { "-b" } else { "-l" };
+        tool.warning(&format!("{shown}: {}-endian image: add {flag}", e.name()));
+    }
     for d in &report.deviations {
         tool.warning(&format!("{shown}: {d}"));
     }
