@@ -302,3 +302,22 @@ fn repair_writes_what_linux_would_show() {
     let o = fsck(&["--repair=/nonexistent-dir/x.img", "/dev/null"]);
     assert_eq!(o.status, 8, "{}", o.stderr_text());
 }
+
+/// `--help` names the name the tool was run as: `jffs2-fsck`, or `fsck.jffs2`.
+#[test]
+fn help_names_the_name_it_was_run_as() {
+    let o = fsck(&["--help"]);
+    assert_eq!(o.status, 0);
+    assert!(o
+        .stdout_text()
+        .starts_with("Usage: jffs2-fsck [OPTIONS] IMAGE\n"));
+    let dir = common::scratch();
+    let o = fsck_as("fsck.jffs2", dir.path(), &["--help"]);
+    assert_eq!(o.status, 0);
+    let text = o.stdout_text();
+    assert!(
+        text.starts_with("Usage: fsck.jffs2 [OPTIONS] IMAGE\n"),
+        "{text}"
+    );
+    assert!(!text.contains("jffs2-fsck"), "{text}");
+}

@@ -1126,3 +1126,72 @@ fn output_through_links_and_dev_stdout() {
         );
     }
 }
+
+/// `--help` names the name the tool was run as: `jffs2-mkfs`, or mkfs.jffs2's text byte
+/// for byte as `mkfs.jffs2`.
+#[test]
+fn help_names_the_name_it_was_run_as() {
+    let o = run_tool(Tool::Ours, &["--help"]);
+    assert_eq!(o.status, 0);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.starts_with("Usage: jffs2-mkfs [OPTIONS]\n"), "{text}");
+    assert!(!text.contains("Usage: mkfs.jffs2"), "{text}");
+    let o = run_tool(Tool::OursAsMkfs, &["--help"]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.starts_with("Usage: mkfs.jffs2 [OPTIONS]\n"), "{text}");
+    if require_mtd_utils() {
+        let r = run_tool(Tool::Ref, &["--help"]);
+        let theirs = String::from_utf8_lossy(&r.stdout).into_owned();
+        assert!(
+            text.starts_with(theirs.trim_end()),
+            "mkfs.jffs2's text is no longer a prefix"
+        );
+    }
+}
+
+/// Without `-o`, to a terminal: jffs2-mkfs says why it refuses (mkfs.jffs2 prints its
+/// usage as the error, kept under that name, §3.1).
+#[test]
+fn image_to_a_terminal_says_why() {
+    use std::os::fd::FromRawFd;
+    let t = tree(Kind::Single);
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors we then own.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: both descriptors are ours, each owned once.
+    let (_master, slave) = unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(master),
+            std::os::fd::OwnedFd::from_raw_fd(slave),
+        )
+    };
+    for tool in [Tool::Ours, Tool::OursAsMkfs] {
+        let mut c = tool.command();
+        c.arg("-r").arg(t.path());
+        c.stdout(std::process::Stdio::from(slave.try_clone().unwrap()));
+        c.stderr(std::process::Stdio::piped());
+        let o = c.output().unwrap();
+        let e = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(255), "{e}");
+        match tool {
+            Tool::Ours => assert_eq!(
+                e,
+                "jffs2-mkfs: error!: standard output is a terminal: the image is binary; \
+                 give -o FILE or redirect standard output to a file\n"
+            ),
+            _ => assert!(
+                e.starts_with("mkfs.jffs2: error!: Usage: mkfs.jffs2 [OPTIONS]\n"),
+                "{e}"
+            ),
+        }
+    }
+}

@@ -44,7 +44,7 @@ pub use super::EXIT_USAGE;
 /// The largest erase size accepted (what autodetection considers, too).
 const MAX_ERASE: u32 = 16 << 20;
 
-pub use super::flags::fsck::help;
+pub use super::flags::fsck::{help, help_as};
 
 /// The options, as they stand after the command line has been read in order.
 struct Args {
@@ -136,7 +136,9 @@ impl Args {
             x if x == u32::from(b'b') => self.endian = Some(Endian::Big),
             x if x == u32::from(b'v') => self.verbose = true,
             x if x == u32::from(b'h') => {
-                return Err(tool.print(&help()).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
+                return Err(tool
+                    .print(&help_as(&tool.name))
+                    .map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
             // fsck(8) generic options: accepted, no effect (the check never writes).
             x if [b'a', b'p', b'n', b'y', b'f', b'V']

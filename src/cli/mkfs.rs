@@ -37,6 +37,13 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
 struct Fatal(i32);
 
 /// Prints `msg` as an error and gives the exit status mkfs.jffs2's `errmsg_die` gives.
+/// The help text with its newline, naming the name it was run as (mkfs.jffs2's text,
+/// byte for byte, as `mkfs.jffs2`).
+fn help(tool: &Tool) -> String {
+    let usage = format!("Usage: {}", tool.name);
+    format!("{}\n", HELP.replacen("Usage: mkfs.jffs2", &usage, 1))
+}
+
 fn die(tool: &Tool, msg: &str) -> Fatal {
     tool.error(msg);
     Fatal(255)
@@ -90,7 +97,15 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     check(tool, &o)?;
     let to_stdout = o.output.is_none();
     if to_stdout && std::io::stdout().is_terminal() {
-        return Err(die(tool, HELP));
+        // mkfs.jffs2 prints its usage as the error (§3.1); jffs2-mkfs says why.
+        if tool.name == "mkfs.jffs2" {
+            return Err(die(tool, HELP));
+        }
+        return Err(die(
+            tool,
+            "standard output is a terminal: the image is binary; give -o FILE or redirect \
+             standard output to a file",
+        ));
     }
     // The output is opened before any work, as mkfs.jffs2 opens it while reading its
     // options (§3.1): a bad `-o` fails at once, not after the tree was read. Until the
@@ -150,7 +165,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Command, Fatal> {
             Parsed::Operand(w) => operands.push(w),
             Parsed::Error(msg) => {
                 eprintln!("{}: {msg}", tool.name);
-                let _ = tool.print(&format!("{HELP}\n"));
+                let _ = tool.print(&help(tool));
                 return Err(Fatal(1));
             }
         }
@@ -201,11 +216,11 @@ impl Opts {
             0x50 /* P */ => self.scan.squash_perms = true,
             0x66 /* f */ => self.scan.faketime = true,
             0x68 /* h */ => {
-                tool.print(&format!("{HELP}\n")).map_err(|_| Fatal(255))?;
+                tool.print(&help(tool)).map_err(|_| Fatal(255))?;
                 return Ok(Some(0));
             }
             0x3f /* ? */ => {
-                let _ = tool.print(&format!("{HELP}\n"));
+                let _ = tool.print(&help(tool));
                 return Err(Fatal(1));
             }
             0x76 /* v */ => self.verbose = true,
