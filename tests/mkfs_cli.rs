@@ -1195,3 +1195,34 @@ fn image_to_a_terminal_says_why() {
         }
     }
 }
+
+/// `-s` below 4096 or not a power of two is warned about, saying which of the two it is
+/// (2048 is a power of two: it is too small).
+#[test]
+fn page_size_warning_says_what_is_wrong() {
+    let t = tree(Kind::Single);
+    let work = scratch();
+    let out = work.path().join("o.img");
+    for (s, what) in [
+        ("2048", "page size 2048 is below 4096: "),
+        (
+            "3000",
+            "page size 3000 is not a power of two, and is below 4096: ",
+        ),
+        ("6000", "page size 6000 is not a power of two: "),
+    ] {
+        let o = mkfs(Tool::Ours, &["-s", s], Some(t.path()), Some(&out));
+        assert_eq!(o.status, 0, "{}", o.stderr_text());
+        assert!(
+            o.stderr_text().contains(what),
+            "-s {s}: {}",
+            o.stderr_text()
+        );
+    }
+    let o = mkfs(Tool::Ours, &["-s", "8192"], Some(t.path()), Some(&out));
+    assert!(
+        !o.stderr_text().contains("page size"),
+        "{}",
+        o.stderr_text()
+    );
+}

@@ -412,9 +412,16 @@ fn check(tool: &Tool, o: &Opts) -> Result<(), Fatal> {
         if ps == 0 {
             tool.warning("page size 0: every regular file is stored empty (as mkfs.jffs2 does)");
         } else if ps < 4096 || !ps.is_power_of_two() {
+            // What is wrong with it: the kernel's page is a power of two, 4096 or more
+            // (§3.6.4).
+            let what = match (ps.is_power_of_two(), ps < 4096) {
+                (true, _) => "is below 4096",
+                (false, true) => "is not a power of two, and is below 4096",
+                (false, false) => "is not a power of two",
+            };
             tool.warning(&format!(
-                "page size {ps} is not a power of two of at least 4096: -s is the memory page \
-                 size of the target (usually 4096), not the flash page size"
+                "page size {ps} {what}: -s is the memory page size of the target (usually \
+                 4096), not the flash page size"
             ));
         }
     }
