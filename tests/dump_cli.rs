@@ -687,3 +687,23 @@ fn content_of_the_other_byte_order_hints_at_the_flag() {
         r.stderr_text()
     );
 }
+
+/// `--json` gives the detection confidence, an `f32`, as it reads (0.3), not widened to
+/// an `f64` (0.30000001192092896).
+#[test]
+fn json_confidence_is_the_f32_as_it_reads() {
+    let dir = scratch();
+    let img = image(dir.path());
+    let r = dump(Dump::Ours, &[OsStr::new("--json"), img.as_os_str()]);
+    assert_eq!(r.status, Some(0), "{}", r.stderr_text());
+    let text = r.stdout_text();
+    let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
+    let c = v["detection_confidence"].as_f64().expect("a number");
+    let raw = text
+        .split("\"detection_confidence\":")
+        .nth(1)
+        .and_then(|t| t.split([',', '}']).next())
+        .expect("the field");
+    assert_eq!(raw.trim(), format!("{}", c as f32), "{raw}");
+    assert!(raw.trim().len() <= 8, "{raw}");
+}

@@ -419,7 +419,7 @@ fn write_json(
         "endian": g.endian.name(),
         "erase_size": g.erase_size,
         "cleanmarker_size": g.cleanmarker_size,
-        "detection_confidence": loaded.detection.confidence,
+        "detection_confidence": crate::cli::f32_json(loaded.detection.confidence),
         "mount_failure": fs.scan().failure.as_ref().map(|f| format!("{f:?}")),
         "end_marker": fs.scan().end_marker,
     });
