@@ -707,3 +707,25 @@ fn json_confidence_is_the_f32_as_it_reads() {
     assert_eq!(raw.trim(), format!("{}", c as f32), "{raw}");
     assert!(raw.trim().len() <= 8, "{raw}");
 }
+
+/// An input that is not JFFS2 is said to be so once, with why.
+#[test]
+fn not_jffs2_is_said_once() {
+    let dir = scratch();
+    let junk = put(
+        dir.path(),
+        "junk.img",
+        b"certainly not a JFFS2 image at all",
+    );
+    let empty = put(dir.path(), "empty.img", b"");
+    for img in [&junk, &empty] {
+        let r = dump(Dump::Ours, &[OsStr::new("--list"), img.as_os_str()]);
+        assert_eq!(r.status, Some(1), "{}", r.stderr_text());
+        let e = r.stderr_text();
+        assert_eq!(e.matches("not a JFFS2 image").count(), 1, "{e}");
+        assert!(
+            e.contains(&format!("{}: not a JFFS2 image: ", img.display())),
+            "{e}"
+        );
+    }
+}

@@ -321,3 +321,16 @@ fn help_names_the_name_it_was_run_as() {
     );
     assert!(!text.contains("jffs2-fsck"), "{text}");
 }
+
+/// An input that is not JFFS2 is said to be so once, with why.
+#[test]
+fn not_jffs2_is_said_once() {
+    let dir = common::scratch();
+    let junk = dir.path().join("junk.img");
+    std::fs::write(&junk, b"certainly not JFFS2").unwrap();
+    let o = fsck(&[&junk]);
+    assert_eq!(o.status, 8, "{}", o.stderr_text());
+    let e = o.stderr_text();
+    assert_eq!(e.matches("not a JFFS2 image").count(), 1, "{e}");
+    assert!(e.contains("no JFFS2 node header"), "{e}");
+}

@@ -143,12 +143,13 @@ pub fn load(
             return Err(open_error(&io::Error::from_raw_os_error(libc::EISDIR)))
         }
         Err(e @ (ImageError::Empty | ImageError::NotJffs2(_))) => {
+            let why = e.why();
             let detection = match e {
                 ImageError::NotJffs2(d) => *d,
                 _ => scan::detect(&[]),
             };
             print_evidence(&detection);
-            let why = detection.evidence.last().cloned().unwrap_or_default();
+            let why = why.unwrap_or_else(|| "the image is empty (0 bytes)".to_string());
             tool.error(&format!("{shown}: not a JFFS2 image: {why}"));
             return Err(Exit(1));
         }
