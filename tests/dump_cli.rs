@@ -729,3 +729,31 @@ fn not_jffs2_is_said_once() {
         );
     }
 }
+
+/// The extraction's summary takes the singular for one ("1 file", "1 symbolic link").
+#[test]
+fn extraction_summary_is_singular_for_one() {
+    let dir = scratch();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    std::fs::write(src.join("d/only"), b"one file\n").unwrap();
+    std::os::unix::fs::symlink("d/only", src.join("link")).unwrap();
+    let img = put(dir.path(), "one.img", &mkfs(&src, &["-e", "16KiB", "-l"]));
+    let out = dir.path().join("out");
+    let r = dump(
+        Dump::Ours,
+        &[
+            OsStr::new("-v"),
+            OsStr::new("--extract"),
+            out.as_os_str(),
+            img.as_os_str(),
+        ],
+    );
+    assert_eq!(r.status, Some(0), "{}", r.stderr_text());
+    let e = r.stderr_text();
+    assert!(e.contains("extracted 1 directory, 1 file ("), "{e}");
+    assert!(
+        e.contains("0 hard links, 1 symbolic link, 0 devices"),
+        "{e}"
+    );
+}

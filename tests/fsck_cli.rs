@@ -334,3 +334,26 @@ fn not_jffs2_is_said_once() {
     assert_eq!(e.matches("not a JFFS2 image").count(), 1, "{e}");
     assert!(e.contains("no JFFS2 node header"), "{e}");
 }
+
+/// Counts take the singular for one: "1 directory, 1 file", not "1 directories".
+#[test]
+fn one_of_a_kind_is_singular() {
+    let dir = common::scratch();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("only"), b"one file\n").unwrap();
+    let img = dir.path().join("one.img");
+    ours_mkfs(&src, &img, &["-e", "16KiB", "-l"]);
+    let o = fsck(&[&img]);
+    assert_eq!(o.status, 0, "{}", o.stderr_text());
+    let text = o.stdout_text();
+    assert!(text.contains("1 directory, 1 file ("), "{text}");
+    assert!(
+        text.contains("0 symlinks, 0 devices/fifos/sockets"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("1 directories") && !text.contains("1 files"),
+        "{text}"
+    );
+}

@@ -629,12 +629,12 @@ fn statistics_text(r: &Report) -> String {
 fn tree_line(r: &Report) -> String {
     let t = &r.tree;
     format!(
-        "{} directories, {} files ({}), {} symlinks, {} devices/fifos/sockets",
-        t.dirs,
-        t.files,
+        "{}, {} ({}), {}, {}",
+        super::count(t.dirs, "directory", "directories"),
+        super::count(t.files, "file", "files"),
         size(t.bytes),
-        t.symlinks,
-        t.special
+        super::count(t.symlinks, "symlink", "symlinks"),
+        super::count(t.special, "device/fifo/socket", "devices/fifos/sockets")
     )
 }
 

@@ -736,22 +736,22 @@ fn report_extraction(tool: &Tool, r: &extract::ExtractReport, dir: &Path, verbos
     }
     if verbose || !r.refused.is_empty() {
         eprintln!(
-            "{}: extracted {} directories{}, {} files ({} bytes written, {} left as holes), {} hard links, {} symbolic links, {} devices, {} FIFOs, {} sockets into {}; {} refused",
+            "{}: extracted {}{}, {} ({} bytes written, {} left as holes), {}, {}, {}, {}, {} into {}; {} refused",
             tool.name,
-            r.dirs,
+            crate::cli::count(r.dirs, "directory", "directories"),
             if r.dirs_merged > 0 {
                 format!(" (and {} existing ones merged into, left as they were)", r.dirs_merged)
             } else {
                 String::new()
             },
-            r.files,
+            crate::cli::count(r.files, "file", "files"),
             r.data_bytes,
             r.hole_bytes,
-            r.hard_links,
-            r.symlinks,
-            r.devices,
-            r.fifos,
-            r.sockets,
+            crate::cli::count(r.hard_links, "hard link", "hard links"),
+            crate::cli::count(r.symlinks, "symbolic link", "symbolic links"),
+            crate::cli::count(r.devices, "device", "devices"),
+            crate::cli::count(r.fifos, "FIFO", "FIFOs"),
+            crate::cli::count(r.sockets, "socket", "sockets"),
             dir.display(),
             r.refused.len()
         );
