@@ -537,3 +537,223 @@ fn hostile_images_neither_hang_nor_panic() {
         4096 / 6
     );
 }
+
+/// `-e` is jffs2dump's `--endianconvert FNAME`; every other tool reads it as the erase
+/// size. With a view asked for, an FNAME that looks like a size is refused, naming
+/// `--erase-size`, and no file of that name is written; `--help` shows `--erase-size` and
+/// `--eraseblock`. As jffs2dump (no views) and without a view, `-e` converts as before.
+#[test]
+fn size_given_to_e_with_a_view_is_refused() {
+    let dir = scratch();
+    let img = image(dir.path());
+    let img = img.to_str().unwrap();
+    let help = dump(Dump::Ours, &["--help"]).stdout_text();
+    assert!(help.contains("--erase-size=SIZE"), "{help}");
+    assert!(help.contains("--eraseblock=SIZE"), "{help}");
+    for size in ["128KiB", "0x20000", "65536"] {
+        let target = dir.path().join(size);
+        let t = target.to_str().unwrap();
+        let r = dump(Dump::Ours, &["--list", "-e", size, img]);
+        assert_eq!(r.status, Some(1), "{size}: {}", r.stderr_text());
+        assert!(
+            r.stderr_text().contains(&format!("--erase-size={size}")),
+            "{size}: {}",
+            r.stderr_text()
+        );
+        assert!(
+            !Path::new(size).exists() && !target.exists(),
+            "{size}: a file was written"
+        );
+        // Without a view, -e converts into that name, as jffs2dump does.
+        let c = dump(Dump::Ours, &["-e", t, img]);
+        assert_eq!(c.status, Some(0), "{size}: {}", c.stderr_text());
+        assert!(target.exists(), "{size}: -e without a view did not convert");
+        std::fs::remove_file(&target).unwrap();
+        let c = dump(Dump::OursAsRef, &["-e", t, img]);
+        assert_eq!(c.status, Some(0), "{size}: {}", c.stderr_text());
+        assert!(target.exists(), "{size}: jffs2dump -e did not convert");
+        std::fs::remove_file(&target).unwrap();
+    }
+    // A file name that is no size still converts alongside a view.
+    let out = dir.path().join("swapped.img");
+    let r = dump(Dump::Ours, &["--info", "-e", out.to_str().unwrap(), img]);
+    assert_eq!(r.status, Some(0), "{}", r.stderr_text());
+    assert!(out.exists());
+}
+
+/// Without `-f`, mkfs.jffs2 writes each host file's mtime as its atime, mtime and ctime
+/// (`docs/spec/mtd-utils-spec.md` §3.3): the command line `--info` prints, run as root on the
+/// tree `--extract` made, rebuilds the image byte for byte, and the note says so truly.
+#[test]
+fn info_rebuilds_an_image_made_without_f() {
+    if !(common::require_root() && common::require_mtd_utils()) {
+        return;
+    }
+    let dir = scratch();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("d/e")).unwrap();
+    std::fs::write(tree.join("d/f"), b"hello\n").unwrap();
+    std::fs::write(tree.join("d/e/g"), vec![7u8; 9000]).unwrap();
+    for p in ["d/e/g", "d/f", "d/e", "d"] {
+        common::set_mtime(&tree.join(p), 1_600_000_000);
+    }
+    let img = put(dir.path(), "a.img", &mkfs(&tree, &["-e", "16KiB", "-l"]));
+    let out = dir.path().join("out");
+    let r = dump(
+        Dump::Ours,
+        &[
+            OsStr::new("--info"),
+            OsStr::new("--extract"),
+            out.as_os_str(),
+            img.as_os_str(),
+        ],
+    );
+    assert_eq!(r.status, Some(0), "{}", r.stderr_text());
+    let info = r.stdout_text();
+    assert!(!info.contains("takes atime and ctime"), "{info}");
+    assert!(
+        info.contains("writes each file's mtime as its atime, mtime and ctime"),
+        "{info}"
+    );
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix("rebuild with:"))
+        .expect("rebuild line");
+    let rebuilt = dir.path().join("b.img");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words[0], "mkfs.jffs2", "{line}");
+    let args: Vec<&OsStr> = words[1..]
+        .iter()
+        .map(|w| {
+            if *w == "IMAGE" {
+                rebuilt.as_os_str()
+            } else {
+                OsStr::new(w)
+            }
+        })
+        .collect();
+    let o = Command::new(mkfs_tool()).args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        std::fs::read(&img).unwrap() == std::fs::read(&rebuilt).unwrap(),
+        "{line}: the rebuilt image differs"
+    );
+}
+
+/// `-c` reads the host's byte order unless told: on an image of the other one, jffs2dump's
+/// text stays byte for byte (every node a "Wrong bitmask") and one line on stderr says
+/// which flag reads it; with that flag, or on an image of the host's order, no hint.
+#[test]
+fn content_of_the_other_byte_order_hints_at_the_flag() {
+    if cfg!(target_endian = "big") {
+        return;
+    }
+    let dir = scratch();
+    let big = put(
+        dir.path(),
+        "big.img",
+        &mkfs(&rootfs(), &["-e", "16KiB", "-b"]),
+    );
+    let little = image(dir.path());
+    let hint = "big-endian image: add -b";
+    let r = dump(Dump::Ours, &[OsStr::new("-c"), big.as_os_str()]);
+    assert_eq!(r.status, Some(0), "{}", r.stderr_text());
+    assert_eq!(
+        r.stderr_text().matches(hint).count(),
+        1,
+        "{}",
+        r.stderr_text()
+    );
+    if common::require_mtd_utils() {
+        let reference = dump(Dump::Ref, &[OsStr::new("-c"), big.as_os_str()]);
+        assert_eq!(
+            r.stdout, reference.stdout,
+            "-c text differs from jffs2dump's"
+        );
+    }
+    let r = dump(
+        Dump::Ours,
+        &[OsStr::new("-c"), OsStr::new("-b"), big.as_os_str()],
+    );
+    assert!(
+        !r.stderr_text().contains("endian image"),
+        "{}",
+        r.stderr_text()
+    );
+    let r = dump(Dump::Ours, &[OsStr::new("-c"), little.as_os_str()]);
+    assert!(
+        !r.stderr_text().contains("endian image"),
+        "{}",
+        r.stderr_text()
+    );
+}
+
+/// `--json` gives the detection confidence, an `f32`, as it reads (0.3), not widened to
+/// an `f64` (0.30000001192092896).
+#[test]
+fn json_confidence_is_the_f32_as_it_reads() {
+    let dir = scratch();
+    let img = image(dir.path());
+    let r = dump(Dump::Ours, &[OsStr::new("--json"), img.as_os_str()]);
+    assert_eq!(r.status, Some(0), "{}", r.stderr_text());
+    let text = r.stdout_text();
+    let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
+    let c = v["detection_confidence"].as_f64().expect("a number");
+    let raw = text
+        .split("\"detection_confidence\":")
+        .nth(1)
+        .and_then(|t| t.split([',', '}']).next())
+        .expect("the field");
+    assert_eq!(raw.trim(), format!("{}", c as f32), "{raw}");
+    assert!(raw.trim().len() <= 8, "{raw}");
+}
+
+/// An input that is not JFFS2 is said to be so once, with why.
+#[test]
+fn not_jffs2_is_said_once() {
+    let dir = scratch();
+    let junk = put(
+        dir.path(),
+        "junk.img",
+        b"certainly not a JFFS2 image at all",
+    );
+    let empty = put(dir.path(), "empty.img", b"");
+    for img in [&junk, &empty] {
+        let r = dump(Dump::Ours, &[OsStr::new("--list"), img.as_os_str()]);
+        assert_eq!(r.status, Some(1), "{}", r.stderr_text());
+        let e = r.stderr_text();
+        assert_eq!(e.matches("not a JFFS2 image").count(), 1, "{e}");
+        assert!(
+            e.contains(&format!("{}: not a JFFS2 image: ", img.display())),
+            "{e}"
+        );
+    }
+}
+
+/// The extraction's summary takes the singular for one ("1 file", "1 symbolic link").
+#[test]
+fn extraction_summary_is_singular_for_one() {
+    let dir = scratch();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    std::fs::write(src.join("d/only"), b"one file\n").unwrap();
+    std::os::unix::fs::symlink("d/only", src.join("link")).unwrap();
+    let img = put(dir.path(), "one.img", &mkfs(&src, &["-e", "16KiB", "-l"]));
+    let out = dir.path().join("out");
+    let r = dump(
+        Dump::Ours,
+        &[
+            OsStr::new("-v"),
+            OsStr::new("--extract"),
+            out.as_os_str(),
+            img.as_os_str(),
+        ],
+    );
+    assert_eq!(r.status, Some(0), "{}", r.stderr_text());
+    let e = r.stderr_text();
+    assert!(e.contains("extracted 1 directory, 1 file ("), "{e}");
+    assert!(
+        e.contains("0 hard links, 1 symbolic link, 0 devices"),
+        "{e}"
+    );
+}

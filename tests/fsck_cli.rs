@@ -302,3 +302,58 @@ fn repair_writes_what_linux_would_show() {
     let o = fsck(&["--repair=/nonexistent-dir/x.img", "/dev/null"]);
     assert_eq!(o.status, 8, "{}", o.stderr_text());
 }
+
+/// `--help` names the name the tool was run as: `jffs2-fsck`, or `fsck.jffs2`.
+#[test]
+fn help_names_the_name_it_was_run_as() {
+    let o = fsck(&["--help"]);
+    assert_eq!(o.status, 0);
+    assert!(o
+        .stdout_text()
+        .starts_with("Usage: jffs2-fsck [OPTIONS] IMAGE\n"));
+    let dir = common::scratch();
+    let o = fsck_as("fsck.jffs2", dir.path(), &["--help"]);
+    assert_eq!(o.status, 0);
+    let text = o.stdout_text();
+    assert!(
+        text.starts_with("Usage: fsck.jffs2 [OPTIONS] IMAGE\n"),
+        "{text}"
+    );
+    assert!(!text.contains("jffs2-fsck"), "{text}");
+}
+
+/// An input that is not JFFS2 is said to be so once, with why.
+#[test]
+fn not_jffs2_is_said_once() {
+    let dir = common::scratch();
+    let junk = dir.path().join("junk.img");
+    std::fs::write(&junk, b"certainly not JFFS2").unwrap();
+    let o = fsck(&[&junk]);
+    assert_eq!(o.status, 8, "{}", o.stderr_text());
+    let e = o.stderr_text();
+    assert_eq!(e.matches("not a JFFS2 image").count(), 1, "{e}");
+    assert!(e.contains("no JFFS2 node header"), "{e}");
+}
+
+/// Counts take the singular for one: "1 directory, 1 file", not "1 directories".
+#[test]
+fn one_of_a_kind_is_singular() {
+    let dir = common::scratch();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("only"), b"one file\n").unwrap();
+    let img = dir.path().join("one.img");
+    ours_mkfs(&src, &img, &["-e", "16KiB", "-l"]);
+    let o = fsck(&[&img]);
+    assert_eq!(o.status, 0, "{}", o.stderr_text());
+    let text = o.stdout_text();
+    assert!(text.contains("1 directory, 1 file ("), "{text}");
+    assert!(
+        text.contains("0 symlinks, 0 devices/fifos/sockets"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("1 directories") && !text.contains("1 files"),
+        "{text}"
+    );
+}

@@ -1224,8 +1224,7 @@ fn yocto_guide() {
     ));
     run_session(&e, &yocto);
 
-    const PAGE_WARNING: &str =
-        "is not a power of two of at least 4096: -s is the memory page size of the target";
+    const PAGE_WARNING: &str = "is below 4096: -s is the memory page size of the target";
     let mut layers = yocto_vars(Session::new(
         "yocto.md",
         "oe-layers",
@@ -1703,8 +1702,7 @@ fn openwrt_guide() {
         return;
     }
     let e = env();
-    const PAGE_WARNING: &str =
-        "is not a power of two of at least 4096: -s is the memory page size of the target";
+    const PAGE_WARNING: &str = "is below 4096: -s is the memory page size of the target";
     let sub_raw = || {
         step("openwrt-sub-raw", Mode::Parity)
             .contains(&["mkfs.jffs2 $JFFS2OPTS -e 64KiB -o $KDIR/root.jffs2-64k-raw -d $TARGET_DIR -v 2>&1 1>/dev/null | awk '/^.+$/'"])

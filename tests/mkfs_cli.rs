@@ -178,6 +178,41 @@ fn other_bad_arguments() {
     same_failure(&["-D", "/nonexistent/table.txt"], 255);
 }
 
+/// A bad `-o` fails before any work, as mkfs.jffs2's does while it reads its options
+/// (§3.1): a directory or a missing parent is reported even when the root is missing too,
+/// with the errno's text; as jffs2-mkfs the message names the path.
+#[test]
+fn bad_output_fails_before_the_work() {
+    let work = scratch();
+    let missing = work.path().join("no-such-root");
+    let dir = work.path().join("outdir");
+    std::fs::create_dir(&dir).unwrap();
+    let nodir = work.path().join("no-such-dir/x.img");
+    for (out, errno) in [
+        (&dir, "error 21 (Is a directory)"),
+        (&nodir, "error 2 (No such file or directory)"),
+    ] {
+        let o = mkfs(Tool::Ours, &[], Some(&missing), Some(out));
+        assert_eq!(o.status, 255, "{}", o.stderr_text());
+        assert_eq!(
+            o.stderr_text(),
+            format!(
+                "jffs2-mkfs: error!: open output file {}\n            {errno}\n",
+                out.display()
+            )
+        );
+        if require_mtd_utils() {
+            let r = mkfs(Tool::Ref, &[], Some(&missing), Some(out));
+            let m = mkfs(Tool::OursAsMkfs, &[], Some(&missing), Some(out));
+            assert_eq!((m.status, m.stderr_text()), (r.status, r.stderr_text()));
+        }
+    }
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "left a file in -o DIR"
+    );
+}
+
 #[test]
 fn missing_root_directory() {
     if !require_mtd_utils() {
@@ -1090,4 +1125,104 @@ fn output_through_links_and_dev_stdout() {
             "{tool:?}: -o LINK"
         );
     }
+}
+
+/// `--help` names the name the tool was run as: `jffs2-mkfs`, or mkfs.jffs2's text byte
+/// for byte as `mkfs.jffs2`.
+#[test]
+fn help_names_the_name_it_was_run_as() {
+    let o = run_tool(Tool::Ours, &["--help"]);
+    assert_eq!(o.status, 0);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.starts_with("Usage: jffs2-mkfs [OPTIONS]\n"), "{text}");
+    assert!(!text.contains("Usage: mkfs.jffs2"), "{text}");
+    let o = run_tool(Tool::OursAsMkfs, &["--help"]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.starts_with("Usage: mkfs.jffs2 [OPTIONS]\n"), "{text}");
+    if require_mtd_utils() {
+        let r = run_tool(Tool::Ref, &["--help"]);
+        let theirs = String::from_utf8_lossy(&r.stdout).into_owned();
+        assert!(
+            text.starts_with(theirs.trim_end()),
+            "mkfs.jffs2's text is no longer a prefix"
+        );
+    }
+}
+
+/// Without `-o`, to a terminal: jffs2-mkfs says why it refuses (mkfs.jffs2 prints its
+/// usage as the error, kept under that name, §3.1).
+#[test]
+fn image_to_a_terminal_says_why() {
+    use std::os::fd::FromRawFd;
+    let t = tree(Kind::Single);
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors we then own.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    // SAFETY: both descriptors are ours, each owned once.
+    let (_master, slave) = unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(master),
+            std::os::fd::OwnedFd::from_raw_fd(slave),
+        )
+    };
+    for tool in [Tool::Ours, Tool::OursAsMkfs] {
+        let mut c = tool.command();
+        c.arg("-r").arg(t.path());
+        c.stdout(std::process::Stdio::from(slave.try_clone().unwrap()));
+        c.stderr(std::process::Stdio::piped());
+        let o = c.output().unwrap();
+        let e = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(255), "{e}");
+        match tool {
+            Tool::Ours => assert_eq!(
+                e,
+                "jffs2-mkfs: error!: standard output is a terminal: the image is binary; \
+                 give -o FILE or redirect standard output to a file\n"
+            ),
+            _ => assert!(
+                e.starts_with("mkfs.jffs2: error!: Usage: mkfs.jffs2 [OPTIONS]\n"),
+                "{e}"
+            ),
+        }
+    }
+}
+
+/// `-s` below 4096 or not a power of two is warned about, saying which of the two it is
+/// (2048 is a power of two: it is too small).
+#[test]
+fn page_size_warning_says_what_is_wrong() {
+    let t = tree(Kind::Single);
+    let work = scratch();
+    let out = work.path().join("o.img");
+    for (s, what) in [
+        ("2048", "page size 2048 is below 4096: "),
+        (
+            "3000",
+            "page size 3000 is not a power of two, and is below 4096: ",
+        ),
+        ("6000", "page size 6000 is not a power of two: "),
+    ] {
+        let o = mkfs(Tool::Ours, &["-s", s], Some(t.path()), Some(&out));
+        assert_eq!(o.status, 0, "{}", o.stderr_text());
+        assert!(
+            o.stderr_text().contains(what),
+            "-s {s}: {}",
+            o.stderr_text()
+        );
+    }
+    let o = mkfs(Tool::Ours, &["-s", "8192"], Some(t.path()), Some(&out));
+    assert!(
+        !o.stderr_text().contains("page size"),
+        "{}",
+        o.stderr_text()
+    );
 }

@@ -163,6 +163,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         Command::Run(o) => *o,
         Command::Exit(code) => return Ok(code),
     };
+    size_as_convert_target(tool, &o)?;
     let Some(image) = image_operand(tool, &o, drop_in)? else {
         return Ok(0);
     };
@@ -334,6 +335,38 @@ fn apply_view(
     Ok(())
 }
 
+/// `-e` is jffs2dump's `--endianconvert FNAME`, while every other tool reads `-e` as the
+/// erase size: with a view asked for and an FNAME such as `128KiB`, `0x20000` or `65536`,
+/// the user meant the erase size, and converting into a file of that name would be a
+/// silent surprise. Refused (jffs2dump itself has no views: its `-e` is untouched).
+fn size_as_convert_target(tool: &Tool, o: &Opts) -> Result<(), Exit> {
+    let Some(name) = o.convert.as_deref().and_then(|n| n.to_str()) else {
+        return Ok(());
+    };
+    if !o.va.any() || !looks_like_size(name) {
+        return Ok(());
+    }
+    tool.error(&format!(
+        "-e {name}: -e is --endianconvert=FNAME (jffs2dump's meaning), and {name} looks like \
+         an erase size: give it as --erase-size={name} (or --endianconvert=./{name} to \
+         write a file of that name)"
+    ));
+    Err(Exit(1))
+}
+
+/// A number as the tools' size options take it: decimal or 0x hex, with or without a
+/// K/M unit (`65536`, `0x20000`, `128KiB`, `128k`, `1MiB`).
+fn looks_like_size(s: &str) -> bool {
+    let (digits, rest) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => hex.split_at(
+            hex.find(|c: char| !c.is_ascii_hexdigit())
+                .unwrap_or(hex.len()),
+        ),
+        None => s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len())),
+    };
+    !digits.is_empty() && ["", "k", "K", "KiB", "KB", "kB", "m", "M", "MiB", "MB"].contains(&rest)
+}
+
 /// The one IMAGE operand; `None` (exit 0) for jffs2dump's help on a wrong count.
 fn image_operand(tool: &Tool, o: &Opts, drop_in: bool) -> Result<Option<PathBuf>, Exit> {
     match o.operands.as_slice() {
@@ -403,6 +436,26 @@ fn peel_oob(
     Ok(())
 }
 
+/// The byte order of `data` when it is not `read_as`: node headers (magic 0x1985, header
+/// CRC right; `docs/spec/mtd-utils-spec.md` §2.2) at 4-byte offsets of the first 4 MiB are
+/// found in the other byte order and none in `read_as`. jffs2dump's `-c` reads the host's
+/// order unless told, and reports every node of the other one as "Wrong bitmask".
+fn other_byte_order(data: &[u8], read_as: Endian) -> Option<Endian> {
+    let other = if read_as == Endian::Big {
+        Endian::Little
+    } else {
+        Endian::Big
+    };
+    let head = &data[..data.len().min(4 << 20)];
+    let found = |e: Endian| {
+        (0..head.len().saturating_sub(11))
+            .step_by(4)
+            .filter_map(|at| jffs2::format::NodeHeader::decode(&head[at..], e, at as u64).ok())
+            .any(|h| h.magic == jffs2::format::MAGIC && h.crc_ok(e))
+    };
+    (!found(read_as) && found(other)).then_some(other)
+}
+
 /// `-c`: jffs2dump's listing on stdout, then the warnings about where it differs.
 fn dump_content(
     tool: &Tool,
@@ -413,6 +466,10 @@ fn dump_content(
 ) -> Result<(), Exit> {
     let report = dump::dump_content(data, opts, out).map_err(|e| stdout_failed(tool, &e))?;
     out.flush().map_err(|e| stdout_failed(tool, &e))?;
+    if let Some(e) = other_byte_order(data, opts.endian) {
+        let flag = if e == Endian::Big { "-b" } else { "-l" };
+        tool.warning(&format!("{shown}: {}-endian image: add {flag}", e.name()));
+    }
     for d in &report.deviations {
         tool.warning(&format!("{shown}: {d}"));
     }

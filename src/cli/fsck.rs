@@ -44,7 +44,7 @@ pub use super::EXIT_USAGE;
 /// The largest erase size accepted (what autodetection considers, too).
 const MAX_ERASE: u32 = 16 << 20;
 
-pub use super::flags::fsck::help;
+pub use super::flags::fsck::{help, help_as};
 
 /// The options, as they stand after the command line has been read in order.
 struct Args {
@@ -136,7 +136,9 @@ impl Args {
             x if x == u32::from(b'b') => self.endian = Some(Endian::Big),
             x if x == u32::from(b'v') => self.verbose = true,
             x if x == u32::from(b'h') => {
-                return Err(tool.print(&help()).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
+                return Err(tool
+                    .print(&help_as(&tool.name))
+                    .map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
             // fsck(8) generic options: accepted, no effect (the check never writes).
             x if [b'a', b'p', b'n', b'y', b'f', b'V']
@@ -627,12 +629,12 @@ fn statistics_text(r: &Report) -> String {
 fn tree_line(r: &Report) -> String {
     let t = &r.tree;
     format!(
-        "{} directories, {} files ({}), {} symlinks, {} devices/fifos/sockets",
-        t.dirs,
-        t.files,
+        "{}, {} ({}), {}, {}",
+        super::count(t.dirs, "directory", "directories"),
+        super::count(t.files, "file", "files"),
         size(t.bytes),
-        t.symlinks,
-        t.special
+        super::count(t.symlinks, "symlink", "symlinks"),
+        super::count(t.special, "device/fifo/socket", "devices/fifos/sockets")
     )
 }
 

@@ -37,6 +37,13 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
 struct Fatal(i32);
 
 /// Prints `msg` as an error and gives the exit status mkfs.jffs2's `errmsg_die` gives.
+/// The help text with its newline, naming the name it was run as (mkfs.jffs2's text,
+/// byte for byte, as `mkfs.jffs2`).
+fn help(tool: &Tool) -> String {
+    let usage = format!("Usage: {}", tool.name);
+    format!("{}\n", HELP.replacen("Usage: mkfs.jffs2", &usage, 1))
+}
+
 fn die(tool: &Tool, msg: &str) -> Fatal {
     tool.error(msg);
     Fatal(255)
@@ -90,8 +97,20 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     check(tool, &o)?;
     let to_stdout = o.output.is_none();
     if to_stdout && std::io::stdout().is_terminal() {
-        return Err(die(tool, HELP));
+        // mkfs.jffs2 prints its usage as the error (§3.1); jffs2-mkfs says why.
+        if tool.name == "mkfs.jffs2" {
+            return Err(die(tool, HELP));
+        }
+        return Err(die(
+            tool,
+            "standard output is a terminal: the image is binary; give -o FILE or redirect \
+             standard output to a file",
+        ));
     }
+    // The output is opened before any work, as mkfs.jffs2 opens it while reading its
+    // options (§3.1): a bad `-o` fails at once, not after the tree was read. Until the
+    // image is committed it is a temporary file beside OUT, removed on any failure.
+    let output = open_output(tool, &o)?;
     let (root_given, root) = resolve_root(tool, &o)?;
 
     // Everything mkfs.jffs2 prints on stdout goes through this one buffered stream; its
@@ -100,7 +119,6 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     let first_ino = incremental_max_ino(tool, &o, &mut listing)?;
     let tree = scan_tree(tool, &mut o, &root_given, &root, &mut listing)?;
     let cfg = config(tool, &o, first_ino)?;
-    let output = open_output(tool, &o)?;
     let sink = CliSink {
         tool,
         listing,
@@ -147,7 +165,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Command, Fatal> {
             Parsed::Operand(w) => operands.push(w),
             Parsed::Error(msg) => {
                 eprintln!("{}: {msg}", tool.name);
-                let _ = tool.print(&format!("{HELP}\n"));
+                let _ = tool.print(&help(tool));
                 return Err(Fatal(1));
             }
         }
@@ -198,11 +216,11 @@ impl Opts {
             0x50 /* P */ => self.scan.squash_perms = true,
             0x66 /* f */ => self.scan.faketime = true,
             0x68 /* h */ => {
-                tool.print(&format!("{HELP}\n")).map_err(|_| Fatal(255))?;
+                tool.print(&help(tool)).map_err(|_| Fatal(255))?;
                 return Ok(Some(0));
             }
             0x3f /* ? */ => {
-                let _ = tool.print(&format!("{HELP}\n"));
+                let _ = tool.print(&help(tool));
                 return Err(Fatal(1));
             }
             0x76 /* v */ => self.verbose = true,
@@ -394,9 +412,16 @@ fn check(tool: &Tool, o: &Opts) -> Result<(), Fatal> {
         if ps == 0 {
             tool.warning("page size 0: every regular file is stored empty (as mkfs.jffs2 does)");
         } else if ps < 4096 || !ps.is_power_of_two() {
+            // What is wrong with it: the kernel's page is a power of two, 4096 or more
+            // (§3.6.4).
+            let what = match (ps.is_power_of_two(), ps < 4096) {
+                (true, _) => "is below 4096",
+                (false, true) => "is not a power of two, and is below 4096",
+                (false, false) => "is not a power of two",
+            };
             tool.warning(&format!(
-                "page size {ps} is not a power of two of at least 4096: -s is the memory page \
-                 size of the target (usually 4096), not the flash page size"
+                "page size {ps} {what}: -s is the memory page size of the target (usually \
+                 4096), not the flash page size"
             ));
         }
     }

@@ -103,6 +103,18 @@ impl Tool {
     }
 }
 
+/// `n` and the noun for it: `one` for 1, else `many` ("1 directory", "2 directories").
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// An `f32` as a JSON number the way it reads: its shortest decimal form (0.3), not the
+/// `f64` it widens to (0.30000001192092896).
+pub fn f32_json(x: f32) -> f64 {
+    format!("{x}").parse().unwrap_or(f64::from(x))
+}
+
 /// Standard output could not be written (already reported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StdoutFailed;

@@ -103,7 +103,7 @@ pub enum ImageError {
     TooLarge(u64),
     /// No node header (magic 0x1985 with a valid header CRC) in either byte order, and not
     /// erased flash; the detection says why ([`ImageError::why`]).
-    #[error("not a JFFS2 image: {}", why(.0).trim_end_matches(NOT_JFFS2))]
+    #[error("not a JFFS2 image: {}", why(.0))]
     NotJffs2(Box<Detection>),
 }
 
@@ -122,13 +122,14 @@ fn named(path: &Path) -> String {
 fn why(d: &Detection) -> String {
     d.evidence
         .last()
-        .cloned()
+        .map(|w| w.trim_end_matches(NOT_JFFS2).to_string())
         .unwrap_or_else(|| "no JFFS2 node found".to_string())
 }
 
 impl ImageError {
-    /// For [`ImageError::NotJffs2`], the detection's last piece of evidence as it words it
-    /// (what it looked for and did not find, ending "not a JFFS2 image").
+    /// For [`ImageError::NotJffs2`], the detection's last piece of evidence (what it looked
+    /// for and did not find), without its closing "not a JFFS2 image": the caller's message
+    /// says that once, first.
     pub fn why(&self) -> Option<String> {
         match self {
             ImageError::NotJffs2(d) => Some(why(d)),
@@ -718,7 +719,7 @@ mod tests {
         );
         let e = Image::from_bytes(b"certainly not JFFS2").err().unwrap();
         assert!(matches!(e, ImageError::NotJffs2(_)));
-        assert!(e.why().unwrap().ends_with(": not a JFFS2 image"));
+        assert!(!e.why().unwrap().contains("not a JFFS2 image"));
         assert_eq!(
             e.to_string(),
             "not a JFFS2 image: no JFFS2 node header (magic 0x1985 with a valid header CRC) in either byte order"

@@ -143,12 +143,13 @@ pub fn load(
             return Err(open_error(&io::Error::from_raw_os_error(libc::EISDIR)))
         }
         Err(e @ (ImageError::Empty | ImageError::NotJffs2(_))) => {
+            let why = e.why();
             let detection = match e {
                 ImageError::NotJffs2(d) => *d,
                 _ => scan::detect(&[]),
             };
             print_evidence(&detection);
-            let why = detection.evidence.last().cloned().unwrap_or_default();
+            let why = why.unwrap_or_else(|| "the image is empty (0 bytes)".to_string());
             tool.error(&format!("{shown}: not a JFFS2 image: {why}"));
             return Err(Exit(1));
         }
@@ -419,7 +420,7 @@ fn write_json(
         "endian": g.endian.name(),
         "erase_size": g.erase_size,
         "cleanmarker_size": g.cleanmarker_size,
-        "detection_confidence": loaded.detection.confidence,
+        "detection_confidence": crate::cli::f32_json(loaded.detection.confidence),
         "mount_failure": fs.scan().failure.as_ref().map(|f| format!("{f:?}")),
         "end_marker": fs.scan().end_marker,
     });
@@ -735,22 +736,22 @@ fn report_extraction(tool: &Tool, r: &extract::ExtractReport, dir: &Path, verbos
     }
     if verbose || !r.refused.is_empty() {
         eprintln!(
-            "{}: extracted {} directories{}, {} files ({} bytes written, {} left as holes), {} hard links, {} symbolic links, {} devices, {} FIFOs, {} sockets into {}; {} refused",
+            "{}: extracted {}{}, {} ({} bytes written, {} left as holes), {}, {}, {}, {}, {} into {}; {} refused",
             tool.name,
-            r.dirs,
+            crate::cli::count(r.dirs, "directory", "directories"),
             if r.dirs_merged > 0 {
                 format!(" (and {} existing ones merged into, left as they were)", r.dirs_merged)
             } else {
                 String::new()
             },
-            r.files,
+            crate::cli::count(r.files, "file", "files"),
             r.data_bytes,
             r.hole_bytes,
-            r.hard_links,
-            r.symlinks,
-            r.devices,
-            r.fifos,
-            r.sockets,
+            crate::cli::count(r.hard_links, "hard link", "hard links"),
+            crate::cli::count(r.symlinks, "symbolic link", "symbolic links"),
+            crate::cli::count(r.devices, "device", "devices"),
+            crate::cli::count(r.fifos, "FIFO", "FIFOs"),
+            crate::cli::count(r.sockets, "socket", "sockets"),
             dir.display(),
             r.refused.len()
         );

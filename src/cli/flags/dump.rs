@@ -341,7 +341,8 @@ Views and files (jffs2-dump only; the byte order and erase size are detected unl
                               keep their owner, mode, times and xattrs
      --no-xattrs, --no-owners do not set extended attributes / owners
      --devtable=FILE          where to list devices that cannot be created
-     --erase-size=SIZE        erase block size (same grammar as mkfs.jffs2 -e)
+     --erase-size=SIZE        erase block size (same grammar as mkfs.jffs2 -e);
+     --eraseblock=SIZE        here -e is --endianconvert (jffs2dump's), not the size
 Exit status of the views: 0; 1 on errors; 2 when --extract refused something or --cat
 met unreadable data (reported on standard error).
 

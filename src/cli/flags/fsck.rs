@@ -291,6 +291,11 @@ pub fn help() -> String {
     format!("{HEAD}{}{TAIL}", help_lines(FLAGS, PLAIN, 26))
 }
 
+/// [`help`], its usage line naming `name`, the name the tool was run as.
+pub fn help_as(name: &str) -> String {
+    help().replacen("Usage: jffs2-fsck", &format!("Usage: {name}"), 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{check_clap, check_help_kinds, check_table, check_text};

@@ -11,8 +11,9 @@
 //! * `-n` when there is no cleanmarker, `-c SIZE` when they are not 12 bytes;
 //! * `-s`: the page size, the largest `dsize` of a data node (mkfs never makes a node larger
 //!   than a page; 4096 when every file fits in a smaller node);
-//! * `-f` when every timestamp is 0 (without it mkfs takes atime and ctime from the host
-//!   files, which an extraction cannot set: the rebuilt image then differs in those fields);
+//! * `-f` when every timestamp is 0 (without it mkfs writes each host file's mtime as its
+//!   atime, mtime and ctime, `docs/spec/mtd-utils-spec.md` §3.3; the extraction sets those
+//!   mtimes, so the rebuild matches while the extracted tree is left unchanged);
 //! * compressors: `-X lzo` when LZO was used (disabled by default), `-x zlib` when rtime or LZO
 //!   was used but zlib never was (zlib, tried first, would have won), `-m none` when nothing is
 //!   compressed although zlib would compress it;
@@ -436,8 +437,9 @@ fn geometry_args(c: &CommandInput<'_>, cmd: &mut MkfsCommand) {
         cmd.args.push("-f".into());
     } else {
         cmd.notes.push(
-            "timestamps: without -f, mkfs.jffs2 takes atime and ctime from the host files, \
-             which an extraction cannot set; the rebuilt image differs in those fields"
+            "timestamps: without -f, mkfs.jffs2 writes each file's mtime as its atime, mtime \
+             and ctime; --extract sets those mtimes, so rebuild from the extracted tree as it \
+             is (creating or removing anything in a directory changes its mtime)"
                 .into(),
         );
     }
