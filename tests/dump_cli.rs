@@ -537,3 +537,54 @@ fn hostile_images_neither_hang_nor_panic() {
         4096 / 6
     );
 }
+
+/// Only the views the erase size changes (block accounting, summaries, the map) warn
+/// about a low-confidence erase size; --list and --cat read the model, which it does not
+/// change. A one-block image padded to its block tells its erase size.
+#[test]
+fn erase_size_warning_only_where_it_matters() {
+    let dir = scratch();
+    let mkfs = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let o = Command::new(env!("CARGO_BIN_EXE_jffs2-mkfs"))
+            .arg("-r")
+            .arg(rootfs())
+            .arg("-o")
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    let small = mkfs("small.img", &[]);
+    let small = small.to_str().unwrap();
+    for view in [&["--list"][..], &["--cat", "/etc/passwd"], &["--info"]] {
+        let o = dump(Dump::Ours, &[view, &[small]].concat());
+        assert!(
+            !o.stderr_text().contains("low confidence"),
+            "{view:?}: {}",
+            o.stderr_text()
+        );
+    }
+    let o = dump(Dump::Ours, &["--blocks", small]);
+    assert!(
+        o.stderr_text().contains("low confidence"),
+        "{}",
+        o.stderr_text()
+    );
+
+    let one = mkfs("one.img", &["-e", "128KiB", "--pad", "-b"]);
+    let o = dump(Dump::Ours, &["--info", "--blocks", one.to_str().unwrap()]);
+    let out = o.stdout_text();
+    assert!(
+        out.contains("byte order:       big endian (detected, confidence 1.00)"),
+        "{out}"
+    );
+    assert!(out.contains("erase size:       128KiB"), "{out}");
+    assert!(
+        !o.stderr_text().contains("low confidence"),
+        "{}",
+        o.stderr_text()
+    );
+}

@@ -168,12 +168,6 @@ pub fn load(
         }
     }
     detection.geometry = image.geometry();
-    if detection.confidence < 0.5 && erase_size.is_none() {
-        tool.warning(&format!(
-            "{shown}: erase size {} guessed with low confidence ({:.2}); give --erase-size if you know it",
-            detection.geometry.erase_size, detection.confidence
-        ));
-    }
     Ok(Loaded {
         file_len: image.file_len(),
         image,
@@ -503,6 +497,14 @@ pub fn run(
     }
     let mut status = 0;
     let g = loaded.detection.geometry;
+    // Only the block views depend on the erase size (--info and --json say the confidence).
+    let blockwise = a.blocks || a.summary || a.map.is_some();
+    if blockwise && loaded.detection.confidence < 0.5 && a.erase_size.is_none() {
+        tool.warning(&format!(
+            "{shown}: erase size {} guessed with low confidence ({:.2}); give --erase-size if you know it",
+            g.erase_size, loaded.detection.confidence
+        ));
+    }
 
     if a.json {
         let kernel = KernelView::new(fs.scan());
