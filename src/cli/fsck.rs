@@ -525,6 +525,9 @@ fn text_report(tool: &Tool, image: &str, r: &Report, verbose: bool) -> String {
             s.push_str(&format!("DIFF {x}\n"));
         }
     }
+    if let Some(h) = &r.compare_hint {
+        s.push_str(&format!("hint: {h}\n"));
+    }
     s.push_str(&verdict_line(tool, image, r));
     s.push_str(&statistics_text(r));
     s
@@ -692,6 +695,15 @@ fn finding_json(f: &Finding) -> Value {
     })
 }
 
+/// One `--compare` difference; a content difference's offset as a number.
+fn difference_json(x: &jffs2::fsck::Difference) -> Value {
+    let mut d = json!({"path": x.path, "what": x.what, "image": x.image, "dir": x.dir});
+    if let Some(o) = x.offset {
+        d["offset"] = json!(o);
+    }
+    d
+}
+
 /// The `--json` document.
 fn to_json(image: &str, r: &Report, verbose: bool) -> Value {
     let g = &r.geometry;
@@ -762,11 +774,8 @@ fn to_json(image: &str, r: &Report, verbose: bool) -> Value {
         })).collect::<Vec<_>>(),
     });
     if let Some(d) = &r.differences {
-        doc["differences"] = Value::Array(
-            d.iter()
-                .map(|x| json!({"path": x.path, "what": x.what, "image": x.image, "dir": x.dir}))
-                .collect(),
-        );
+        doc["differences"] = Value::Array(d.iter().map(difference_json).collect());
+        doc["compare_hint"] = json!(r.compare_hint);
     }
     if verbose {
         doc["detection_evidence"] = json!(g.detection.evidence);
