@@ -588,3 +588,36 @@ fn erase_size_warning_only_where_it_matters() {
         o.stderr_text()
     );
 }
+
+/// `--json` prints one JSON document whatever happens, with the exit status inside.
+#[test]
+fn json_always_prints_one_document() {
+    let dir = scratch();
+    let junk = put(dir.path(), "junk", b"certainly not JFFS2");
+    let missing = dir.path().join("missing");
+    for p in [&missing, dir.path(), &junk] {
+        let o = dump(Dump::Ours, &[OsStr::new("--json"), p.as_os_str()]);
+        assert_eq!(o.status, Some(1), "{p:?}");
+        let j: serde_json::Value = serde_json::from_str(&o.stdout_text())
+            .unwrap_or_else(|e| panic!("{p:?}: {e}: {:?}", o.stdout_text()));
+        assert_eq!(j["exit_code"], 1, "{p:?}");
+        assert!(!j["error"].as_str().unwrap().is_empty(), "{p:?}");
+    }
+    let img = rootfs_image(dir.path());
+    let o = dump(Dump::Ours, &[OsStr::new("--json"), img.as_os_str()]);
+    let j: serde_json::Value = serde_json::from_str(&o.stdout_text()).unwrap();
+    assert_eq!(j["exit_code"], 0);
+}
+
+fn rootfs_image(dir: &Path) -> std::path::PathBuf {
+    let out = dir.join("rootfs.img");
+    let o = Command::new(env!("CARGO_BIN_EXE_jffs2-mkfs"))
+        .arg("-r")
+        .arg(rootfs())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    out
+}

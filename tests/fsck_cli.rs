@@ -393,3 +393,34 @@ fn compare_names_the_missing_mkfs_options() {
         .unwrap();
     assert_eq!(content["offset"], 1234);
 }
+
+/// `--json` prints one JSON document whatever happens, with the exit status inside: a
+/// missing path, a directory, a file that is not JFFS2, a --repair output that cannot be
+/// written.
+#[test]
+fn json_always_prints_one_document() {
+    let dir = common::scratch();
+    let junk = dir.path().join("junk");
+    std::fs::write(&junk, b"certainly not JFFS2").unwrap();
+    let img = kernel_fixtures().join("dirty-gc-16k.img");
+    let missing = dir.path().join("missing");
+    let bad_out = dir.path().join("none/out.img");
+    let cases: [Vec<&Path>; 4] = [
+        vec![&missing],
+        vec![dir.path()],
+        vec![&junk],
+        vec![Path::new("--repair"), &bad_out, &img],
+    ];
+    for case in cases {
+        let mut args = vec![std::ffi::OsStr::new("--json")];
+        args.extend(case.iter().map(|p| p.as_os_str()));
+        let o = fsck(&args);
+        assert_eq!(o.status, 8, "{case:?}");
+        let j: serde_json::Value = serde_json::from_str(&o.stdout_text())
+            .unwrap_or_else(|e| panic!("{case:?}: {e}: {:?}", o.stdout_text()));
+        assert_eq!(j["exit_code"], 8, "{case:?}");
+        assert!(!j["error"].as_str().unwrap().is_empty(), "{case:?}");
+    }
+    let j = json_of(&fsck(&["--json", img.to_str().unwrap()]));
+    assert!(j["exit_code"].is_i64());
+}

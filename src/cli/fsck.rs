@@ -217,16 +217,23 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         return EXIT_USAGE;
     };
     let shown = image_path.to_string_lossy().into_owned();
+    // --json prints one document whatever happens: the error's when the check cannot run.
+    let failed = |code: i32| {
+        if a.json {
+            tool.json_error(&shown, code);
+        }
+        code
+    };
     let mut repair_out = match open_repair(tool, &a, &image_path) {
         Ok(o) => o,
-        Err(code) => return code,
+        Err(code) => return failed(code),
     };
     // Mapped, not read: its pages are dropped as the check goes (`jffs2::mapped`).
     let mut image = match File::open(&image_path).and_then(|f| ImageMap::load_trimmed(&f)) {
         Ok(v) => v,
         Err(err) => {
             tool.sys_error(&format!("cannot read {shown}"), &err);
-            return EXIT_OPERATIONAL;
+            return failed(EXIT_OPERATIONAL);
         }
     };
     let report = match check(tool, &a, &mut image, &shown, &mut repair_out) {
@@ -255,8 +262,10 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         }
     }
     let out = if a.json {
-        let mut s =
-            serde_json::to_string_pretty(&to_json(&shown, &report, a.verbose)).unwrap_or_default();
+        let mut doc = to_json(&shown, &report, a.verbose);
+        // The status the run exits with (--repair's included).
+        doc["exit_code"] = json!(code);
+        let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
         s.push('\n');
         s
     } else if a.kernel_log {
@@ -333,6 +342,9 @@ fn check(
             o.abandon();
         }
         tool.error(&format!("{shown}: changed (shrank) while being read"));
+        if a.json {
+            tool.json_error(shown, EXIT_OPERATIONAL);
+        }
         return Err(EXIT_OPERATIONAL);
     }
     result.map_err(|err| {
@@ -340,13 +352,10 @@ fn check(
             FsckError::Compare(e) => format!("--compare: {e}"),
             e => format!("{shown}: {e}"),
         };
-        if a.json {
-            let doc = json!({ "image": shown, "error": msg, "exit_code": EXIT_OPERATIONAL });
-            let doc = serde_json::to_string_pretty(&doc).unwrap_or_default();
-            // Exits EXIT_OPERATIONAL either way.
-            let _ = tool.print(&format!("{doc}\n"));
-        }
         tool.error(&msg);
+        if a.json {
+            tool.json_error(shown, EXIT_OPERATIONAL);
+        }
         EXIT_OPERATIONAL
     })
 }
