@@ -757,3 +757,87 @@ fn extraction_summary_is_singular_for_one() {
         "{e}"
     );
 }
+
+/// Only the views the erase size changes (block accounting, summaries, the map) warn
+/// about a low-confidence erase size; --list and --cat read the model, which it does not
+/// change. A one-block image padded to its block tells its erase size.
+#[test]
+fn erase_size_warning_only_where_it_matters() {
+    let dir = scratch();
+    let mkfs = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let o = Command::new(env!("CARGO_BIN_EXE_jffs2-mkfs"))
+            .arg("-r")
+            .arg(rootfs())
+            .arg("-o")
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    let small = mkfs("small.img", &[]);
+    let small = small.to_str().unwrap();
+    for view in [&["--list"][..], &["--cat", "/etc/passwd"], &["--info"]] {
+        let o = dump(Dump::Ours, &[view, &[small]].concat());
+        assert!(
+            !o.stderr_text().contains("low confidence"),
+            "{view:?}: {}",
+            o.stderr_text()
+        );
+    }
+    let o = dump(Dump::Ours, &["--blocks", small]);
+    assert!(
+        o.stderr_text().contains("low confidence"),
+        "{}",
+        o.stderr_text()
+    );
+
+    let one = mkfs("one.img", &["-e", "128KiB", "--pad", "-b"]);
+    let o = dump(Dump::Ours, &["--info", "--blocks", one.to_str().unwrap()]);
+    let out = o.stdout_text();
+    assert!(
+        out.contains("byte order:       big endian (detected, confidence 1.00)"),
+        "{out}"
+    );
+    assert!(out.contains("erase size:       128KiB"), "{out}");
+    assert!(
+        !o.stderr_text().contains("low confidence"),
+        "{}",
+        o.stderr_text()
+    );
+}
+
+/// `--json` prints one JSON document whatever happens, with the exit status inside.
+#[test]
+fn json_always_prints_one_document() {
+    let dir = scratch();
+    let junk = put(dir.path(), "junk", b"certainly not JFFS2");
+    let missing = dir.path().join("missing");
+    for p in [&missing, dir.path(), &junk] {
+        let o = dump(Dump::Ours, &[OsStr::new("--json"), p.as_os_str()]);
+        assert_eq!(o.status, Some(1), "{p:?}");
+        let j: serde_json::Value = serde_json::from_str(&o.stdout_text())
+            .unwrap_or_else(|e| panic!("{p:?}: {e}: {:?}", o.stdout_text()));
+        assert_eq!(j["exit_code"], 1, "{p:?}");
+        assert!(!j["error"].as_str().unwrap().is_empty(), "{p:?}");
+    }
+    let img = rootfs_image(dir.path());
+    let o = dump(Dump::Ours, &[OsStr::new("--json"), img.as_os_str()]);
+    let j: serde_json::Value = serde_json::from_str(&o.stdout_text()).unwrap();
+    assert_eq!(j["exit_code"], 0);
+}
+
+fn rootfs_image(dir: &Path) -> std::path::PathBuf {
+    let out = dir.join("rootfs.img");
+    let o = Command::new(env!("CARGO_BIN_EXE_jffs2-mkfs"))
+        .arg("-r")
+        .arg(rootfs())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    out
+}

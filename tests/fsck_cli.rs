@@ -6,6 +6,7 @@ mod common;
 #[path = "common/fsck_util.rs"]
 mod fsck_util;
 
+use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -356,4 +357,152 @@ fn one_of_a_kind_is_singular() {
         !text.contains("1 directories") && !text.contains("1 files"),
         "{text}"
     );
+}
+
+/// An image made with `-f -q` compared without `--faketime --squash`: every difference is a
+/// time of 0 or an owner 0 or `-P`'s cleared bits, and fsck says which options are missing.
+/// Times show their UTC date, printable xattr values their text, and a content difference
+/// its offset as a JSON number.
+#[test]
+fn compare_names_the_missing_mkfs_options() {
+    if !(common::require_root()) {
+        return;
+    }
+    let dir = common::scratch();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    small_tree(&src);
+    std::os::unix::fs::lchown(src.join("etc/motd"), Some(1000), Some(1000)).unwrap();
+    std::fs::set_permissions(src.join("bin/tool"), std::fs::Permissions::from_mode(0o775)).unwrap();
+    let img = dir.path().join("img");
+    ours_mkfs(&src, &img, &["-e", "16KiB", "-f", "-q", "--with-xattr"]);
+    let (s, i) = (src.to_str().unwrap(), img.to_str().unwrap());
+    let hint = |o: &common::Output| {
+        o.stdout_text()
+            .lines()
+            .find_map(|l| l.strip_prefix("hint: ").map(str::to_string))
+    };
+    let o = fsck(&["--compare", s, i]);
+    assert_eq!(o.status, 4);
+    let h = hint(&o).expect("a hint");
+    assert!(
+        h.contains("-f -q") && h.ends_with("add --faketime --squash"),
+        "{h}"
+    );
+    let d = diffs(&o);
+    assert!(
+        d.iter()
+            .any(|l| l.contains(": mtime: image 0 (1970-01-01 00:00:00 UTC), directory ")),
+        "{d:#?}"
+    );
+    let o = fsck(&["--compare", s, "--faketime", i]);
+    assert!(
+        hint(&o).unwrap().ends_with("add --squash"),
+        "{}",
+        o.stdout_text()
+    );
+    let o = fsck(&["--compare", s, "--squash", i]);
+    assert!(
+        hint(&o).unwrap().ends_with("add --faketime"),
+        "{}",
+        o.stdout_text()
+    );
+    let j = json_of(&fsck(&["--json", "--compare", s, "--squash", i]));
+    assert!(j["compare_hint"]
+        .as_str()
+        .unwrap()
+        .ends_with("add --faketime"));
+    let o = fsck(&["--compare", s, "--squash", "--faketime", i]);
+    assert_eq!(o.status, 0, "{}", o.stdout_text());
+    assert_eq!(hint(&o), None);
+
+    // Other differences: no hint; xattr values as text, the content's offset a number.
+    let mut net = std::fs::read(src.join("etc/conf.d/net")).unwrap();
+    net[1234] ^= 0x20;
+    std::fs::write(src.join("etc/conf.d/net"), &net).unwrap();
+    let m = std::ffi::CString::new(src.join("etc/motd").as_os_str().as_encoded_bytes()).unwrap();
+    let k = std::ffi::CString::new("user.comment").unwrap();
+    // SAFETY: valid C strings and buffer.
+    unsafe { libc::lsetxattr(m.as_ptr(), k.as_ptr(), b"world".as_ptr().cast(), 5, 0) };
+    let o = fsck(&["--compare", s, "--with-xattr", i]);
+    assert_eq!(hint(&o), None, "{}", o.stdout_text());
+    let d = diffs(&o);
+    assert!(
+        d.iter().any(|l| {
+            l
+            == "etc/motd: xattr: image {user.comment=\"hello\"}, directory {user.comment=\"world\"}"
+        }),
+        "{d:#?}"
+    );
+    assert!(!o.stdout_text().contains("host file"), "{d:#?}");
+    assert!(
+        d.iter()
+            .any(|l| l.starts_with("etc/conf.d/net: content: image differs from byte 1234 (")),
+        "{d:#?}"
+    );
+    let j = json_of(&fsck(&["--json", "--compare", s, "--with-xattr", i]));
+    let content = j["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["what"] == "content")
+        .unwrap();
+    assert_eq!(content["offset"], 1234);
+}
+
+/// `--json` prints one JSON document whatever happens, with the exit status inside: a
+/// missing path, a directory, a file that is not JFFS2, a --repair output that cannot be
+/// written.
+#[test]
+fn json_always_prints_one_document() {
+    let dir = common::scratch();
+    let junk = dir.path().join("junk");
+    std::fs::write(&junk, b"certainly not JFFS2").unwrap();
+    let img = kernel_fixtures().join("dirty-gc-16k.img");
+    let missing = dir.path().join("missing");
+    let bad_out = dir.path().join("none/out.img");
+    let cases: [Vec<&Path>; 4] = [
+        vec![&missing],
+        vec![dir.path()],
+        vec![&junk],
+        vec![Path::new("--repair"), &bad_out, &img],
+    ];
+    for case in cases {
+        let mut args = vec![std::ffi::OsStr::new("--json")];
+        args.extend(case.iter().map(|p| p.as_os_str()));
+        let o = fsck(&args);
+        assert_eq!(o.status, 8, "{case:?}");
+        let j: serde_json::Value = serde_json::from_str(&o.stdout_text())
+            .unwrap_or_else(|e| panic!("{case:?}: {e}: {:?}", o.stdout_text()));
+        assert_eq!(j["exit_code"], 8, "{case:?}");
+        assert!(!j["error"].as_str().unwrap().is_empty(), "{case:?}");
+    }
+    let j = json_of(&fsck(&["--json", img.to_str().unwrap()]));
+    assert!(j["exit_code"].is_i64());
+}
+
+/// `detection_confidence` in the JSON report is the f32 the detection computed, printed as
+/// it reads (`0.3`), not widened to a double's digits (`0.30000001192092896`).
+#[test]
+fn json_confidence_is_the_f32_as_it_reads() {
+    let dir = common::scratch();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("a"), b"hi\n").unwrap();
+    let img = dir.path().join("small.img");
+    ours_mkfs(&src, &img, &["-e", "16KiB", "-l"]);
+    let o = fsck(&[OsStr::new("--json"), img.as_os_str()]);
+    assert_eq!(o.status, 0, "{}", o.stderr_text());
+    let text = o.stdout_text();
+    let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
+    let c = v["summary"]["geometry"]["detection_confidence"]
+        .as_f64()
+        .expect("a number");
+    let raw = text
+        .split("\"detection_confidence\":")
+        .nth(1)
+        .and_then(|t| t.split([',', '}', '\n']).next())
+        .expect("the field");
+    assert_eq!(raw.trim(), format!("{}", c as f32), "{raw}");
+    assert!(raw.trim().len() <= 8, "{raw}");
 }

@@ -219,16 +219,23 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         return EXIT_USAGE;
     };
     let shown = image_path.to_string_lossy().into_owned();
+    // --json prints one document whatever happens: the error's when the check cannot run.
+    let failed = |code: i32| {
+        if a.json {
+            tool.json_error(&shown, code);
+        }
+        code
+    };
     let mut repair_out = match open_repair(tool, &a, &image_path) {
         Ok(o) => o,
-        Err(code) => return code,
+        Err(code) => return failed(code),
     };
     // Mapped, not read: its pages are dropped as the check goes (`jffs2::mapped`).
     let mut image = match File::open(&image_path).and_then(|f| ImageMap::load_trimmed(&f)) {
         Ok(v) => v,
         Err(err) => {
             tool.sys_error(&format!("cannot read {shown}"), &err);
-            return EXIT_OPERATIONAL;
+            return failed(EXIT_OPERATIONAL);
         }
     };
     let report = match check(tool, &a, &mut image, &shown, &mut repair_out) {
@@ -257,8 +264,10 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         }
     }
     let out = if a.json {
-        let mut s =
-            serde_json::to_string_pretty(&to_json(&shown, &report, a.verbose)).unwrap_or_default();
+        let mut doc = to_json(&shown, &report, a.verbose);
+        // The status the run exits with (--repair's included).
+        doc["exit_code"] = json!(code);
+        let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
         s.push('\n');
         s
     } else if a.kernel_log {
@@ -335,6 +344,9 @@ fn check(
             o.abandon();
         }
         tool.error(&format!("{shown}: changed (shrank) while being read"));
+        if a.json {
+            tool.json_error(shown, EXIT_OPERATIONAL);
+        }
         return Err(EXIT_OPERATIONAL);
     }
     result.map_err(|err| {
@@ -342,13 +354,10 @@ fn check(
             FsckError::Compare(e) => format!("--compare: {e}"),
             e => format!("{shown}: {e}"),
         };
-        if a.json {
-            let doc = json!({ "image": shown, "error": msg, "exit_code": EXIT_OPERATIONAL });
-            let doc = serde_json::to_string_pretty(&doc).unwrap_or_default();
-            // Exits EXIT_OPERATIONAL either way.
-            let _ = tool.print(&format!("{doc}\n"));
-        }
         tool.error(&msg);
+        if a.json {
+            tool.json_error(shown, EXIT_OPERATIONAL);
+        }
         EXIT_OPERATIONAL
     })
 }
@@ -527,6 +536,9 @@ fn text_report(tool: &Tool, image: &str, r: &Report, verbose: bool) -> String {
             s.push_str(&format!("DIFF {x}\n"));
         }
     }
+    if let Some(h) = &r.compare_hint {
+        s.push_str(&format!("hint: {h}\n"));
+    }
     s.push_str(&verdict_line(tool, image, r));
     s.push_str(&statistics_text(r));
     s
@@ -694,6 +706,15 @@ fn finding_json(f: &Finding) -> Value {
     })
 }
 
+/// One `--compare` difference; a content difference's offset as a number.
+fn difference_json(x: &jffs2::fsck::Difference) -> Value {
+    let mut d = json!({"path": x.path, "what": x.what, "image": x.image, "dir": x.dir});
+    if let Some(o) = x.offset {
+        d["offset"] = json!(o);
+    }
+    d
+}
+
 /// The `--json` document.
 fn to_json(image: &str, r: &Report, verbose: bool) -> Value {
     let g = &r.geometry;
@@ -714,7 +735,7 @@ fn to_json(image: &str, r: &Report, verbose: bool) -> Value {
                 "cleanmarker_size": g.geometry.cleanmarker_size,
                 "endian_given": g.endian_given,
                 "erase_size_given": g.erase_size_given,
-                "detection_confidence": g.detection.confidence,
+                "detection_confidence": super::f32_json(g.detection.confidence),
             },
             "image_size": r.image_len,
             "checked_size": r.flash_len,
@@ -764,11 +785,8 @@ fn to_json(image: &str, r: &Report, verbose: bool) -> Value {
         })).collect::<Vec<_>>(),
     });
     if let Some(d) = &r.differences {
-        doc["differences"] = Value::Array(
-            d.iter()
-                .map(|x| json!({"path": x.path, "what": x.what, "image": x.image, "dir": x.dir}))
-                .collect(),
-        );
+        doc["differences"] = Value::Array(d.iter().map(difference_json).collect());
+        doc["compare_hint"] = json!(r.compare_hint);
     }
     if verbose {
         doc["detection_evidence"] = json!(g.detection.evidence);

@@ -26,6 +26,11 @@ pub struct Tool {
     pub name: String,
 }
 
+thread_local! {
+    /// The last message [`Tool::error`] printed, for [`Tool::json_error`].
+    static LAST_ERROR: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
 /// The exit status of a usage error of the tools with generated help (fsck(8)'s 16).
 pub const EXIT_USAGE: i32 = 16;
 
@@ -41,7 +46,19 @@ impl Tool {
     /// `"<prog>: error!: <msg>"` on stderr (mtd-utils' `errmsg`). Control and bidirectional
     /// characters a name may have brought into `msg` are escaped ([`jffs2::text::message`]).
     pub fn error(&self, msg: &str) {
+        LAST_ERROR.with(|e| *e.borrow_mut() = Some(msg.to_string()));
         eprintln!("{}: error!: {}", self.name, jffs2::text::message(msg));
+    }
+
+    /// The `--json` document of a run that failed before its own document: the image, the
+    /// last error reported (with its errno's text for a [`Tool::sys_error`]) and the exit
+    /// status. Printed on standard output; a failure to print is ignored (the run fails
+    /// with `code` either way).
+    pub fn json_error(&self, image: &str, code: i32) {
+        let error = LAST_ERROR.with(|e| e.borrow().clone()).unwrap_or_default();
+        let doc = serde_json::json!({ "image": image, "error": error, "exit_code": code });
+        let doc = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let _ = self.print(&format!("{doc}\n"));
     }
 
     /// `"<prog>: warning!: <msg>"` on stderr (mtd-utils' `warnmsg`), escaped as
@@ -67,6 +84,7 @@ impl Tool {
         };
         let text = std::io::Error::from_raw_os_error(code).to_string();
         let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+        LAST_ERROR.with(|e| *e.borrow_mut() = Some(format!("{msg}: {text}")));
         eprintln!(
             "{:width$}error {code} ({text})",
             "",

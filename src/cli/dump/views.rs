@@ -169,12 +169,6 @@ pub fn load(
         }
     }
     detection.geometry = image.geometry();
-    if detection.confidence < 0.5 && erase_size.is_none() {
-        tool.warning(&format!(
-            "{shown}: erase size {} guessed with low confidence ({:.2}); give --erase-size if you know it",
-            detection.geometry.erase_size, detection.confidence
-        ));
-    }
     Ok(Loaded {
         file_len: image.file_len(),
         image,
@@ -411,6 +405,7 @@ fn write_json(
     loaded: &Loaded,
     kernel: &KernelView<'_>,
     fs: &Fs<'_>,
+    status: i32,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let g = loaded.detection.geometry;
@@ -467,7 +462,10 @@ fn write_json(
         }
         serde_json::to_writer(&mut *out, g).map_err(io::Error::other)?;
     }
-    writeln!(out, "\n],\n\"gaps_omitted\": {gaps_omitted}\n}}")
+    writeln!(
+        out,
+        "\n],\n\"gaps_omitted\": {gaps_omitted},\n\"exit_code\": {status}\n}}"
+    )
 }
 
 /// Runs the requested views on `image` (`owned`: already read, for `-d`/`-o`). Returns the
@@ -484,6 +482,13 @@ pub fn run(
         return Err(Exit(1));
     }
     // --info -v prints the evidence itself.
+    // --json prints one document whatever happens: the error's when the run fails.
+    let failed = |e: Exit| {
+        if a.json {
+            tool.json_error(&image.display().to_string(), e.0);
+        }
+        e
+    };
     let loaded = load(
         tool,
         image,
@@ -491,7 +496,8 @@ pub fn run(
         a.endian,
         a.erase_size,
         a.verbose && !a.info,
-    )?;
+    )
+    .map_err(failed)?;
     let shown = image.display().to_string();
     let flash = loaded.flash();
     let _trim = loaded.trimmer();
@@ -504,11 +510,15 @@ pub fn run(
     }
     let mut status = 0;
     let g = loaded.detection.geometry;
-
-    if a.json {
-        let kernel = KernelView::new(fs.scan());
-        write_json(&loaded, &kernel, &fs, out).map_err(|e| stdout_failed(tool, &e))?;
+    // Only the block views depend on the erase size (--info and --json say the confidence).
+    let blockwise = a.blocks || a.summary || a.map.is_some();
+    if blockwise && loaded.detection.confidence < 0.5 && a.erase_size.is_none() {
+        tool.warning(&format!(
+            "{shown}: erase size {} guessed with low confidence ({:.2}); give --erase-size if you know it",
+            g.erase_size, loaded.detection.confidence
+        ));
     }
+
     if a.info {
         info_view(&loaded, &fs, a, out).map_err(|e| stdout_failed(tool, &e))?;
     }
@@ -521,7 +531,7 @@ pub fn run(
         views::write_summaries(&s, out).map_err(|e| stdout_failed(tool, &e))?;
     }
     if let (Some(path), Some(b)) = (&a.map, &blocks) {
-        write_map(tool, image, &shown, path, b, &g)?;
+        write_map(tool, image, &shown, path, b, &g).map_err(failed)?;
     }
     if a.list {
         let bad = extract::list(&fs, out, &extract::ListOptions { xattrs: a.verbose })
@@ -538,9 +548,14 @@ pub fn run(
         out.flush().map_err(|e| stdout_failed(tool, &e))?;
         if let Some(t) = a.devtable.as_deref().filter(|t| same_file(t, image)) {
             tool.error(&format!("--devtable: {}", is_input_message(t, image)));
-            return Err(Exit(1));
+            return Err(failed(Exit(1)));
         }
-        status = status.max(extract_to(tool, &fs, dir, a)?);
+        status = status.max(extract_to(tool, &fs, dir, a).map_err(failed)?);
+    }
+    // Last, for the exit status of --extract beside it.
+    if a.json {
+        let kernel = KernelView::new(fs.scan());
+        write_json(&loaded, &kernel, &fs, status, out).map_err(|e| stdout_failed(tool, &e))?;
     }
     Ok(status)
 }

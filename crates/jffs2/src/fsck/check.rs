@@ -221,6 +221,10 @@ pub(crate) fn run(
         .as_ref()
         .map(|c| compare::compare(&fs, &tree, c))
         .transpose()?;
+    let compare_hint = match (&differences, &opts.compare) {
+        (Some(d), Some(c)) => compare::hint(d, c),
+        _ => None,
+    };
 
     Ok(Report {
         image_len,
@@ -242,6 +246,7 @@ pub(crate) fn run(
         tree: tree_counts,
         nodes: node_counts(&walks),
         differences,
+        compare_hint,
     })
 }
 

@@ -50,6 +50,9 @@ pub struct Difference {
     pub image: String,
     /// The directory's side.
     pub dir: String,
+    /// `content`: the offset of the first differing byte (`image` and `dir` hold the two
+    /// bytes there).
+    pub offset: Option<u64>,
 }
 
 impl fmt::Display for Difference {
@@ -57,6 +60,16 @@ impl fmt::Display for Difference {
     /// host tree).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let e = |s: &'_ str| crate::text::escape_if_needed(s.as_bytes()).into_owned();
+        if let Some(o) = self.offset {
+            return write!(
+                f,
+                "{}: {}: image differs from byte {o} (image {}, directory {})",
+                e(&self.path),
+                self.what,
+                self.image,
+                self.dir
+            );
+        }
         write!(
             f,
             "{}: {}: image {}, directory {}",
@@ -183,6 +196,7 @@ fn pair_paths<'t, 'h>(
                 what: "unexpected",
                 image: e.kind.listing_name().to_string(),
                 dir: "nothing".to_string(),
+                offset: None,
             }),
         }
     }
@@ -193,6 +207,7 @@ fn pair_paths<'t, 'h>(
                 what: "missing",
                 image: "nothing".to_string(),
                 dir: kind_of_mode(h.mode).listing_name().to_string(),
+                offset: None,
             });
         }
     }
@@ -243,6 +258,7 @@ fn hard_links(both: &[(&TreeEntry, &SourceEntry)]) -> Vec<Difference> {
             what: "hard-link",
             image: format!("[{}]", a.join(", ")),
             dir: format!("[{}]", b.join(", ")),
+            offset: None,
         })
         .collect()
 }
@@ -294,6 +310,7 @@ impl EntryDiffs {
             what,
             image,
             dir,
+            offset: None,
         })
     }
 
@@ -323,7 +340,7 @@ impl EntryDiffs {
                 .then(|| stored_mtime(fs, e.ino))
                 .flatten();
             if stored != Some(h.mtime) {
-                self.diff("mtime", e.mtime.to_string(), h.mtime.to_string());
+                self.diff("mtime", time(e.mtime), time(h.mtime));
             }
         }
     }
@@ -349,8 +366,11 @@ impl EntryDiffs {
                 }
             }
             InodeKind::File if e.size == h.size => {
-                if let Some(m) = content_difference(fs, e, h) {
-                    self.diff("content", m.0, m.1);
+                if let Some((image, dir, offset)) = content_difference(fs, e, h) {
+                    self.diff("content", image, dir);
+                    if let Some(d) = self.diffs.last_mut() {
+                        d.offset = offset;
+                    }
                 }
             }
             _ => {}
@@ -367,7 +387,7 @@ impl EntryDiffs {
                 (
                     x.name.clone(),
                     match &x.value {
-                        Ok(v) => hex(v),
+                        Ok(v) => xattr_value(v),
                         Err(errno) => format!("({errno})"),
                     },
                 )
@@ -379,7 +399,7 @@ impl EntryDiffs {
             .map(|x| {
                 let mut n = prefix_name(x.prefix).as_bytes().to_vec();
                 n.extend_from_slice(&x.name);
-                (n, hex(&x.value))
+                (n, xattr_value(&x.value))
             })
             .collect();
         if img != host {
@@ -403,11 +423,17 @@ fn stored_mtime(fs: &Fs<'_>, ino: u32) -> Option<u32> {
         .map(|n| n.mtime)
 }
 
-/// The first differing byte of a regular file, streamed from both sides.
-fn content_difference(fs: &Fs<'_>, e: &TreeEntry, h: &SourceEntry) -> Option<(String, String)> {
+/// The first differing byte of a regular file, streamed from both sides: the image's and
+/// the directory's side, and the offset with the two bytes there (`None` when a side cannot
+/// be read).
+fn content_difference(
+    fs: &Fs<'_>,
+    e: &TreeEntry,
+    h: &SourceEntry,
+) -> Option<(String, String, Option<u64>)> {
     let inode = match fs.read_inode(e.ino) {
         Ok(i) => i,
-        Err(err) => return Some((format!("unreadable ({err})"), "readable".to_string())),
+        Err(err) => return Some((format!("unreadable ({err})"), "readable".to_string(), None)),
     };
     let mut f = match std::fs::File::open(&h.host_path) {
         Ok(f) => f,
@@ -415,11 +441,12 @@ fn content_difference(fs: &Fs<'_>, e: &TreeEntry, h: &SourceEntry) -> Option<(St
             return Some((
                 "readable".to_string(),
                 format!("unreadable ({}: {err})", crate::text::path(&h.host_path)),
+                None,
             ))
         }
     };
     let mut pos: u64 = 0;
-    let mut first: Option<u64> = None;
+    let mut first: Option<(u64, u8, u8)> = None;
     let mut buf: Vec<u8> = Vec::new();
     let mut host_err: Option<String> = None;
     let r = fs.read_with(&inode, 0, inode.size, |chunk| {
@@ -433,20 +460,83 @@ fn content_difference(fs: &Fs<'_>, e: &TreeEntry, h: &SourceEntry) -> Option<(St
         }
         if buf != chunk {
             let i = buf.iter().zip(chunk).position(|(a, b)| a != b).unwrap_or(0);
-            first = Some(pos + i as u64);
+            first = Some((pos + i as u64, chunk[i], buf[i]));
         }
         pos += chunk.len() as u64;
     });
     if let Err(err) = r {
-        return Some((format!("unreadable ({err})"), "readable".to_string()));
+        return Some((format!("unreadable ({err})"), "readable".to_string(), None));
     }
     if let Some(err) = host_err {
-        return Some(("readable".to_string(), format!("short read ({err})")));
+        return Some(("readable".to_string(), format!("short read ({err})"), None));
     }
-    first.map(|o| {
-        (
-            format!("differs from byte {o}"),
-            "(the host file)".to_string(),
+    first.map(|(o, a, b)| (format!("{a:#04x}"), format!("{b:#04x}"), Some(o)))
+}
+
+/// A time as its seconds and its date: `1700000000 (2023-11-14 22:13:20 UTC)`.
+fn time(t: u32) -> String {
+    format!("{t} ({} UTC)", crate::extract::format_time(t))
+}
+
+/// An xattr value: quoted text when it is printable UTF-8 (a trailing NUL, as security
+/// labels have, shown as `\0`), hex otherwise.
+fn xattr_value(v: &[u8]) -> String {
+    let (text, nul) = match v.split_last() {
+        Some((0, rest)) => (rest, "\\0"),
+        _ => (v, ""),
+    };
+    match std::str::from_utf8(text) {
+        Ok(t) if !t.is_empty() && !t.chars().any(char::is_control) => format!("\"{t}{nul}\""),
+        _ => hex(v),
+    }
+}
+
+/// What the differences suggest about how the image was made: when every one of them is
+/// a time of 0 in the image (`mkfs.jffs2 -f`), an owner 0 (`-U`) or permissions `-P` cleared,
+/// the `--compare` options that are missing, as one sentence.
+pub fn hint(diffs: &[Difference], opts: &CompareOptions) -> Option<String> {
+    let (mut times, mut owners, mut perms) = (false, false, false);
+    for d in diffs {
+        match d.what {
+            "mtime" if d.image.split(' ').next() == Some("0") => times = true,
+            "uid" | "gid" if d.image == "0" => owners = true,
+            "mode" if squashed_mode(&d.image, &d.dir) => perms = true,
+            _ => return None,
+        }
+    }
+    let mut flags: Vec<&str> = Vec::new();
+    let mut made: Vec<&str> = Vec::new();
+    if times && !opts.faketime {
+        flags.push("--faketime");
+        made.push("-f");
+    }
+    if owners && perms && !opts.squash_uids && !opts.squash_perms {
+        flags.push("--squash");
+        made.push("-q");
+    } else {
+        if owners && !opts.squash_uids {
+            flags.push("--squash-uids");
+            made.push("-U");
+        }
+        if perms && !opts.squash_perms {
+            flags.push("--squash-perms");
+            made.push("-P");
+        }
+    }
+    (!flags.is_empty()).then(|| {
+        format!(
+            "every difference is what mkfs.jffs2 {} does: if the image was made so, add {}",
+            made.join(" "),
+            flags.join(" ")
         )
     })
+}
+
+/// Whether the image's mode is the directory's with mkfs.jffs2 `-P`'s bits cleared (group
+/// and other write, setuid, setgid).
+fn squashed_mode(image: &str, dir: &str) -> bool {
+    let (Ok(i), Ok(d)) = (u32::from_str_radix(image, 8), u32::from_str_radix(dir, 8)) else {
+        return false;
+    };
+    i == d & !0o6022
 }

@@ -339,6 +339,9 @@ pub struct Report {
     pub nodes: NodeCounts,
     /// Differences from the host directory (`--compare`), one per line.
     pub differences: Option<Vec<Difference>>,
+    /// When every difference is what a mkfs.jffs2 option does (`-f`, `-U`, `-P`, `-q`), the
+    /// `--compare` options missing, as a sentence.
+    pub compare_hint: Option<String>,
 }
 
 impl Report {

@@ -32,8 +32,13 @@ use crate::format::{pad4, Endian, MAGIC, NODETYPE_CLEANMARKER, NODETYPE_SUMMARY,
 pub struct Detection {
     /// The geometry to scan with.
     pub geometry: Geometry,
-    /// How sure: 0 = not a JFFS2 image (or nothing to go on), 1 = certain.
+    /// How sure of the whole geometry, which is how sure of the erase size: 0 = not a
+    /// JFFS2 image (or nothing to go on), 1 = certain.
     pub confidence: f32,
+    /// How sure of the byte order alone: the share of node bytes whose header CRCs match in
+    /// the chosen byte order (1 when none match in the other), 0 with no node at all. A
+    /// header CRC matching in the wrong byte order is a 1 in 2^32 chance per header.
+    pub endian_confidence: f32,
     /// One sentence per piece of evidence, for `-v`.
     pub evidence: Vec<String>,
 }
@@ -313,6 +318,7 @@ fn unknown(evidence: Vec<String>, confidence: f32) -> Detection {
             cleanmarker_size: 12,
         },
         confidence,
+        endian_confidence: 0.0,
         evidence,
     }
 }
@@ -407,6 +413,7 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
         sum_sizes: &sum_sizes,
         cleanmarkers: cms.len(),
         data_end,
+        image_len: img.len() as u64,
     };
     let (chosen, mut conf) = choice.choose(&mut ev);
 
@@ -428,6 +435,7 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
             cleanmarker_size: cm_size,
         },
         confidence: conf.clamp(0.0, 1.0) as f32,
+        endian_confidence: endian_conf as f32,
         evidence: ev,
     }
 }
@@ -575,6 +583,8 @@ struct Choice<'a> {
     cleanmarkers: usize,
     /// End of the last node.
     data_end: u64,
+    /// The image's length.
+    image_len: u64,
 }
 
 impl Choice<'_> {
@@ -587,7 +597,7 @@ impl Choice<'_> {
         };
         // With cleanmarkers in use, prefer the size whose block starts carry them.
         let mut pick: &Fit = first;
-        if self.cleanmarkers >= 2 {
+        if self.cleanmarkers >= 1 {
             let best = consistent
                 .iter()
                 .map(|f| f.cm_frac())
@@ -621,6 +631,16 @@ impl Choice<'_> {
     /// How well the image supports the consistent `pick`: when nothing inside it tells, the
     /// default size (if it fits) at low confidence; else confidence from the block starts.
     fn support(&self, mut pick: Fit, ev: &mut Vec<String>) -> (Fit, f64) {
+        if pick.support() == 0 && self.sum_sizes.is_empty() && self.padded_block(&pick) {
+            ev.push(format!(
+                "the image ends at a {0} block end and every smaller size that fits would start \
+                 an erased block without a cleanmarker, which mkfs.jffs2 --pad writes at every \
+                 block start: erase size {0} (a larger one padded to {1} bytes cannot be ruled out)",
+                kib(pick.erase),
+                self.image_len
+            ));
+            return (pick, 0.6);
+        }
         if pick.support() == 0 && self.sum_sizes.is_empty() {
             // Nothing inside the image tells: every size from here up fits.
             let lower = pick.erase;
@@ -652,6 +672,21 @@ impl Choice<'_> {
             ));
         }
         (pick, conf)
+    }
+
+    /// Whether `pick` is told by a padded image's cleanmarkers alone: the image is whole
+    /// blocks of `pick`, each starting with a cleanmarker, and some smaller size that fits
+    /// every node has an erased block start without one.
+    fn padded_block(&self, pick: &Fit) -> bool {
+        self.cleanmarkers >= 1
+            && pick.erase > 0
+            && self.image_len % u64::from(pick.erase) == 0
+            && pick.at_ff == 0
+            && pick.at_cm as u64 == self.image_len / u64::from(pick.erase)
+            && self
+                .fits
+                .iter()
+                .any(|f| f.erase < pick.erase && f.consistent() && f.at_ff > 0)
     }
 
     /// Why the next smaller candidate than `pick` was rejected.

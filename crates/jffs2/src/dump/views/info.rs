@@ -572,9 +572,9 @@ fn closing_notes(c: &CommandInput<'_>, cmd: &mut MkfsCommand) {
         ));
     }
     let d = c.detection;
-    if d.confidence < 0.5 && !(c.opts.erase_size_given && c.opts.endian_given) {
+    if d.confidence < 0.5 && !c.opts.erase_size_given {
         cmd.notes.push(format!(
-            "the geometry was detected with low confidence ({:.2}); give the erase size if \
+            "the erase size was detected with low confidence ({:.2}); give the erase size if \
              you know it",
             d.confidence
         ));
@@ -584,11 +584,11 @@ fn closing_notes(c: &CommandInput<'_>, cmd: &mut MkfsCommand) {
 /// Writes `--info` as text.
 pub fn write_info(i: &ImageInfo, out: &mut dyn Write) -> io::Result<()> {
     let g = i.detection.geometry;
-    let how = |given: bool| {
+    let how = |given: bool, confidence: f32| {
         if given {
             "given".to_string()
         } else {
-            format!("detected, confidence {:.2}", i.detection.confidence)
+            format!("detected, confidence {confidence:.2}")
         }
     };
     writeln!(out, "image:            {} bytes", i.image_len)?;
@@ -596,14 +596,14 @@ pub fn write_info(i: &ImageInfo, out: &mut dyn Write) -> io::Result<()> {
         out,
         "byte order:       {} endian ({})",
         g.endian.name(),
-        how(i.opts.endian_given)
+        how(i.opts.endian_given, i.detection.endian_confidence)
     )?;
     writeln!(
         out,
         "erase size:       {} (0x{:x} bytes; {})",
         size_arg(g.erase_size),
         g.erase_size,
-        how(i.opts.erase_size_given)
+        how(i.opts.erase_size_given, i.detection.confidence)
     )?;
     writeln!(
         out,

@@ -195,3 +195,42 @@ fn split_walks_find_what_whole_walks_find() {
         }
     }
 }
+
+/// A one-block image padded to its block (`-e SIZE --pad`): the byte order is certain from
+/// the header CRCs, and the erase size is the image's length (a smaller size would start an
+/// erased block without the cleanmarker mkfs writes at every block start).
+#[test]
+fn one_padded_block_gives_its_erase_size() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("motd"), b"Welcome\n").unwrap();
+    let (tree, _) = crate::source::scan_host(dir.path(), &Default::default()).unwrap();
+    for endian in [Endian::Little, Endian::Big] {
+        for erase in [16 * 1024, 128 * 1024, 256 * 1024] {
+            let cfg = crate::mkfs::MkfsConfig {
+                endian,
+                erase_size: erase,
+                pad: crate::layout::EndPad::Block,
+                ..Default::default()
+            };
+            let mut img = Vec::new();
+            crate::mkfs::build(&tree, &cfg, &mut img, &mut crate::mkfs::NullSink).unwrap();
+            assert_eq!(img.len(), erase as usize);
+            let d = detect(&img);
+            let what = format!("{} {} KiB: {:#?}", endian.name(), erase / 1024, d.evidence);
+            assert_eq!(d.geometry.endian, endian, "{what}");
+            assert_eq!(d.endian_confidence, 1.0, "{what}");
+            assert_eq!(d.geometry.erase_size, erase, "{what}");
+            assert!(d.confidence >= 0.5, "{} {what}", d.confidence);
+        }
+        // Unpadded, nothing tells the erase size: the byte order is still certain.
+        let mut img = Vec::new();
+        let cfg = crate::mkfs::MkfsConfig {
+            endian,
+            ..Default::default()
+        };
+        crate::mkfs::build(&tree, &cfg, &mut img, &mut crate::mkfs::NullSink).unwrap();
+        let d = detect(&img);
+        assert_eq!(d.endian_confidence, 1.0);
+        assert!(d.confidence < 0.5, "{}", d.confidence);
+    }
+}
