@@ -46,7 +46,8 @@ struct Args {
     endian: Option<Endian>,
     oobsize: usize,
     pagesize: usize,
-    cache_bytes: usize,
+    /// `--cache-size`; `None`: [`default_cache_bytes`] of the image.
+    cache_bytes: Option<usize>,
     threads: usize,
 }
 
@@ -73,7 +74,7 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
 fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
     let mut a = Args {
         pagesize: 2048,
-        cache_bytes: DEFAULT_CACHE_BYTES,
+        cache_bytes: None,
         threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
         ..Args::default()
     };
@@ -120,7 +121,7 @@ impl Args {
                 }
             }
             OPT_CACHE_SIZE => match super::num::size_up_to(&s, 1 << 40) {
-                Some(v) if v >= 0 => self.cache_bytes = v as usize,
+                Some(v) if v >= 0 => self.cache_bytes = Some(v as usize),
                 _ => return Err(tool.usage(&format!("--cache-size: bad size '{s}'"))),
             },
             OPT_THREADS => {
@@ -499,8 +500,17 @@ fn open_view(tool: &Tool, a: &Args, image: &Path) -> Result<View<'static>, i32> 
             "{shown}: Linux would refuse to mount this image: {f:?}; mounting what can be read of it"
         ));
     }
-    let cache_bytes = a.cache_bytes;
+    let cache_bytes = a
+        .cache_bytes
+        .unwrap_or_else(|| default_cache_bytes(opened.file_len()));
     Ok(View::new(fs, &ViewOptions { cache_bytes }))
+}
+
+/// The decompressed-data cache without `--cache-size`: an eighth of the image, at most
+/// [`DEFAULT_CACHE_BYTES`], at least 1 MiB, so that the server's memory stays a fraction
+/// of the image it serves (`docs/MOUNT.md`).
+fn default_cache_bytes(image_len: usize) -> usize {
+    (image_len / 8).clamp(1 << 20, DEFAULT_CACHE_BYTES)
 }
 
 /// What root gives mount(2) for a configuration: the source (`fsname`), the flags and the
@@ -834,9 +844,13 @@ mod tests {
         assert_eq!(args(&["-u"]).err(), Some(EXIT_USAGE));
         assert_eq!(args(&["a", "b", "c"]).err(), Some(EXIT_USAGE));
         assert_eq!(args(&["--threads=0", "a", "b"]).err(), Some(EXIT_USAGE));
+        assert_eq!(args(&["a", "b"]).unwrap().cache_bytes, None);
+        assert_eq!(default_cache_bytes(128 << 20), 16 << 20);
+        assert_eq!(default_cache_bytes(1 << 30), DEFAULT_CACHE_BYTES);
+        assert_eq!(default_cache_bytes(100), 1 << 20);
         let a = args(&["--cache-size=1MiB", "-e", "128KiB", "-b", "a", "b"]).unwrap();
         assert_eq!(
-            (a.cache_bytes, a.erase, a.endian),
+            (a.cache_bytes.unwrap_or(0), a.erase, a.endian),
             (1 << 20, Some(128 << 10), Some(Endian::Big))
         );
     }
