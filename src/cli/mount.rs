@@ -466,6 +466,7 @@ fn open_view(tool: &Tool, a: &Args, image: &Path) -> Result<View<'static>, i32> 
         // A geometry given by hand opens what the detection finds no node in.
         insist: a.endian.is_some() || a.erase.is_some(),
         quick_detect: true,
+        trim: Some((trim_limit(image_len(image)), TRIM_PERIOD)),
         ..ImageOptions::default()
     };
     let opened = if a.oobsize > 0 {
@@ -494,6 +495,10 @@ fn open_view(tool: &Tool, a: &Args, image: &Path) -> Result<View<'static>, i32> 
     };
     // The image lives as long as the process serves it.
     let opened: &'static Image<'static> = Box::leak(Box::new(opened));
+    // The mapped image's pages the scan and the reads touch are dropped as they accumulate
+    // (as for an extraction: `crate::mapped`'s module documentation), for as long as the
+    // process serves the image, so that they do not count in its memory.
+    std::mem::forget(opened.trimmer());
     let (fs, refused) = opened.salvage();
     if let Some(f) = refused {
         tool.warning(&format!(
@@ -504,6 +509,21 @@ fn open_view(tool: &Tool, a: &Args, image: &Path) -> Result<View<'static>, i32> 
         .cache_bytes
         .unwrap_or_else(|| default_cache_bytes(opened.file_len()));
     Ok(View::new(fs, &ViewOptions { cache_bytes }))
+}
+
+/// How often (in the process's CPU time) the mapped image's resident pages are checked.
+const TRIM_PERIOD: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The size of the image file at `path` (0 if it cannot be read: the opening says why).
+fn image_len(path: &Path) -> usize {
+    std::fs::metadata(path).map_or(0, |m| usize::try_from(m.len()).unwrap_or(usize::MAX))
+}
+
+/// The growth of the mapped image's resident pages at which they are dropped: a sixteenth
+/// of the image, 2 to 12 MiB (with the cache's eighth, the server stays within a quarter
+/// of the image plus its model).
+fn trim_limit(image_len: usize) -> usize {
+    (image_len / 16).clamp(2 << 20, 12 << 20)
 }
 
 /// The decompressed-data cache without `--cache-size`: an eighth of the image, at most
@@ -848,6 +868,7 @@ mod tests {
         assert_eq!(default_cache_bytes(128 << 20), 16 << 20);
         assert_eq!(default_cache_bytes(1 << 30), DEFAULT_CACHE_BYTES);
         assert_eq!(default_cache_bytes(100), 1 << 20);
+        assert_eq!(trim_limit(128 << 20), 8 << 20);
         let a = args(&["--cache-size=1MiB", "-e", "128KiB", "-b", "a", "b"]).unwrap();
         assert_eq!(
             (a.cache_bytes.unwrap_or(0), a.erase, a.endian),
