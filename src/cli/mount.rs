@@ -781,7 +781,10 @@ fn mount(tool: &Tool, a: &Args, image: &Path, dir: &Path) -> i32 {
         Ok(v) => v,
         Err(code) => return code,
     };
-    let served = serve::Served { view };
+    let served = serve::Served {
+        view,
+        zero_open: false,
+    };
     let session = if is_root() {
         root_session(served, &dir, config)
     } else {
