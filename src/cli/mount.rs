@@ -519,11 +519,11 @@ fn image_len(path: &Path) -> usize {
     std::fs::metadata(path).map_or(0, |m| usize::try_from(m.len()).unwrap_or(usize::MAX))
 }
 
-/// The growth of the mapped image's resident pages at which they are dropped: a sixteenth
-/// of the image, 2 to 12 MiB (with the cache's eighth, the server stays within a quarter
-/// of the image plus its model).
+/// The growth of the mapped image's resident pages at which they are dropped: a 32nd of
+/// the image, 2 to 12 MiB (with the cache's eighth and the model, the server stays within
+/// a quarter of the image).
 fn trim_limit(image_len: usize) -> usize {
-    (image_len / 16).clamp(2 << 20, 12 << 20)
+    (image_len / 32).clamp(2 << 20, 12 << 20)
 }
 
 /// The decompressed-data cache without `--cache-size`: an eighth of the image, at most
@@ -871,7 +871,7 @@ mod tests {
         assert_eq!(default_cache_bytes(128 << 20), 16 << 20);
         assert_eq!(default_cache_bytes(1 << 30), DEFAULT_CACHE_BYTES);
         assert_eq!(default_cache_bytes(100), 1 << 20);
-        assert_eq!(trim_limit(128 << 20), 8 << 20);
+        assert_eq!(trim_limit(128 << 20), 4 << 20);
         let a = args(&["--cache-size=1MiB", "-e", "128KiB", "-b", "a", "b"]).unwrap();
         assert_eq!(
             (a.cache_bytes.unwrap_or(0), a.erase, a.endian),
