@@ -520,17 +520,17 @@ fn image_len(path: &Path) -> usize {
 }
 
 /// The growth of the mapped image's resident pages at which they are dropped: a 32nd of
-/// the image, 2 to 12 MiB (with the cache's eighth and the model, the server stays within
+/// the image, 2 to 12 MiB (with the cache's sixteenth and the model, the server stays within
 /// a quarter of the image).
 fn trim_limit(image_len: usize) -> usize {
     (image_len / 32).clamp(2 << 20, 12 << 20)
 }
 
-/// The decompressed-data cache without `--cache-size`: an eighth of the image, at most
+/// The decompressed-data cache without `--cache-size`: a sixteenth of the image, at most
 /// [`DEFAULT_CACHE_BYTES`], at least 1 MiB, so that the server's memory stays a fraction
 /// of the image it serves (`docs/MOUNT.md`).
 fn default_cache_bytes(image_len: usize) -> usize {
-    (image_len / 8).clamp(1 << 20, DEFAULT_CACHE_BYTES)
+    (image_len / 16).clamp(1 << 20, DEFAULT_CACHE_BYTES)
 }
 
 /// What root gives mount(2) for a configuration: the source (`fsname`), the flags and the
@@ -868,8 +868,8 @@ mod tests {
         assert_eq!(args(&["a", "b", "c"]).err(), Some(EXIT_USAGE));
         assert_eq!(args(&["--threads=0", "a", "b"]).err(), Some(EXIT_USAGE));
         assert_eq!(args(&["a", "b"]).unwrap().cache_bytes, None);
-        assert_eq!(default_cache_bytes(128 << 20), 16 << 20);
-        assert_eq!(default_cache_bytes(1 << 30), DEFAULT_CACHE_BYTES);
+        assert_eq!(default_cache_bytes(128 << 20), 8 << 20);
+        assert_eq!(default_cache_bytes(2 << 30), DEFAULT_CACHE_BYTES);
         assert_eq!(default_cache_bytes(100), 1 << 20);
         assert_eq!(trim_limit(128 << 20), 4 << 20);
         let a = args(&["--cache-size=1MiB", "-e", "128KiB", "-b", "a", "b"]).unwrap();
