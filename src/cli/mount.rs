@@ -46,7 +46,8 @@ struct Args {
     endian: Option<Endian>,
     oobsize: usize,
     pagesize: usize,
-    cache_bytes: usize,
+    /// `--cache-size`; `None`: [`default_cache_bytes`] of the image.
+    cache_bytes: Option<usize>,
     threads: usize,
 }
 
@@ -73,7 +74,7 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
 fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
     let mut a = Args {
         pagesize: 2048,
-        cache_bytes: DEFAULT_CACHE_BYTES,
+        cache_bytes: None,
         threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
         ..Args::default()
     };
@@ -120,7 +121,7 @@ impl Args {
                 }
             }
             OPT_CACHE_SIZE => match super::num::size_up_to(&s, 1 << 40) {
-                Some(v) if v >= 0 => self.cache_bytes = v as usize,
+                Some(v) if v >= 0 => self.cache_bytes = Some(v as usize),
                 _ => return Err(tool.usage(&format!("--cache-size: bad size '{s}'"))),
             },
             OPT_THREADS => {
@@ -465,6 +466,7 @@ fn open_view(tool: &Tool, a: &Args, image: &Path) -> Result<View<'static>, i32> 
         // A geometry given by hand opens what the detection finds no node in.
         insist: a.endian.is_some() || a.erase.is_some(),
         quick_detect: true,
+        trim: Some((trim_limit(image_len(image)), TRIM_PERIOD)),
         ..ImageOptions::default()
     };
     let opened = if a.oobsize > 0 {
@@ -493,14 +495,42 @@ fn open_view(tool: &Tool, a: &Args, image: &Path) -> Result<View<'static>, i32> 
     };
     // The image lives as long as the process serves it.
     let opened: &'static Image<'static> = Box::leak(Box::new(opened));
+    // The mapped image's pages the scan and the reads touch are dropped as they accumulate
+    // (as for an extraction: `crate::mapped`'s module documentation), for as long as the
+    // process serves the image, so that they do not count in its memory.
+    std::mem::forget(opened.trimmer());
     let (fs, refused) = opened.salvage();
     if let Some(f) = refused {
         tool.warning(&format!(
             "{shown}: Linux would refuse to mount this image: {f:?}; mounting what can be read of it"
         ));
     }
-    let cache_bytes = a.cache_bytes;
+    let cache_bytes = a
+        .cache_bytes
+        .unwrap_or_else(|| default_cache_bytes(opened.file_len()));
     Ok(View::new(fs, &ViewOptions { cache_bytes }))
+}
+
+/// How often (in the process's CPU time) the mapped image's resident pages are checked.
+const TRIM_PERIOD: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The size of the image file at `path` (0 if it cannot be read: the opening says why).
+fn image_len(path: &Path) -> usize {
+    std::fs::metadata(path).map_or(0, |m| usize::try_from(m.len()).unwrap_or(usize::MAX))
+}
+
+/// The growth of the mapped image's resident pages at which they are dropped: a 32nd of
+/// the image, 2 to 12 MiB (with the cache's sixteenth and the model, the server stays within
+/// a quarter of the image).
+fn trim_limit(image_len: usize) -> usize {
+    (image_len / 32).clamp(2 << 20, 12 << 20)
+}
+
+/// The decompressed-data cache without `--cache-size`: a sixteenth of the image, at most
+/// [`DEFAULT_CACHE_BYTES`], at least 1 MiB, so that the server's memory stays a fraction
+/// of the image it serves (`docs/MOUNT.md`).
+fn default_cache_bytes(image_len: usize) -> usize {
+    (image_len / 16).clamp(1 << 20, DEFAULT_CACHE_BYTES)
 }
 
 /// What root gives mount(2) for a configuration: the source (`fsname`), the flags and the
@@ -751,7 +781,10 @@ fn mount(tool: &Tool, a: &Args, image: &Path, dir: &Path) -> i32 {
         Ok(v) => v,
         Err(code) => return code,
     };
-    let served = serve::Served { view };
+    let served = serve::Served {
+        view,
+        zero_open: false,
+    };
     let session = if is_root() {
         root_session(served, &dir, config)
     } else {
@@ -834,9 +867,14 @@ mod tests {
         assert_eq!(args(&["-u"]).err(), Some(EXIT_USAGE));
         assert_eq!(args(&["a", "b", "c"]).err(), Some(EXIT_USAGE));
         assert_eq!(args(&["--threads=0", "a", "b"]).err(), Some(EXIT_USAGE));
+        assert_eq!(args(&["a", "b"]).unwrap().cache_bytes, None);
+        assert_eq!(default_cache_bytes(128 << 20), 8 << 20);
+        assert_eq!(default_cache_bytes(2 << 30), DEFAULT_CACHE_BYTES);
+        assert_eq!(default_cache_bytes(100), 1 << 20);
+        assert_eq!(trim_limit(128 << 20), 4 << 20);
         let a = args(&["--cache-size=1MiB", "-e", "128KiB", "-b", "a", "b"]).unwrap();
         assert_eq!(
-            (a.cache_bytes, a.erase, a.endian),
+            (a.cache_bytes.unwrap_or(0), a.erase, a.endian),
             (1 << 20, Some(128 << 10), Some(Endian::Big))
         );
     }

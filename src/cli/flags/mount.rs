@@ -125,8 +125,8 @@ pub const FLAGS: &[Flag] = &[
         long: &["cache-size"],
         id: OPT_CACHE_SIZE,
         takes: Takes::Required("SIZE", Values::Any),
-        help: Help::Line("Decompressed data kept in memory (default 64MiB)"),
-        doc: "Decompressed file data kept in memory between reads (KiB, MiB, GiB suffixes; default 64MiB).",
+        help: Help::Line("Decompressed data kept in memory (default: image/16, 1-64MiB)"),
+        doc: "Decompressed file data kept in memory between reads (KiB, MiB, GiB suffixes; default: a sixteenth of the image, at least 1MiB, at most 64MiB).",
         section: OTHER,
         ..BASE
     },

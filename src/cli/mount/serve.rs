@@ -6,9 +6,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
-    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, ReplyStatfs,
-    ReplyXattr, Request,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry,
+    ReplyOpen, ReplyStatfs, ReplyXattr, Request,
 };
 use jffs2::format::dt;
 use jffs2::fs::InodeKind;
@@ -21,6 +21,17 @@ const TTL: Duration = Duration::from_secs(3600);
 pub struct Served {
     /// The view every request is answered from.
     pub view: View<'static>,
+    /// The kernel opens without asking (see [`zero_message_open`]).
+    pub zero_open: bool,
+}
+
+/// Whether a kernel of FUSE protocol `major.minor` takes `ENOSYS` from `open` and `opendir`
+/// as "no open needed": it then opens every file and directory without a message, keeping
+/// the page cache (`FOPEN_KEEP_CACHE`) and caching directory listings (`FOPEN_CACHE_DIR`),
+/// and sends no `release` (Linux 5.1, protocol 7.29). Opening a file of this read-only image
+/// can only succeed, so the two requests a file costs are saved.
+pub fn zero_message_open(major: u32, minor: u32) -> bool {
+    (major, minor) >= (7, 29)
 }
 
 fn errno(e: &ViewError) -> Errno {
@@ -98,6 +109,12 @@ fn xattr_reply(data: &[u8], size: u32, reply: ReplyXattr) {
 }
 
 impl Filesystem for Served {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let v = config.kernel_abi();
+        self.zero_open = zero_message_open(v.0, v.1);
+        Ok(())
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.view.lookup(ino(parent), name.as_bytes()) {
             Ok(a) => reply.entry(&TTL, &file_attr(&a), Generation(0)),
@@ -120,7 +137,17 @@ impl Filesystem for Served {
     }
 
     fn open(&self, _req: &Request, _i: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if self.zero_open {
+            return reply.error(Errno::ENOSYS);
+        }
         // The image never changes: what the page cache holds stays valid.
+        reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE);
+    }
+
+    fn opendir(&self, _req: &Request, _i: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if self.zero_open {
+            return reply.error(Errno::ENOSYS);
+        }
         reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE);
     }
 
@@ -193,5 +220,11 @@ mod tests {
         assert_eq!(encode_dev(4, 64), 0x440);
         assert_eq!(encode_dev(259, 300), 0x1032c | (300 & !0xff) << 12);
         assert_eq!(encode_dev(8, 1), 0x801);
+    }
+
+    #[test]
+    fn zero_message_opens_from_protocol_7_29() {
+        assert!(!zero_message_open(7, 28));
+        assert!(zero_message_open(7, 29) && zero_message_open(7, 45));
     }
 }

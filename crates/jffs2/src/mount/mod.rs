@@ -5,7 +5,7 @@
 //! (`src/cli/mount.rs`) only translates.
 //!
 //! Inodes read are kept in a small cache; file data is decompressed on read, only the nodes a
-//! read touches (in parallel when a read touches several), and kept in a cache bounded by
+//! read touches (on all cores when a read needs many), and kept in a cache bounded by
 //! [`ViewOptions::cache_bytes`]. The model's node reading ([`Fs::node_data`]) applies the
 //! kernel's checks and limits, so a corrupt node reads as `EIO`, as Linux's `read()` fails.
 
@@ -28,6 +28,11 @@ pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 const INODE_CACHE_BYTES: usize = 16 << 20;
 /// Memory the cache of directories' listing orders may hold (4 bytes an entry).
 const ORDER_CACHE_BYTES: usize = 4 << 20;
+/// Nodes a read must decompress from which it does so on all cores: a node holds at most a
+/// page, and a read of fewer (the kernel's readahead asks for 128 KiB, 32 pages) is served
+/// faster on its own thread, the kernel keeping several reads in flight on the serving
+/// threads (waking the pool for a few pages cost more CPU than it saved).
+const PAR_NODES: usize = 64;
 /// `JFFS2_MAX_NAME_LEN`: the name length `statfs` reports.
 pub const NAME_MAX: u32 = 254;
 
@@ -426,8 +431,8 @@ struct Piece {
 
 impl View<'_> {
     /// Up to `len` bytes at `offset` of regular file `ino` (`read`): holes and ZERO nodes read
-    /// as zeros, other nodes are decompressed (only those the range touches, in parallel when
-    /// several are not cached). A node that cannot be read fails the read with `EIO`, as
+    /// as zeros, other nodes are decompressed (only those the range touches, on all cores when
+    /// many are not cached). A node that cannot be read fails the read with `EIO`, as
     /// Linux's `read()` fails on the page that holds it. The result is allocated whole: up to
     /// `len` bytes (FUSE asks for at most a few hundred KiB at a time).
     pub fn read(&self, ino: u32, offset: u64, len: usize) -> Result<Vec<u8>, ViewError> {
@@ -487,7 +492,7 @@ impl View<'_> {
                 NodeData::Bytes(b) => (n, Some(Arc::new(b))),
             })
         };
-        let got: Vec<_> = if missing.len() > 1 {
+        let got: Vec<_> = if missing.len() >= PAR_NODES {
             missing.par_iter().map(read).collect()
         } else {
             missing.iter().map(read).collect()
