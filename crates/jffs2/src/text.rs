@@ -109,6 +109,32 @@ pub fn message(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar.
+pub(crate) fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// A timestamp as `YYYY-MM-DD HH:MM:SS` (UTC).
+pub fn format_time(t: u32) -> String {
+    let t = i64::from(t);
+    let (y, mo, d) = civil(t.div_euclid(86_400));
+    let s = t.rem_euclid(86_400);
+    format!(
+        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ use super::stream::{stream, Chunk, StreamOptions};
 use crate::format::ROOT_INO;
 use crate::fs::{lookup, Dirent, Fs, FsError, Inode, InodeKind, LookupError, ReadError};
 pub use crate::text::escape;
+use crate::text::format_time;
 
 /// `ls -l`'s mode string (type character and permissions with `s`/`S`/`t`/`T`), with
 /// jffs2reader's type characters (`"0pcCd?bB-?l?s???"`: the usual ones for the real types).
@@ -38,32 +39,6 @@ pub fn format_mode(mode: u32) -> String {
     s
 }
 
-/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar.
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-/// A timestamp as `YYYY-MM-DD HH:MM:SS` (UTC).
-pub fn format_time(t: u32) -> String {
-    let t = i64::from(t);
-    let (y, mo, d) = civil(t.div_euclid(86_400));
-    let s = t.rem_euclid(86_400);
-    format!(
-        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
-}
-
 /// C `ctime()` in UTC: `Www Mmm dd hh:mm:ss yyyy`.
 fn ctime(t: i64) -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
@@ -71,7 +46,7 @@ fn ctime(t: i64) -> String {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     let days = t.div_euclid(86_400);
-    let (y, mo, d) = civil(days);
+    let (y, mo, d) = crate::text::civil(days);
     let s = t.rem_euclid(86_400);
     format!(
         "{} {} {d:2} {:02}:{:02}:{:02} {y}",

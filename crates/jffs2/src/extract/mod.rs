@@ -59,9 +59,10 @@ use std::path::PathBuf;
 
 pub use crate::fs::{lookup, LookupError};
 pub use crate::mapped::{ImageMap, Trimmer};
+pub use crate::text::format_time;
 pub use list::{
-    cat, escape, format_mode, format_time, list, reader_list, ListOptions, ReaderListError,
-    ReaderListOptions, Unreadable,
+    cat, escape, format_mode, list, reader_list, ListOptions, ReaderListError, ReaderListOptions,
+    Unreadable,
 };
 pub use plan::{name_problem, Entry, EntryKind, FileData, Meta, Plan};
 pub use stream::{stream, Bytes, Chunk, Reader, StreamOptions};

@@ -475,7 +475,7 @@ fn content_difference(
 
 /// A time as its seconds and its date: `1700000000 (2023-11-14 22:13:20 UTC)`.
 fn time(t: u32) -> String {
-    format!("{t} ({} UTC)", crate::extract::format_time(t))
+    format!("{t} ({} UTC)", crate::text::format_time(t))
 }
 
 /// An xattr value: quoted text when it is printable UTF-8 (a trailing NUL, as security
