@@ -41,7 +41,7 @@ mod common;
 mod sumtool_common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::CString;
+use std::ffi::{CString, OsStr};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -584,7 +584,6 @@ struct Env {
     scratch: tempfile::TempDir,
     rootfs: PathBuf,
     bins: Bins,
-    libfaketime: PathBuf,
 }
 
 /// What every guide test needs: root, mtd-utils, fakeroot and libfaketime (or a loud skip).
@@ -614,7 +613,6 @@ fn env() -> Env {
         scratch,
         rootfs,
         bins,
-        libfaketime: common::skip::libfaketime().expect("libfaketime (checked by prerequisites)"),
     }
 }
 
@@ -650,14 +648,28 @@ fn run_block(
             .replace("{WORK}", &work.to_string_lossy())
             .replace("{BIN}", &bin.to_string_lossy())
     };
-    let mut c = if s.fakeroot {
-        let mut c = Command::new("fakeroot");
-        c.arg("--").arg(s.shell);
-        c
-    } else {
-        Command::new(s.shell)
-    };
-    c.arg("-e").arg("-c").arg(body);
+    // The fixed clock through libfaketime's own wrapper: it gives the whole block one shared
+    // clock and removes that shared state at the end (libfaketime preloaded by hand leaves a
+    // /dev/shm/faketime_shm_PID and its semaphore behind for every process of the block).
+    let mut argv: Vec<&OsStr> = Vec::new();
+    if fixed_clock {
+        argv.extend([
+            OsStr::new("faketime"),
+            OsStr::new("-f"),
+            OsStr::new(FIXED_CLOCK),
+        ]);
+    }
+    if s.fakeroot {
+        argv.extend([OsStr::new("fakeroot"), OsStr::new("--")]);
+    }
+    argv.extend([
+        OsStr::new(s.shell),
+        OsStr::new("-e"),
+        OsStr::new("-c"),
+        OsStr::new(body),
+    ]);
+    let mut c = Command::new(argv[0]);
+    c.args(&argv[1..]);
     c.env_clear()
         .env(
             "PATH",
@@ -673,12 +685,10 @@ fn run_block(
         c.env("FAKEROOTDONTTRYCHOWN", "1");
     }
     if fixed_clock {
-        // fakeroot keeps an LD_PRELOAD it is given. Only the wall clock is fixed: stat(2)
+        // fakeroot keeps the LD_PRELOAD faketime gives it. Only the wall clock is fixed: stat(2)
         // passes the host's mtimes through (NO_FAKE_STAT; faked, they would all read
         // FIXED_CLOCK and go untested), and the monotonic clocks stay real (timeouts).
-        c.env("LD_PRELOAD", &e.libfaketime)
-            .env("FAKETIME", FIXED_CLOCK)
-            .env("NO_FAKE_STAT", "1")
+        c.env("NO_FAKE_STAT", "1")
             .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
     }
     for (k, v) in &s.vars {

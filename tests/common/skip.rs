@@ -138,12 +138,13 @@ pub fn libfaketime() -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
-/// libfaketime (package `faketime`), or skip.
+/// libfaketime and its `faketime` wrapper (package `faketime`), or skip.
 pub fn faketime() -> bool {
-    libfaketime().is_some() || {
+    if libfaketime().is_none() {
         skip("libfaketime (package faketime)");
-        false
+        return false;
     }
+    program("faketime", "faketime")
 }
 
 /// GNU time (`/usr/bin/time`, which reports peak memory with `-f %M`), or skip.
