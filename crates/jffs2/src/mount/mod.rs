@@ -277,8 +277,9 @@ impl<'a> View<'a> {
     }
 
     /// The entries of directory `ino` as `readdir` returns them: `.` and `..` first (the
-    /// kernel's `dir_emit_dots`), then the live entries in Linux's order
-    /// ([`View::listing_order`]).
+    /// kernel's `dir_emit_dots`), then the live entries in Linux's order: by the x86-64
+    /// kernel's `full_name_hash` of the name, entries of equal hash the later-written first
+    /// (`docs/spec/kernel-jffs2-spec.md` §5.2).
     pub fn readdir(&self, ino: u32) -> Result<Vec<DirEntry>, ViewError> {
         let mut out = Vec::new();
         self.readdir_with(ino, 0, |ino, dtype, name| {
