@@ -43,6 +43,23 @@ fn is_mounted(dir: &Path) -> bool {
     lists_mount(&info, dir)
 }
 
+/// `jffs2-mount -f [EXTRA] IMG MNT` spawned, once the mount shows (or 20 s passed: the
+/// caller asserts what it needs).
+fn serve_foreground(img: &Path, mnt: &Path, extra: &[&str]) -> std::process::Child {
+    let child = Command::new(MOUNT)
+        .arg("-f")
+        .args(extra)
+        .arg(img)
+        .arg(mnt)
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !is_mounted(mnt) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
 /// A mount point that is detached when dropped (the test passed or not): `umount -l` as root,
 /// `fusermount3 -u -z` otherwise.
 struct Mounted {
@@ -522,16 +539,7 @@ fn auto_unmount_when_the_server_is_killed() {
     // Root, in the foreground: kill -9, and the mount goes within a few seconds.
     let mnt = mkdir(d, "root");
     let _guard = Mounted { dir: mnt.clone() };
-    let mut server = Command::new(MOUNT)
-        .args(["-f", "-o", "auto_unmount"])
-        .arg(&img)
-        .arg(&mnt)
-        .spawn()
-        .expect("spawn");
-    let start = Instant::now();
-    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut server = serve_foreground(&img, &mnt, &["-o", "auto_unmount"]);
     assert!(is_mounted(&mnt), "-f -o auto_unmount did not mount");
     server.kill().expect("kill -9");
     let _ = server.wait();
@@ -596,16 +604,7 @@ fn a_server_ending_late_leaves_a_new_mount_on_its_mount_point() {
     mkfs(&rootfs(), &img, &["-e", "16KiB"]);
     let mnt = mkdir(d, "mnt");
     let _guard = Mounted { dir: mnt.clone() };
-    let mut first = Command::new(MOUNT)
-        .arg("-f")
-        .arg(&img)
-        .arg(&mnt)
-        .spawn()
-        .expect("spawn");
-    let start = Instant::now();
-    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut first = serve_foreground(&img, &mnt, &[]);
     // An open file keeps the first mount alive after a lazy unmount; a second mount is made
     // on the same mount point; closing the file ends the first server.
     let open = std::fs::File::open(mnt.join("etc/passwd")).expect("open");
@@ -747,16 +746,7 @@ fn foreground_signal_and_unmount_options() {
     let mnt = mkdir(d, "mnt");
     let _guard = Mounted { dir: mnt.clone() };
     // -f: served until SIGTERM, which unmounts.
-    let mut child = Command::new(MOUNT)
-        .arg("-f")
-        .arg(&img)
-        .arg(&mnt)
-        .spawn()
-        .expect("spawn");
-    let start = Instant::now();
-    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = serve_foreground(&img, &mnt, &[]);
     assert!(is_mounted(&mnt), "-f did not mount");
     assert_eq!(
         std::fs::read(mnt.join("etc/hostname")).ok(),
@@ -768,16 +758,7 @@ fn foreground_signal_and_unmount_options() {
     assert!(status.success(), "{status:?}");
     assert!(!is_mounted(&mnt), "SIGTERM left the mount");
     // -f again: unmounting from outside ends the server, with status 0.
-    let mut child = Command::new(MOUNT)
-        .arg("-f")
-        .arg(&img)
-        .arg(&mnt)
-        .spawn()
-        .expect("spawn");
-    let start = Instant::now();
-    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = serve_foreground(&img, &mnt, &[]);
     let o = Command::new(MOUNT)
         .arg("-u")
         .arg(&mnt)
@@ -996,16 +977,7 @@ fn memory_stays_bounded_while_readers_read_concurrently() {
     mkfs(&src, &img, &["-e", "128KiB"]);
     let mnt = mkdir(d, "mnt");
     let _guard = Mounted { dir: mnt.clone() };
-    let mut server = Command::new(MOUNT)
-        .args(["-f", "--cache-size=1MiB"])
-        .arg(&img)
-        .arg(&mnt)
-        .spawn()
-        .expect("spawn");
-    let start = Instant::now();
-    while !is_mounted(&mnt) && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut server = serve_foreground(&img, &mnt, &["--cache-size=1MiB"]);
     assert!(is_mounted(&mnt));
     let want = md5_hex(&big);
     drop(big);
