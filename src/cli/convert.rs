@@ -180,7 +180,7 @@ impl Args {
                 return Err(tool.print(&help()).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
             0x56 /* V */ => {
-                let v = format!("{} (jffs2-tools) {}\n", tool.name, env!("CARGO_PKG_VERSION"));
+                let v = tool.version_line();
                 return Err(tool.print(&v).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
             _ => {}

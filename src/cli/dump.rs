@@ -265,11 +265,7 @@ impl Opts {
                 return Ok(Some(0));
             }
             b'V' => {
-                let v = format!(
-                    "{} (jffs2-tools) {}\n",
-                    tool.name,
-                    env!("CARGO_PKG_VERSION")
-                );
+                let v = tool.version_line();
                 print_out(tool, &v)?;
                 return Ok(Some(0));
             }

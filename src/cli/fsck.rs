@@ -162,11 +162,7 @@ impl Args {
             OPT_NO_PROGRESS => self.progress = false,
             OPT_REPAIR => self.repair = Some(PathBuf::from(arg)),
             OPT_VERSION => {
-                let v = format!(
-                    "{} (jffs2-tools) {}\n",
-                    tool.name,
-                    env!("CARGO_PKG_VERSION")
-                );
+                let v = tool.version_line();
                 return Err(tool.print(&v).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
             _ => return Err(tool.usage("unknown option")),

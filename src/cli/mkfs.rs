@@ -225,7 +225,7 @@ impl Opts {
             }
             0x76 /* v */ => self.verbose = true,
             0x56 /* V */ => {
-                let v = format!("{} (jffs2-tools) {}\n", tool.name, env!("CARGO_PKG_VERSION"));
+                let v = tool.version_line();
                 tool.print(&v).map_err(|_| Fatal(255))?;
                 return Ok(Some(0));
             }

@@ -35,6 +35,15 @@ thread_local! {
 pub const EXIT_USAGE: i32 = 16;
 
 impl Tool {
+    /// What `--version` prints: `NAME (jffs2-tools) VERSION`, under the name run as.
+    pub fn version_line(&self) -> String {
+        format!(
+            "{} (jffs2-tools) {}\n",
+            self.name,
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+
     /// A usage error of a tool with generated help (jffs2-fsck, jffs2-convert, jffs2-mount):
     /// the error, then where to read more; gives the usage exit status (16, fsck(8)'s).
     pub fn usage(&self, msg: &str) -> i32 {

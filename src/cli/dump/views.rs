@@ -790,11 +790,7 @@ pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
                 b'r' => recursive = true,
                 b't' => time = true,
                 b'V' => {
-                    let v = format!(
-                        "{} (jffs2-tools) {}\n",
-                        tool.name,
-                        env!("CARGO_PKG_VERSION")
-                    );
+                    let v = tool.version_line();
                     return match tool.print(&v) {
                         Ok(()) => 0,
                         Err(_) => 1,
