@@ -1252,3 +1252,68 @@ fn fuzzed_files_are_refused_or_mounted_and_walked() {
         start.elapsed()
     );
 }
+
+#[test]
+fn openwrt_lzma_image_with_its_end_marker_lists_as_extracted() {
+    if !fuse() || !skip::root() {
+        return;
+    }
+    let tree = common::tree(common::Kind::Small);
+    let dir = open_scratch();
+    let d = dir.path();
+    // OpenWrt's image (include/image.mk, as tests/openwrt.rs runs it): big-endian, padded,
+    // LZMA for what it shrinks most, then the end-of-filesystem marker appended.
+    let img = d.join("img");
+    let lzma = ["-X", "lzma", "--compression-mode=size"];
+    let opts = [
+        &["--pad", "-b", "-X", "rtime", "-X", "zlib"][..],
+        &lzma,
+        &["-e", "64KiB"],
+    ];
+    mkfs(tree.path(), &img, &opts.concat());
+    let mut bytes = std::fs::read(&img).expect("read");
+    let at = bytes.len();
+    bytes.extend_from_slice(&[0xde, 0xad, 0xc0, 0xde]);
+    // Past the marker, what an older firmware left on the flash: a filesystem of its own,
+    // which the reader must not look at (Linux erases it at the first mount).
+    bytes.resize(at + 65536, 0xff);
+    let old = mkdir(d, "old");
+    std::fs::write(old.join("stale"), b"old firmware\n").expect("write");
+    let stale = d.join("stale.img");
+    mkfs(&old, &stale, &["-b", "-e", "64KiB"]);
+    bytes.extend_from_slice(&std::fs::read(&stale).expect("read"));
+    std::fs::write(&img, &bytes).expect("write");
+    // The reader sees the marker where it was put, and LZMA nodes (compressor 8) before it.
+    let o = Command::new(DUMP)
+        .args(["--json"])
+        .arg(&img)
+        .output()
+        .expect("run jffs2-dump --json");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json");
+    assert_eq!(v["end_marker"], at, "the end marker");
+    let lzma_nodes = v["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter(|n| n["type"] == "inode" && n["fields"]["compr"] == 8)
+        .count();
+    assert!(lzma_nodes > 10, "{lzma_nodes} LZMA nodes");
+    let out = d.join("out");
+    extract(&img, &out);
+    let mnt = mkdir(d, "mnt");
+    let _m = mount(&img, &mnt, &[]);
+    let (mounted, extracted) = (listing(&mnt), listing(&out));
+    assert!(mounted.entries.len() > 50, "{}", mounted.entries.len());
+    let diff = differences(&mounted, &extracted);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+    // The tree's files, with their bytes (LZMA-compressed ones included), and nothing else.
+    let src = listing(tree.path());
+    let paths = |l: &Listing| l.entries.keys().cloned().collect::<BTreeSet<_>>();
+    assert_eq!(paths(&mounted), paths(&src));
+    for (path, e) in &mounted.entries {
+        let (Ok(m), Some(Ok(s))) = (e, src.entries.get(path)) else {
+            continue;
+        };
+        assert_eq!(m.md5, s.md5, "{}", shown(path));
+    }
+}
