@@ -5,7 +5,8 @@
 //! show exactly the listing (paths, types, modes, owners, sizes, times, link counts, targets,
 //! devices, contents by md5, xattrs) the kernel recorded for the original, with no jffs2
 //! complaint. An mkfs image of the shipped tree built with 16 KiB blocks, converted to 128 KiB,
-//! mounts at 128 KiB and equals the tree.
+//! mounts at 128 KiB and equals the tree. `jffs2-mount` shows every image Linux mounted as Linux
+//! showed it, and the 128 KiB conversion as Linux showed its 16 KiB original.
 //!
 //! Like the other kernel suites, never silently skipped: without qemu or the kernel the test
 //! says SKIPPED loudly and returns (tests/common/skip.rs); under `CI=true` it fails.
@@ -132,6 +133,7 @@ fn an_image_built_for_16k_blocks_mounts_at_128k_after_conversion() {
     if !kernel_available() {
         return;
     }
+    let fuse = fuse_available();
     let work = tempfile::Builder::new()
         .prefix("jffs2-kernel-convert-es-")
         .tempdir()
@@ -181,4 +183,20 @@ fn an_image_built_for_16k_blocks_mounts_at_128k_after_conversion() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     assert!(entries > 10, "{text}");
+    // jffs2-mount shows each image as Linux showed it, and the 128 KiB conversion as Linux
+    // showed the 16 KiB original
+    if fuse {
+        let case = |i: usize, linux_id| FuseCase {
+            image: &images[i].path,
+            erase: images[i].erase,
+            linux_id,
+            remount: false,
+        };
+        let cases = [
+            case(0, "rootfs-16k"),
+            case(1, "rootfs-128k"),
+            case(1, "rootfs-16k"),
+        ];
+        assert_fuse_shows_what_linux_showed(w, &result, &cases);
+    }
 }

@@ -1099,3 +1099,221 @@ fn kernel_written_images_show_what_linux_showed() {
     assert!(n >= 9, "kernel fixtures missing");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every file below `dir` (recursively), sorted.
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A foreground server killed (and reaped) when dropped, the test passed or not.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// The server's exit status within `secs` seconds, or `None` (it still runs).
+fn exit_within(s: &mut Server, secs: u64) -> Option<std::process::ExitStatus> {
+    let start = Instant::now();
+    loop {
+        match s.0.try_wait().expect("wait") {
+            Some(st) => return Some(st),
+            None if start.elapsed() > Duration::from_secs(secs) => return None,
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// `jffs2-mount -f` on one fuzzed file: refused quickly with a clear message and exit 1, or
+/// mounted, walked, within the memory bound, and unmounted by SIGTERM. Whether it mounted,
+/// and what went wrong, if anything.
+fn fuzzed_file_through_the_mount(file: &Path, mnt: &Path, err: &Path) -> (bool, Vec<String>) {
+    let what = file.display().to_string();
+    let _guard = Mounted {
+        dir: mnt.to_path_buf(),
+    };
+    let child = Command::new(MOUNT)
+        .arg("-f")
+        .arg(file)
+        .arg(mnt)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(err).expect("stderr file"))
+        .spawn()
+        .expect("spawn jffs2-mount");
+    let mut server = Server(child);
+    let start = Instant::now();
+    let mut status = None;
+    while !is_mounted(mnt) && status.is_none() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(10));
+        status = server.0.try_wait().expect("wait");
+    }
+    let stderr = || std::fs::read_to_string(err).unwrap_or_default();
+    let mut bad = Vec::new();
+    let mounted = is_mounted(mnt);
+    if let Some(st) = status.filter(|_| !mounted) {
+        // Refused: a non-zero exit with an error line naming the file.
+        let e = stderr();
+        if st.code() != Some(1) || !e.contains("error!:") || !e.contains(&what) {
+            bad.push(format!("{what}: refused with {st:?} and stderr {e:?}"));
+        }
+    } else if !mounted {
+        bad.push(format!("{what}: neither mounted nor refused within 20 s"));
+    } else {
+        walk_survives(mnt, &what);
+        let peak = peak_rss(server.0.id());
+        let bound = 2 * std::fs::metadata(file).expect("len").len() + (64 << 20);
+        if peak > bound {
+            bad.push(format!("{what}: peak RSS {peak} above {bound}"));
+        }
+        // SAFETY: kill with a valid pid and signal.
+        unsafe { libc::kill(server.0.id() as libc::pid_t, libc::SIGTERM) };
+        match exit_within(&mut server, 20) {
+            Some(st) if st.success() => {}
+            st => bad.push(format!("{what}: after SIGTERM: {st:?}")),
+        }
+        if is_mounted(mnt) {
+            bad.push(format!("{what}: still mounted after the server ended"));
+        }
+    }
+    if stderr().contains("panicked") {
+        bad.push(format!("{what}: the server panicked: {}", stderr()));
+    }
+    (mounted, bad)
+}
+
+#[test]
+fn fuzzed_files_are_refused_or_mounted_and_walked() {
+    if !fuse() || !can_mount() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let mut files = Vec::new();
+    for sub in ["corpus", "regressions", "hostile"] {
+        files.extend(files_below(&root.join(sub)));
+    }
+    assert!(files.len() >= 200, "{} fuzz files", files.len());
+    let dir = open_scratch();
+    let d = dir.path();
+    let start = Instant::now();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    let mounted = std::sync::atomic::AtomicUsize::new(0);
+    // Four at a time: each mount waits mostly on its walk's processes.
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(file) = files.get(k) else { break };
+                let mnt = mkdir(d, &format!("m{k}"));
+                let (m, bad) = fuzzed_file_through_the_mount(file, &mnt, &d.join(format!("e{k}")));
+                mounted.fetch_add(usize::from(m), std::sync::atomic::Ordering::Relaxed);
+                failures.lock().expect("lock").extend(bad);
+            });
+        }
+    });
+    let info = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    let left: Vec<_> = (0..files.len())
+        .filter(|k| lists_mount(&info, &d.join(format!("m{k}"))))
+        .collect();
+    assert!(left.is_empty(), "mounts left behind: {left:?}");
+    let failures = failures.into_inner().expect("lock");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Most seeds are images (the compressor samples and READMEs are not).
+    let mounted = mounted.into_inner();
+    eprintln!(
+        "{mounted} of {} fuzz files mounted and walked, the rest refused, in {:?}",
+        files.len(),
+        start.elapsed()
+    );
+    assert!(mounted >= 100, "only {mounted} mounted");
+    assert!(
+        start.elapsed() < Duration::from_secs(300),
+        "{} files took {:?}",
+        files.len(),
+        start.elapsed()
+    );
+}
+
+#[test]
+fn openwrt_lzma_image_with_its_end_marker_lists_as_extracted() {
+    if !fuse() || !skip::root() {
+        return;
+    }
+    let tree = common::tree(common::Kind::Small);
+    let dir = open_scratch();
+    let d = dir.path();
+    // OpenWrt's image (include/image.mk, as tests/openwrt.rs runs it): big-endian, padded,
+    // LZMA for what it shrinks most, then the end-of-filesystem marker appended.
+    let img = d.join("img");
+    let lzma = ["-X", "lzma", "--compression-mode=size"];
+    let opts = [
+        &["--pad", "-b", "-X", "rtime", "-X", "zlib"][..],
+        &lzma,
+        &["-e", "64KiB"],
+    ];
+    mkfs(tree.path(), &img, &opts.concat());
+    let mut bytes = std::fs::read(&img).expect("read");
+    let at = bytes.len();
+    bytes.extend_from_slice(&[0xde, 0xad, 0xc0, 0xde]);
+    // Past the marker, what an older firmware left on the flash: a filesystem of its own,
+    // which the reader must not look at (Linux erases it at the first mount).
+    bytes.resize(at + 65536, 0xff);
+    let old = mkdir(d, "old");
+    std::fs::write(old.join("stale"), b"old firmware\n").expect("write");
+    let stale = d.join("stale.img");
+    mkfs(&old, &stale, &["-b", "-e", "64KiB"]);
+    bytes.extend_from_slice(&std::fs::read(&stale).expect("read"));
+    std::fs::write(&img, &bytes).expect("write");
+    // The reader sees the marker where it was put, and LZMA nodes (compressor 8) before it.
+    let o = Command::new(DUMP)
+        .args(["--json"])
+        .arg(&img)
+        .output()
+        .expect("run jffs2-dump --json");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json");
+    assert_eq!(v["end_marker"], at, "the end marker");
+    let lzma_nodes = v["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter(|n| n["type"] == "inode" && n["fields"]["compr"] == 8)
+        .count();
+    assert!(lzma_nodes > 10, "{lzma_nodes} LZMA nodes");
+    let out = d.join("out");
+    extract(&img, &out);
+    let mnt = mkdir(d, "mnt");
+    let _m = mount(&img, &mnt, &[]);
+    let (mounted, extracted) = (listing(&mnt), listing(&out));
+    assert!(mounted.entries.len() > 50, "{}", mounted.entries.len());
+    let diff = differences(&mounted, &extracted);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+    // The tree's files, with their bytes (LZMA-compressed ones included), and nothing else.
+    let src = listing(tree.path());
+    let paths = |l: &Listing| l.entries.keys().cloned().collect::<BTreeSet<_>>();
+    assert_eq!(paths(&mounted), paths(&src));
+    for (path, e) in &mounted.entries {
+        let (Ok(m), Some(Ok(s))) = (e, src.entries.get(path)) else {
+            continue;
+        };
+        assert_eq!(m.md5, s.md5, "{}", shown(path));
+    }
+}

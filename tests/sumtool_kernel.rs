@@ -11,6 +11,10 @@
 //! Kernel-written images (`fixtures/kernel/`: dirty, power-cut, torn node) summarised by us must
 //! show exactly the listing the kernel recorded for the originals.
 //!
+//! `jffs2-mount` then shows every image Linux mounted (unsummarised, sumtool's and ours; the
+//! summarised fixtures) field for field as Linux showed it (`assert_fuse_shows_what_linux_showed`;
+//! without FUSE that half is skipped loudly, failing under `CI=true`).
+//!
 //! Like the kernel suite, never silently skipped: without qemu or the kernel the tests say
 //! SKIPPED loudly and return (tests/common/skip.rs); under `CI=true` they fail.
 
@@ -118,6 +122,7 @@ fn summarized_images_mount_with_the_source_content_and_fast() {
     if !kernel_available() {
         return;
     }
+    let fuse = fuse_available();
     let work = tempfile::Builder::new()
         .prefix("jffs2-kernel-sumtool-")
         .tempdir()
@@ -234,6 +239,21 @@ fn summarized_images_mount_with_the_source_content_and_fast() {
         "\nmount times in the guest, seconds:\n{}\n",
         table.join("\n")
     );
+    // jffs2-mount shows each image (unsummarised, sumtool's, ours) as Linux showed it
+    if fuse {
+        let cases: Vec<FuseCase> = images
+            .iter()
+            .filter(|i| !i.id.ends_with('2'))
+            .map(|i| FuseCase {
+                image: &i.path,
+                erase: i.erase,
+                linux_id: &i.id,
+                remount: false,
+            })
+            .collect();
+        assert_eq!(cases.len(), 3 * geometries.len());
+        assert_fuse_shows_what_linux_showed(work.path(), &result, &cases);
+    }
 }
 
 #[test]
@@ -241,6 +261,7 @@ fn kernel_written_images_summarized_mount_as_recorded() {
     if !kernel_available() {
         return;
     }
+    let fuse = fuse_available();
     let work = tempfile::Builder::new()
         .prefix("jffs2-kernel-sumtool-fx-")
         .tempdir()
@@ -266,6 +287,19 @@ fn kernel_written_images_summarized_mount_as_recorded() {
     let (_, result) = harness(work.path(), "run", &images);
     // The listing of each summarised image against the one recorded for the original.
     assert_shown_as_recorded(&result, &metas, "summarised fixture");
+    // jffs2-mount shows each summarised image as Linux showed it
+    if fuse {
+        let cases: Vec<FuseCase> = images
+            .iter()
+            .map(|i| FuseCase {
+                image: &i.path,
+                erase: i.erase,
+                linux_id: &i.id,
+                remount: false,
+            })
+            .collect();
+        assert_fuse_shows_what_linux_showed(work.path(), &result, &cases);
+    }
 }
 
 /// Bytes Linux reads mounting `image` (erase size `es`), as jffs2-fsck reproduces the scan.
