@@ -20,6 +20,7 @@ pkgs=(
   locales            # localedef: en_US.UTF-8, whose collation differs from C (tests/reproducible.rs)
   genimage           # genimage's own jffs2 test with our mkfs.jffs2 (tests/integration.rs)
   faketime           # libfaketime: one fixed clock for both tools in the guide parity blocks (tests/integration.rs)
+  librsvg2-bin       # rsvg-convert: the block map (jffs2-dump --map) rendered to PNG (tests/dump_views.rs)
   fuse3              # fusermount3 and /dev/fuse access for ordinary users: jffs2-mount (tests/mount.rs)
 )
 missing=()

@@ -17,9 +17,12 @@ PREFIX/share/fish/vendor_completions.d.
   --destdir DIR      stage under DIR (packaging): files go to DIR/PREFIX/...; the links stay
                      relative (default: $DESTDIR)
   --binaries DIR     install the binaries already built in DIR (e.g. target/release)
-                     instead of running cargo install
-  --generator PATH   the jffs2-gen binary to run (default: cargo run -p jffs2-gen)
-  --profile NAME     the cargo profile to build with (default: release)
+                     instead of running cargo install; when DIR is cargo's output directory
+                     (TARGET/PROFILE), only jffs2-gen is built, there and with that profile,
+                     so nothing the binaries were built from is compiled again
+  --generator PATH   the jffs2-gen binary to run (default: built with cargo build -p jffs2-gen)
+  --profile NAME     the cargo profile to build with (default: release; with --binaries DIR
+                     of cargo's, DIR's)
   --no-mtd-names     no links, pages or completions under the mtd-utils names
   --force            replace an existing PREFIX/bin/mkfs.jffs2 (etc.) that is not a
                      symbolic link (by default the install stops before changing anything)
@@ -109,7 +112,27 @@ else
   "$cargo" install --locked --no-track --force --profile "$profile" --path "$repo" --root "$root"
 fi
 
-# Manual pages and completions, from the command descriptions.
+# Manual pages and completions, from the command descriptions. The generator is built alone
+# (no binaries): where the binaries were built when --binaries names cargo's output directory
+# TARGET/PROFILE (TARGET holds cargo's CACHEDIR.TAG), with that profile, so the libraries they
+# were built from are reused; else in the workspace's target directory with --profile.
+if [ -z "$generator" ]; then
+  gen_target="${CARGO_TARGET_DIR:-$repo/target}"
+  gen_profile="$profile"
+  if [ -n "$binaries" ]; then
+    bdir="$(cd "$binaries" && pwd -P)"
+    if [ -d "$bdir/.fingerprint" ] && [ -f "$(dirname "$bdir")/CACHEDIR.TAG" ]; then
+      gen_target="$(dirname "$bdir")"
+      gen_profile="$(basename "$bdir")"
+      [ "$gen_profile" != debug ] || gen_profile=dev
+    fi
+  fi
+  gen_dir="$gen_profile"
+  [ "$gen_dir" != dev ] || gen_dir=debug
+  (cd "$repo" && "$cargo" build --quiet --locked -p jffs2-gen --profile "$gen_profile" \
+     --target-dir "$gen_target")
+  generator="$gen_target/$gen_dir/jffs2-gen"
+fi
 dist="$(mktemp -d)"
 trap 'rm -rf "$dist"' EXIT
 gen_args=(--out "$dist")
@@ -118,15 +141,17 @@ if [ -z "${SOURCE_DATE_EPOCH:-}" ] && git -C "$repo" rev-parse --git-dir >/dev/n
   SOURCE_DATE_EPOCH="$(git -C "$repo" log -1 --format=%ct 2>/dev/null || true)"
   [ -n "$SOURCE_DATE_EPOCH" ] && export SOURCE_DATE_EPOCH || unset SOURCE_DATE_EPOCH
 fi
-if [ -n "$generator" ]; then
-  "$generator" "${gen_args[@]}"
-else
-  (cd "$repo" && "$cargo" run --quiet --locked --profile "$profile" -p jffs2-gen -- "${gen_args[@]}")
+# Its report names the scratch directory, deleted on exit: shown only if it fails.
+if ! gen_log="$("$generator" "${gen_args[@]}" 2>&1)"; then
+  printf '%s\n' "$gen_log" >&2
+  exit 1
 fi
 
+written=()  # the directories the pages and completions went to, for the report
 for section in 1 8; do
   if compgen -G "$dist/man/man$section/*.$section" >/dev/null; then
     mkdir -p "$mandir/man$section"
+    written+=("$mandir/man$section")
     for f in "$dist/man/man$section"/*."$section"; do
       install -m 0644 "$f" "$mandir/man$section/"
     done
@@ -136,6 +161,7 @@ mkdir -p "$bashdir" "$zshdir" "$fishdir"
 for f in "$dist/completions/bash"/*; do install -m 0644 "$f" "$bashdir/"; done
 for f in "$dist/completions/zsh"/*; do install -m 0644 "$f" "$zshdir/"; done
 for f in "$dist/completions/fish"/*; do install -m 0644 "$f" "$fishdir/"; done
+written+=("$bashdir" "$zshdir" "$fishdir")
 
 # The mtd-utils names: relative links beside the binaries.
 for l in "${links[@]}"; do
@@ -148,7 +174,7 @@ done
 echo "installed into $root:"
 echo "  bin/: ${bins[*]}"
 [ "$mtd_names" -eq 0 ] || echo "  links in bin/: mkfs.jffs2 sumtool jffs2dump jffs2reader fsck.jffs2"
-echo "  share/man/, share/bash-completion/, share/zsh/site-functions/, share/fish/vendor_completions.d/"
+for d in "${written[@]}"; do echo "  ${d#"$root"/}/"; done
 case ":$PATH:" in
   *":$prefix/bin:"*) ;;
   *) [ -n "$destdir" ] || echo "note: $prefix/bin is not in PATH" ;;

@@ -515,3 +515,97 @@ fn json_and_cat_print_alone() {
     assert_eq!(o.code, Some(1));
     assert!(o.stderr.contains("not a JFFS2 image"), "{}", o.stderr);
 }
+
+/// The value of attribute `name` of the `<svg>` element.
+fn svg_attr(svg: &str, name: &str) -> u32 {
+    let tag = &svg[svg.find("<svg ").expect("<svg>")..];
+    let at = tag.find(&format!(" {name}=\"")).expect(name) + name.len() + 3;
+    tag[at..at + tag[at..].find('"').unwrap()].parse().unwrap()
+}
+
+/// The share after `key ` in `text` up to `%` (`used 0.4%`, `used 3.1 KiB (0.4%)`).
+fn share(text: &str, key: &str) -> String {
+    let at = text
+        .find(&format!("{key} "))
+        .unwrap_or_else(|| panic!("{key} in {text}"));
+    let rest = &text[at..];
+    let end = rest.find('%').unwrap();
+    let start = rest[..end]
+        .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap();
+    rest[start + 1..=end].to_string()
+}
+
+#[test]
+fn map_renders_with_numbered_blocks_and_fsck_shares() {
+    if !common::require_mtd_utils() || !common::skip::program("rsvg-convert", "librsvg2-bin") {
+        return;
+    }
+    let tree = dump_common::plain_tree(false);
+    let d = scratch();
+    // A small image without cleanmarkers and one of 600 blocks with them.
+    for (name, args, blocks) in [
+        ("small", vec!["-n", "-e", "16KiB", "--pad=0xa0000"], 40u32),
+        ("big", vec!["-e", "16KiB", "--pad=0x960000"], 600),
+    ] {
+        let img = dump_common::put(d.path(), name, &dump_common::mkfs(tree.path(), &args));
+        let svg_path = d.path().join(format!("{name}.svg"));
+        let o = dump(&[OsStr::new("--map"), svg_path.as_os_str(), img.as_os_str()]);
+        assert_eq!(o.code, Some(0), "{name}: {}", o.stderr);
+        let svg = std::fs::read_to_string(&svg_path).unwrap();
+        // Every square carries its number; each row starts with its first block and offset.
+        let numbers: Vec<u32> = svg
+            .split(r#"<text class="block""#)
+            .skip(1)
+            .map(|t| {
+                let t = &t[t.find('>').unwrap() + 1..];
+                t[..t.find('<').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(numbers, (0..blocks).collect::<Vec<_>>(), "{name}");
+        assert!(svg.contains(">0  0x00000000</text>"), "{name}");
+        if blocks == 600 {
+            assert!(
+                svg.contains(">576  0x00900000</text>"),
+                "{name}: row labels"
+            );
+        }
+        assert!(svg.contains("<title>block 7 at 0x0001c000: "), "{name}");
+        // Only the categories that occur: free blocks of an image without cleanmarkers are
+        // erased, not "cleanmarker only".
+        let no_cm = args.contains(&"-n");
+        assert_eq!(svg.contains("free (cleanmarker only)"), !no_cm, "{name}");
+        assert_eq!(
+            svg.contains("the image has no cleanmarkers"),
+            no_cm,
+            "{name}"
+        );
+        assert!(!svg.contains("all dirty"), "{name}");
+        // The shares are the ones jffs2-fsck prints.
+        let f = run_prog(
+            Path::new(env!("CARGO_BIN_EXE_jffs2-fsck")),
+            &[img.as_os_str()],
+        );
+        let space = f.text();
+        let space = space.lines().find(|l| l.contains("space:")).unwrap();
+        for key in ["used", "dirty", "free"] {
+            assert_eq!(share(&svg, key), share(space, key), "{name} {key}: {space}");
+        }
+        // It renders, at the size it says.
+        let png = d.path().join(format!("{name}.png"));
+        let r = run_prog(
+            &common::skip::find_program("rsvg-convert", "librsvg2-bin").unwrap(),
+            &[OsStr::new("-o"), png.as_os_str(), svg_path.as_os_str()],
+        );
+        assert_eq!(r.code, Some(0), "{name}: rsvg-convert: {}", r.stderr);
+        let p = std::fs::read(&png).unwrap();
+        assert_eq!(&p[1..4], b"PNG");
+        let be = |i: usize| u32::from_be_bytes(p[i..i + 4].try_into().unwrap());
+        assert_eq!(
+            (be(16), be(20)),
+            (svg_attr(&svg, "width"), svg_attr(&svg, "height")),
+            "{name}"
+        );
+        assert!(be(16) >= 600, "{name}: {} px wide", be(16));
+    }
+}

@@ -310,6 +310,76 @@ fn refuses_a_foreign_file_unless_forced_and_stages_under_destdir() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--binaries` with cargo's output directory and no `--generator`: cargo is asked once, to
+/// build the generator alone, in that target directory and with that profile (so what the
+/// binaries were built from is reused, not compiled again); the report names only paths that
+/// exist once the script is done (not the generator's scratch directory).
+#[test]
+fn binaries_build_only_the_generator_where_they_were_built() {
+    // The shared installation built everything the generator needs in this target directory.
+    installed();
+    let dir = scratch("binaries");
+    let log = dir.join("cargo.log");
+    let wrapper = dir.join("cargo");
+    let real = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            Path::new(&real).display()
+        ),
+    )
+    .expect("write the cargo wrapper");
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let prefix = dir.join("prefix");
+    let mut c = install_script();
+    c.arg("--prefix")
+        .arg(&prefix)
+        .arg("--binaries")
+        .arg(bin_dir())
+        .env("CARGO", &wrapper);
+    let o = run(c);
+    ok("install.sh --binaries", &o);
+
+    let calls = std::fs::read_to_string(&log).expect("cargo was run");
+    let target = bin_dir()
+        .parent()
+        .expect("the target directory")
+        .canonicalize()
+        .expect("canonical target directory");
+    let want = format!(
+        "build --quiet --locked -p jffs2-gen --profile {} --target-dir {}",
+        profile(),
+        target.display()
+    );
+    assert_eq!(
+        calls.lines().collect::<Vec<_>>(),
+        [want.as_str()],
+        "{calls}"
+    );
+
+    let report = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    let mut root = None;
+    for line in report.lines() {
+        if let Some(r) = line.strip_prefix("installed into ") {
+            root = Some(PathBuf::from(r.trim_end_matches(':')));
+        } else if let (Some(r), Some(rel)) = (&root, line.trim().strip_suffix('/')) {
+            assert!(r.join(rel).is_dir(), "{line}: no such directory\n{report}");
+        }
+        for w in line.split_whitespace().filter(|w| w.starts_with('/')) {
+            let p = w.trim_end_matches([':', ',', '.']);
+            assert!(Path::new(p).exists(), "{p} named but absent:\n{report}");
+        }
+    }
+    assert_eq!(root.as_deref(), Some(prefix.as_path()), "{report}");
+    assert!(report.contains("share/man/man1/"), "{report}");
+    for p in PERSONALITIES {
+        assert!(man_page(&prefix, p).is_file(), "{}", p.name);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn fsck_t_jffs2_runs_our_fsck_jffs2() {
     if !(skip::program("fsck", "util-linux")) {

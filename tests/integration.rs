@@ -1184,7 +1184,23 @@ fn yocto_mtd_utils_damage(o: &Outcome) -> Result<(), String> {
                 .contains(": content: image differs from byte ")
             && o.ours.stdout.contains("jffs2-fsck: exit 4"),
         || "jffs2-fsck --compare should list lost content and exit 4".into(),
-    )
+    )?;
+    // The guide shows this run's output: the first text block after the step's sh block.
+    let guide = fs::read_to_string(guide_dir().join("yocto.md")).expect("yocto.md");
+    let after = &guide[guide
+        .find("<!-- test: yocto-sum-default-mtd-utils -->")
+        .expect("the step's marker")..];
+    let shown = after
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap_or_default();
+    ensure(shown == o.ours.stdout, || {
+        format!(
+            "yocto.md shows another output than the run's:\n{}",
+            o.ours.stdout
+        )
+    })
 }
 
 fn yocto_summary_one_step(o: &Outcome) -> Result<(), String> {

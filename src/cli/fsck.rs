@@ -469,11 +469,7 @@ pub fn kernel_log_text(r: &Report) -> String {
 }
 
 fn pct(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        "0%".to_string()
-    } else {
-        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
-    }
+    jffs2::text::percent(part, whole)
 }
 
 fn size(v: u64) -> String {
@@ -659,17 +655,17 @@ fn nodes_line(r: &Report) -> String {
 
 fn space_line(r: &Report) -> String {
     let sp = &r.space;
-    let fl = r.flash_len;
+    let sh = sp.shares(r.flash_len);
     format!(
         "used {} ({}), unchecked {}, dirty {} ({}), wasted {}, free {} ({})",
         size(sp.used),
-        pct(sp.used, fl),
+        sh.used,
         size(sp.unchecked),
         size(sp.dirty),
-        pct(sp.dirty, fl),
+        sh.dirty,
         size(sp.wasted),
         size(sp.free),
-        pct(sp.free, fl)
+        sh.free
     )
 }
 

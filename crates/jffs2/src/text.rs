@@ -13,6 +13,16 @@ use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+/// `part` as a percentage of `whole` with one decimal (`0%` of nothing): how every tool prints a
+/// share, so that the same share reads the same in each.
+pub fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "0%".to_string()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
 /// Whether `c` must not reach a terminal as it is: C0 controls (tab and newline included),
 /// DEL, C1 controls, the bidirectional marks, embeddings, overrides and isolates (U+061C,
 /// U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), and the line and paragraph separators

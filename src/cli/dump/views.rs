@@ -531,7 +531,8 @@ pub fn run(
         views::write_summaries(&s, out).map_err(|e| stdout_failed(tool, &e))?;
     }
     if let (Some(path), Some(b)) = (&a.map, &blocks) {
-        write_map(tool, image, &shown, path, b, &g).map_err(failed)?;
+        let space = fs.scan().totals();
+        write_map(tool, image, &shown, path, (b, &space), &g).map_err(failed)?;
     }
     if a.list {
         let bad = extract::list(&fs, out, &extract::ListOptions { xattrs: a.verbose })
@@ -580,14 +581,14 @@ fn info_view(loaded: &Loaded, fs: &Fs<'_>, a: &ViewArgs, out: &mut dyn Write) ->
     views::write_info(&i, out)
 }
 
-/// `--map FILE`: the SVG map of the erase blocks `b`, written to a file that is not the
-/// image.
+/// `--map FILE`: the SVG map of the erase blocks `b` (with the scan's space counters), written
+/// to a file that is not the image.
 fn write_map(
     tool: &Tool,
     image: &Path,
     shown: &str,
     path: &Path,
-    b: &[views::BlockView],
+    (b, space): (&[views::BlockView], &scan::SpaceTotals),
     g: &scan::Geometry,
 ) -> Result<(), Exit> {
     let title = format!(
@@ -599,7 +600,7 @@ fn write_map(
         b.len(),
         g.erase_size
     );
-    let svg = views::svg_map(b, &title);
+    let svg = views::svg_map(b, space, &title);
     let mut o = match super::Output::file(path.to_path_buf()) {
         Ok(o) => o,
         Err(e) => {

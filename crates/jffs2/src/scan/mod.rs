@@ -537,6 +537,37 @@ pub struct SpaceTotals {
     pub bytes_read: u64,
 }
 
+/// The space counters as shares of the flash, printed (`12.5%`): the one computation behind
+/// `jffs2-fsck`'s `space:` line and the block map's totals, so both give the same figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpaceShares {
+    /// Checked (or pristine) node bytes: unchecked bytes are not counted here, as the kernel's
+    /// `used_size` does not count them until they are checked (§7.1).
+    pub used: String,
+    /// Node bytes not yet checked.
+    pub unchecked: String,
+    /// Dirty bytes.
+    pub dirty: String,
+    /// Wasted bytes.
+    pub wasted: String,
+    /// Free bytes.
+    pub free: String,
+}
+
+impl SpaceTotals {
+    /// Each counter as a share of a flash of `flash_len` bytes.
+    pub fn shares(&self, flash_len: u64) -> SpaceShares {
+        let p = |v: u64| crate::text::percent(v, flash_len);
+        SpaceShares {
+            used: p(self.used),
+            unchecked: p(self.unchecked),
+            dirty: p(self.dirty),
+            wasted: p(self.wasted),
+            free: p(self.free),
+        }
+    }
+}
+
 impl Scan {
     /// The global counters after the scan (sums of the per-block counters).
     pub fn totals(&self) -> SpaceTotals {

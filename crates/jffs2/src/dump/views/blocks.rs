@@ -162,7 +162,7 @@ fn summary_use(s: &SummaryUse) -> String {
 pub fn write_blocks(blocks: &[BlockView], out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:>6} {:>10}  {:<13} {:>8} {:>9} {:>8} {:>7} {:>8}  {:<5} {:>5}  summary",
+        "{:>6} {:>10}  {:<13} {:>8} {:>9} {:>8} {:>7} {:>8}  {:<11} {:>5}  summary",
         "block",
         "offset",
         "state",
@@ -171,7 +171,7 @@ pub fn write_blocks(blocks: &[BlockView], out: &mut dyn Write) -> io::Result<()>
         "dirty",
         "wasted",
         "free",
-        "clean",
+        "cleanmarker",
         "nodes"
     )?;
     let (mut u, mut c, mut d, mut w, mut f) = (0u64, 0u64, 0u64, 0u64, 0u64);
@@ -179,7 +179,7 @@ pub fn write_blocks(blocks: &[BlockView], out: &mut dyn Write) -> io::Result<()>
     for b in blocks {
         writeln!(
             out,
-            "{:>6} 0x{:08x}  {:<13} {:>8} {:>9} {:>8} {:>7} {:>8}  {:<5} {:>5}  {}",
+            "{:>6} 0x{:08x}  {:<13} {:>8} {:>9} {:>8} {:>7} {:>8}  {:<11} {:>5}  {}",
             b.index,
             b.offset,
             b.state.name(),

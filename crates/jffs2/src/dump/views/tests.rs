@@ -149,10 +149,68 @@ fn blocks_summaries_and_svg() {
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("kernel: used"), "{text}");
     assert!(text.contains("    dirent  0x"), "{text}");
-    let svg = svg_map(&b, "t <&> \"q\"");
+    let header = text.lines().next().unwrap();
+    assert!(header.contains(" cleanmarker "), "{header}");
+    assert!(!header.contains(" clean "), "{header}");
+    let svg = svg_map(&b, &f.scan().totals(), "t <&> \"q\"");
     assert_eq!(svg.matches("<g><title>").count(), b.len());
+    // Each square carries its block's number; each tooltip the number, offset and state.
+    assert_eq!(block_numbers(&svg), (0..b.len() as u32).collect::<Vec<_>>());
+    for x in &b {
+        assert!(svg.contains(&format!(
+            "<title>block {} at 0x{:08x}: {}\nused {}",
+            x.index,
+            x.offset,
+            x.state.name(),
+            x.used
+        )));
+    }
+    // Row labels: the first block of each row and its offset.
+    assert!(svg.contains(">0  0x00000000</text>"), "{svg}");
+    // Only the states that occur are in the legend: cleanmarkers, so no erased-free entry.
+    assert!(!svg.contains("the image has no cleanmarkers"));
+    assert!(!svg.contains("all dirty (no valid node)"));
     assert!(svg.contains("t &lt;&amp;&gt; &quot;q&quot;"));
     assert!(svg.ends_with("</svg>\n"));
+}
+
+/// The numbers written on the map's squares, in order.
+fn block_numbers(svg: &str) -> Vec<u32> {
+    svg.split(r#"<text class="block""#)
+        .skip(1)
+        .map(|t| {
+            let t = &t[t.find('>').unwrap() + 1..];
+            t[..t.find('<').unwrap()].parse().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn map_of_an_image_without_cleanmarkers() {
+    let e = Endian::Little;
+    let mut img = image(e, false, None, 6);
+    img.resize(
+        crate::scan::flashed_len(img.len(), ES) + 3 * ES as usize,
+        0xFF,
+    );
+    let image = opened(img, e);
+    let (f, _) = image.salvage();
+    let b = blocks(f.scan(), image.flash());
+    assert!(b.iter().all(|x| !x.cleanmarker));
+    let svg = svg_map(&b, &f.scan().totals(), "t");
+    // The erased blocks are free for writing, and no block can hold a cleanmarker alone.
+    assert!(
+        svg.contains("free (erased; the image has no cleanmarkers) — "),
+        "{svg}"
+    );
+    assert!(!svg.contains("cleanmarker only"), "{svg}");
+    assert!(!svg.contains("summary used by the kernel"), "{svg}");
+    // The shares as jffs2-fsck prints them: checked bytes only count as used.
+    let sh = f.scan().totals().shares(image.flash().len() as u64);
+    assert!(
+        svg.contains(&format!("used {}, unchecked {},", sh.used, sh.unchecked)),
+        "{svg}"
+    );
 }
 
 #[test]
