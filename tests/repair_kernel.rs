@@ -1,12 +1,13 @@
 //! `jffs2-fsck --repair` and `jffs2-convert` judged by the Linux kernel on images that Linux
 //! itself writes and then cannot mount (docs/FSCK.md, "Images Linux wrote and cannot mount"):
 //! an `mkfs.jffs2 -n` image (no cleanmarkers) in 64 KiB blocks, written to by a read-write
-//! mount and cleanly unmounted, makes the next mount BUG in `jffs2_link_node_ref`. The image
-//! is made here by the kernel (the harness of `tests/kernel_harness.rs`, docs/TESTING.md), and
-//! kept as a fixture too (`fixtures/kernel/unmountable/`); each is checked (fsck predicts the
-//! failure), extracted (the salvage view), repaired by both tools (exit 1, saying the input was
-//! unmountable), and every repair, mounted read-only by Linux, must show exactly the tree that
-//! `jffs2-dump --extract` wrote, with no jffs2 complaint. The written image itself, mounted
+//! mount and cleanly unmounted or cut by a power loss, makes the next mount BUG in
+//! `jffs2_link_node_ref`. Both images are made here by the kernel (the harness of
+//! `tests/kernel_harness.rs`, docs/TESTING.md), and one is kept as a fixture too
+//! (`fixtures/kernel/unmountable/`). Each is checked (fsck predicts the failure), extracted
+//! (the salvage view), repaired by both tools (exit 1, saying the input was unmountable), and
+//! every repair, mounted read-only by Linux, must show exactly the tree that
+//! `jffs2-dump --extract` wrote, with no jffs2 complaint. The unmounted image itself, mounted
 //! last in the same boot, must still kill that kernel.
 //!
 //! Like the other kernel suites, never silently skipped: without qemu or the kernel the test
@@ -102,8 +103,16 @@ fn make_tree(root: &Path) {
     std::os::unix::fs::symlink("../etc/config", root.join("data/config-link")).unwrap();
 }
 
-/// Linux writes the image: mkfs -n, a read-write mount, the workload, a clean unmount.
-fn written_by_linux(w: &Path) -> PathBuf {
+/// The workload as a power-cut writer: the same writes, forever, until the power goes.
+fn writer() -> String {
+    WORKLOAD
+        .replace("while [ $i -lt 30 ]", "while true")
+        .replace("rm -f data/notes.txt\nsync\n", "")
+}
+
+/// Linux writes the images, in one boot: mkfs -n, a read-write mount, the workload, then a
+/// clean unmount (`written.img`) or a power cut in the middle of the writes (`cut.img`).
+fn written_by_linux(w: &Path) -> [PathBuf; 2] {
     let tree = w.join("tree");
     make_tree(&tree);
     let start = w.join("start.img");
@@ -112,20 +121,27 @@ fn written_by_linux(w: &Path) -> PathBuf {
         &["-n", "-e", "64KiB", "-r", p(&tree), "-o", p(&start)],
     );
     assert_eq!(code, 0, "jffs2-mkfs: {err}");
-    let written = w.join("written.img");
+    let (written, cut) = (w.join("written.img"), w.join("cut.img"));
+    let common = format!(
+        "\"path\": {}, \"erase_size\": {ERASE}, \"pad_to\": 1048576, \"mode\": \"rw\"",
+        json_path(&start)
+    );
     let spec = format!(
-        "{{\"timeout\": 600, \"images\": [{{\"id\": \"write\", \"path\": {}, \"erase_size\": \
-         {ERASE}, \"pad_to\": 1048576, \"mode\": \"rw\", \"workload\": {}, \"output\": {}}}]}}\n",
-        json_path(&start),
+        "{{\"timeout\": 600, \"images\": [\n\
+         {{\"id\": \"write\", {common}, \"workload\": {}, \"output\": {}}},\n\
+         {{\"id\": \"cut\", {common}, \"power_cut\": {{\"writer\": {}, \"delay\": 2.0}}, \
+         \"output\": {}}}]}}\n",
         json_str(WORKLOAD),
-        json_path(&written)
+        json_path(&written),
+        json_str(&writer()),
+        json_path(&cut)
     );
     let (report, _) = harness_spec(w, "run", &spec);
     assert!(
-        report.contains("RESULT write DONE mount=ok"),
+        report.contains("RESULT write DONE mount=ok") && report.contains("RESULT cut POWER-CUT"),
         "the writing boot:\n{report}"
     );
-    written
+    [written, cut]
 }
 
 /// jffs2-fsck predicts the kernel's failure exactly: the mount fails on a summary.
@@ -193,11 +209,11 @@ fn images_linux_writes_and_cannot_mount_are_repaired_and_mount() {
         .tempdir()
         .unwrap();
     let w = work.path();
-    let written = written_by_linux(w);
+    let [written, cut] = written_by_linux(w);
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/kernel/unmountable/summary-bug-64k.img");
     let mut images = Vec::new();
-    for (id, img) in [("written", &written), ("fixture", &fixture)] {
+    for (id, img) in [("written", &written), ("cut", &cut), ("fixture", &fixture)] {
         assert_predicted(img);
         images.extend(repaired(w, id, img));
     }
