@@ -157,14 +157,15 @@ fn assert_predicted(img: &Path) {
     );
 }
 
-/// Extracts `img` (the salvage view, with a warning), repairs it with both tools, and returns
-/// the images Linux is to mount, each with the extracted tree it must show.
-fn repaired(w: &Path, id: &str, img: &Path) -> Vec<Image> {
+/// Extracts `img` (the salvage view, with a warning), repairs it with both tools (each saying
+/// why Linux refuses it, `why`), and returns the images Linux is to mount, each with the
+/// extracted tree it must show.
+fn repaired(w: &Path, id: &str, img: &Path, why: &str) -> Vec<Image> {
     let x = w.join(format!("{id}.extracted"));
     let (code, _, err) = run(DUMP, &[&format!("--extract={}", p(&x)), p(img)]);
     assert_eq!(code, 0, "{id}: jffs2-dump --extract: {err}");
     assert!(
-        err.contains("Linux would refuse to mount this image: kernel BUG: "),
+        err.contains(&format!("Linux would refuse to mount this image: {why}")),
         "{id}: {err}"
     );
     let rep = w.join(format!("{id}.repair.img"));
@@ -178,7 +179,7 @@ fn repaired(w: &Path, id: &str, img: &Path) -> Vec<Image> {
     let (code, _, err) = run(CONVERT, &["-i", p(img), "-o", p(&conv)]);
     assert_eq!(code, 1, "{id}: jffs2-convert: {err}");
     assert!(
-        err.contains("Linux would not mount the input (kernel BUG: "),
+        err.contains(&format!("Linux would not mount the input ({why}")),
         "{id}: {err}"
     );
     // And the repairs check clean.
@@ -199,6 +200,34 @@ fn repaired(w: &Path, id: &str, img: &Path) -> Vec<Image> {
         .collect()
 }
 
+/// Another image Linux refuses with its data readable: an mkfs.jffs2 image of the tree (with
+/// cleanmarkers) followed by one node of an INCOMPAT type Linux does not know (the mount
+/// fails with -EIO, no BUG).
+fn with_incompat_node(w: &Path) -> PathBuf {
+    let img = w.join("incompat.img");
+    let (code, _, err) = run(
+        MKFS,
+        &["-e", "64KiB", "-r", p(&w.join("tree")), "-o", p(&img)],
+    );
+    assert_eq!(code, 0, "jffs2-mkfs: {err}");
+    let mut bytes = std::fs::read(&img).unwrap();
+    bytes.resize(bytes.len().next_multiple_of(4), 0xFF);
+    let mut node = Vec::new();
+    node.extend_from_slice(&0x1985u16.to_le_bytes());
+    node.extend_from_slice(&0xE0FFu16.to_le_bytes());
+    node.extend_from_slice(&12u32.to_le_bytes());
+    let crc = jffs2::crc::crc32(&node);
+    node.extend_from_slice(&crc.to_le_bytes());
+    bytes.extend_from_slice(&node);
+    std::fs::write(&img, bytes).unwrap();
+    let (code, out, _) = run(FSCK, &[p(&img)]);
+    assert!(
+        code == 4 && out.contains("ERROR incompat-node ") && out.contains("Linux refuses"),
+        "{out}"
+    );
+    img
+}
+
 #[test]
 fn images_linux_writes_and_cannot_mount_are_repaired_and_mount() {
     if !kernel_available() {
@@ -215,10 +244,21 @@ fn images_linux_writes_and_cannot_mount_are_repaired_and_mount() {
     let mut images = Vec::new();
     for (id, img) in [("written", &written), ("cut", &cut), ("fixture", &fixture)] {
         assert_predicted(img);
-        images.extend(repaired(w, id, img));
+        images.extend(repaired(w, id, img, "kernel BUG: "));
     }
+    let incompat = with_incompat_node(w);
+    images.extend(repaired(w, "incompat", &incompat, "node type 0xe0ff at 0x"));
     let ids: Vec<String> = images.iter().map(|i| i.id.clone()).collect();
-    // Last in the boot: the damaged image itself, which Linux still cannot mount.
+    // Linux refuses the INCOMPAT image (an error, no BUG), and the damaged image, last in the
+    // boot, still kills it.
+    images.push(Image {
+        id: "refused".into(),
+        path: incompat,
+        erase: ERASE,
+        partition: None,
+        expect_dir: None,
+        ignore: vec![],
+    });
     images.push(Image {
         id: "damaged".into(),
         path: written.clone(),
@@ -231,6 +271,10 @@ fn images_linux_writes_and_cannot_mount_are_repaired_and_mount() {
     for id in &ids {
         assert!(ok(&report, id), "{id} as Linux shows it:\n{report}");
     }
+    assert!(
+        report.contains("RESULT refused FAIL mount=FAILED"),
+        "the INCOMPAT image mounted:\n{report}"
+    );
     assert!(
         report.contains("RESULT damaged ")
             && !report.contains("RESULT damaged OK")
