@@ -2,6 +2,7 @@
 """Regenerates fixtures/kernel/: JFFS2 images written by the Linux kernel itself.
 
   python3 tests/kernel/make-fixtures.py [--out fixtures/kernel] [--only NAME ...]
+  python3 tests/kernel/make-fixtures.py --unmountable   # fixtures/kernel/unmountable/ alone
 
 Every fixture starts from a small image (mtd-utils' mkfs.jffs2 of a tree generated here, or
 plain erased flash), is mounted read-write by Debian's kernel under qemu (block2mtd), and then
