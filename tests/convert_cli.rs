@@ -133,8 +133,16 @@ fn kernel_dirty_and_power_cut_images_keep_their_tree_and_lose_their_dirt() {
             let mut a = vec!["-i", p(&img), "-o", p(&out), "--json"];
             a.extend(args.iter().copied());
             let r = convert(&a);
-            assert_eq!(r.status, 0, "{name} {tag}: {}", r.stderr);
+            // The torn node's data fails its CRC: the bytes Linux reads as zeros are named.
+            let want = i32::from(name.contains("torn"));
+            assert_eq!(r.status, want, "{name} {tag}: {}", r.stderr);
             let j: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON report");
+            let data_lost = j["dropped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d["what"].as_str().is_some_and(|w| w.starts_with("data: ")));
+            assert_eq!(data_lost, want == 1, "{name} {tag}: {}", j["dropped"]);
             let es = j["output"]["erase_size"].as_u64().map(|v| v as u32);
             let node_bytes = j["output"]["node_bytes"].as_u64().unwrap();
             let after = shown_as(&out, es);
@@ -432,4 +440,188 @@ fn what_linux_cannot_read_is_left_out_and_named() {
         .map(|e| String::from_utf8_lossy(&e.path).into_owned())
         .collect();
     assert_eq!(names, [".", "fine"]);
+}
+
+/// The content of every regular file of `fs`, by path.
+fn contents(fs: &jffs2::fs::Fs) -> Vec<(String, Vec<u8>)> {
+    let tree = fs.tree(&TreeOptions::listing());
+    tree.entries
+        .iter()
+        .filter(|e| e.kind == jffs2::fs::InodeKind::File)
+        .map(|e| {
+            let mut path = b"/".to_vec();
+            path.extend_from_slice(&e.path);
+            let data = fs.read_file(&path).expect("readable");
+            (String::from_utf8_lossy(&e.path).into_owned(), data)
+        })
+        .collect()
+}
+
+#[test]
+fn data_with_a_bad_crc_is_named_with_what_reads_as_zeros() {
+    let dir = common::scratch();
+    let torn =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel/powercut-torn-node-16k.img");
+    let out = dir.path().join("out.img");
+    let r = convert(&["-i", p(&torn), "-o", p(&out)]);
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("inode #19 /var/log/messages")
+            && r.stderr.contains("data node at 0x0000be84")
+            && r.stderr.contains("bytes 12288-12868 read as zeros"),
+        "{}",
+        r.stderr
+    );
+    // The output reads as Linux reads the input: zeros there.
+    let before = jffs2::Image::open(&torn).unwrap();
+    let after = jffs2::Image::open(&out).unwrap();
+    let (a, b) = (before.mount().unwrap(), after.mount().unwrap());
+    assert_eq!(contents(&a), contents(&b));
+    let messages = b.read_file(b"/var/log/messages").unwrap();
+    assert!(messages[12288..12869].iter().all(|&x| x == 0));
+}
+
+#[test]
+fn data_with_a_bad_crc_over_older_data_is_named() {
+    use jffs2::format::{dt, DirentNode, Endian, InodeNode};
+    use jffs2::layout::{BlockWriter, EndPad, LayoutConfig};
+    let e = Endian::Little;
+    let mut nodes = Vec::new();
+    let mut b = Vec::new();
+    DirentNode {
+        pino: 1,
+        version: 1,
+        ino: 2,
+        dtype: dt::REG,
+        ..Default::default()
+    }
+    .encode(e, b"f", &mut b);
+    nodes.push(b.clone());
+    for (version, fill) in [(1, b'A'), (2, b'B')] {
+        b.clear();
+        InodeNode {
+            ino: 2,
+            version,
+            mode: 0o100644,
+            isize: 100,
+            offset: 0,
+            dsize: 100,
+            ..Default::default()
+        }
+        .encode(e, &[fill; 100], &mut b);
+        nodes.push(b.clone());
+    }
+    // The newer node's data CRC fails: Linux shows the older data under it.
+    let last = nodes.last_mut().unwrap();
+    last[60] ^= 1;
+    let mut w = BlockWriter::new(
+        Vec::new(),
+        LayoutConfig {
+            endian: e,
+            erase_size: 16384,
+            cleanmarker: Some(12),
+            summary: false,
+        },
+    );
+    for n in &nodes {
+        w.prepare(n.len() as u32, 0).unwrap();
+        w.write_node(n).unwrap();
+    }
+    let (mut img, _) = w.finish(EndPad::Block).unwrap();
+    img.resize(5 * 16384, 0xFF);
+    let dir = common::scratch();
+    let input = dir.path().join("crc.img");
+    std::fs::write(&input, &img).unwrap();
+    let out = dir.path().join("out.img");
+    let r = convert(&["-i", p(&input), "-o", p(&out), "--json"]);
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("inode #2 /f")
+            && r.stderr.contains("bytes 0-99 of the file")
+            && r.stderr.contains("bytes 0-99 show older data"),
+        "{}",
+        r.stderr
+    );
+    let j: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    assert_eq!(j["dropped"][0]["path"], "/f", "{j}");
+    let fs = Source::new(std::fs::read(&out).unwrap(), None, None).unwrap();
+    let fs = fs.mount().unwrap();
+    assert_eq!(fs.read_data(2, 0, 200).unwrap(), [b'A'; 100]);
+}
+
+#[test]
+fn an_image_linux_cannot_mount_is_converted_and_said() {
+    let dir = common::scratch();
+    let bad = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/kernel/unmountable/summary-bug-64k.img");
+    let out = dir.path().join("out.img");
+    let r = convert(&["-i", p(&bad), "-o", p(&out), "--json"]);
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Linux would not mount the input (kernel BUG: ")
+            && r.stderr.contains("converting what can be read of it"),
+        "{}",
+        r.stderr
+    );
+    let j: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    assert!(
+        j["unmountable"]
+            .as_str()
+            .is_some_and(|u| u.contains("kernel BUG")),
+        "{j}"
+    );
+    // The output mounts, with everything the salvage view of the input reads.
+    let salvage = jffs2::Image::open(&bad).unwrap();
+    let (before, refused) = salvage.salvage();
+    assert!(refused.is_some());
+    let after = shown(&out);
+    same_tree(
+        "unmountable",
+        &before.tree(&TreeOptions::listing()),
+        &after.tree,
+    );
+    assert!(
+        after.log.iter().all(|l| l.contains("xattr")),
+        "{:?}",
+        after.log
+    );
+    let converted = jffs2::Image::open(&out).unwrap();
+    assert_eq!(contents(&before), contents(&converted.mount().unwrap()));
+    // jffs2-dump's warning gives the reason as text.
+    let o = Command::new(env!("CARGO_BIN_EXE_jffs2-dump"))
+        .args(["--list", p(&bad)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("Linux would refuse to mount this image: kernel BUG: ")
+            && !err.contains("Other("),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_image_nothing_can_be_read_of_is_still_refused() {
+    // One INCOMPAT node of a type Linux does not know, and nothing else.
+    let mut img = Vec::new();
+    img.extend_from_slice(&0x1985u16.to_le_bytes());
+    img.extend_from_slice(&0xE0FFu16.to_le_bytes());
+    img.extend_from_slice(&12u32.to_le_bytes());
+    let c = jffs2::crc::crc32(&img);
+    img.extend_from_slice(&c.to_le_bytes());
+    img.resize(5 * 16384, 0xFF);
+    let dir = common::scratch();
+    let input = dir.path().join("incompat.img");
+    std::fs::write(&input, &img).unwrap();
+    let out = dir.path().join("out.img");
+    let r = convert(&["-i", p(&input), "-o", p(&out)]);
+    assert_eq!(r.status, 8, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("Linux would not mount the input")
+            && r.stderr.contains("nothing of the filesystem can be read"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
 }

@@ -27,10 +27,11 @@ fn convert(args: &[&str]) {
         .args(args)
         .output()
         .expect("run jffs2-convert");
+    // Status 1 only for the torn node, whose data Linux reads as zeros (named on stderr).
+    let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        o.status.success(),
-        "jffs2-convert {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
+        o.status.success() || (o.status.code() == Some(1) && err.contains("fails its data CRC")),
+        "jffs2-convert {args:?}: {err}"
     );
 }
 

@@ -498,3 +498,64 @@ fn files_hidden_by_an_empty_summary_are_named() {
         0
     );
 }
+
+/// `--repair` of an image Linux cannot mount (it wrote it itself: the kernel fixture whose
+/// summary makes the mount BUG): OUT holds what the salvage view reads, the run says that
+/// Linux would not mount IMAGE, and exits 1 (errors corrected), in the JSON document too.
+#[test]
+fn repair_of_an_image_linux_cannot_mount_says_so_and_exits_1() {
+    let dir = common::scratch();
+    let img = kernel_fixtures().join("unmountable/summary-bug-64k.img");
+    let out = dir.path().join("repaired.img");
+    let (i, o) = (img.to_str().unwrap(), out.to_str().unwrap());
+    let r = fsck(&[&format!("--repair={o}"), "--json", i]);
+    let err = r.stderr_text();
+    assert_eq!(r.status, 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "--repair: Linux would not mount {i} (kernel BUG: "
+        )) && err.contains(&format!("{o} holds what can be read of it")),
+        "{err}"
+    );
+    let j = json_of(&r);
+    assert_eq!(j["exit_code"], 1, "{j}");
+    assert!(
+        j["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["code"] == "mount-failure"),
+        "{j}"
+    );
+    let after = fsck(&[o]);
+    assert_eq!(after.status, 0, "{}", after.stdout_text());
+    // Every file the salvage view lists, as it lists it.
+    let list = |p: &str| {
+        let o = tool(DUMP, &["--list", p]);
+        assert_eq!(o.status, 0, "{}", o.stderr_text());
+        o.stdout_text()
+    };
+    assert_eq!(list(i), list(o));
+}
+
+/// `--repair` names each range of a file that reads as zeros because its data node fails
+/// its data CRC (Linux drops the node, §6.2 of the kernel spec): the torn-node fixture.
+#[test]
+fn repair_names_what_reads_as_zeros_after_a_bad_data_crc() {
+    let dir = common::scratch();
+    let img = kernel_fixtures().join("powercut-torn-node-16k.img");
+    let out = dir.path().join("repaired.img");
+    let r = fsck(&[
+        &format!("--repair={}", out.to_str().unwrap()),
+        img.to_str().unwrap(),
+    ]);
+    let err = r.stderr_text();
+    assert_eq!(r.status, 1, "{err}");
+    assert!(
+        err.contains(
+            "--repair left out (inode #19 /var/log/messages): data: the data node at 0x0000be84"
+        ) && err.contains("bytes 12288-12868 read as zeros"),
+        "{err}"
+    );
+    assert!(err.contains(", 1 left out"), "{err}");
+}

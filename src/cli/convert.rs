@@ -22,10 +22,11 @@ use super::{Progress, Tool};
 
 /// Exit status: converted, nothing left out.
 const EXIT_OK: i32 = 0;
-/// Converted; something Linux could not read, or never shows, was left out (reported).
+/// Converted; something Linux could not read, or never shows, was left out, or Linux would
+/// not mount the input (reported).
 const EXIT_DROPPED: i32 = 1;
-/// The input cannot be converted (unreadable, not JFFS2, not mountable) or the output
-/// cannot be written.
+/// The input cannot be converted (unreadable, not JFFS2, nothing of it readable) or the
+/// output cannot be written.
 const EXIT_OPERATIONAL: i32 = 8;
 /// Usage error.
 use super::EXIT_USAGE;
@@ -315,10 +316,19 @@ fn run(tool: &Tool, a: &Args) -> i32 {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let fs = match src.mount() {
+    // What Linux would not mount is converted all the same, from what can be read of it
+    // (as `jffs2-dump --extract` reads it), and said: a device whose partition no longer
+    // mounts is when a clean image is needed most.
+    let fs = match src.salvage() {
         Ok(fs) => fs,
         Err(e) => return st.named(&e),
     };
+    if let Some(f) = &fs.scan().failure {
+        tool.warning(&format!(
+            "{}: Linux would not mount the input ({f}): converting what can be read of it",
+            st.path.display()
+        ));
+    }
     let had = convert::input_layout(fs.scan());
     let mut cfg = match config(&st, a, &src, &had) {
         Ok(c) => c,
@@ -474,7 +484,7 @@ fn report_result(
     } else if a.verbose {
         eprintln!("{}", summary(report, cfg, input_len, used));
     }
-    if report.dropped.is_empty() {
+    if report.dropped.is_empty() && report.unmountable.is_none() {
         EXIT_OK
     } else {
         EXIT_DROPPED
@@ -486,7 +496,7 @@ fn summary(r: &ConvertReport, cfg: &ConvertConfig, input_len: u64, used: u64) ->
     format!(
         "{} inodes, {} directory entries, {} xattr nodes: {} nodes copied, {} written anew \
          ({} kept undecodable), {} left out; {} bytes of nodes (input used {used}) in {} erase \
-         blocks of {} KiB, {}, cleanmarkers {}, summaries {}; output {} bytes (input {input_len})",
+         blocks of {} KiB, {}, cleanmarkers {}, summaries {}; output {} bytes (input {input_len}{})",
         r.inodes,
         r.dirents,
         r.xattrs,
@@ -501,7 +511,12 @@ fn summary(r: &ConvertReport, cfg: &ConvertConfig, input_len: u64, used: u64) ->
         l.cleanmarker
             .map_or_else(|| "none".to_string(), |c| format!("{c} bytes")),
         if l.summary { "yes" } else { "no" },
-        r.image_size
+        r.image_size,
+        if r.unmountable.is_some() {
+            ", which Linux would not mount"
+        } else {
+            ""
+        }
     )
 }
 
@@ -536,6 +551,7 @@ fn json(r: &ConvertReport, cfg: &ConvertConfig, input_len: u64, used: u64) -> St
         "rewritten": r.rewritten,
         "kept_undecodable": r.kept_undecodable,
         "dropped": dropped,
+        "unmountable": r.unmountable,
     })
     .to_string()
 }

@@ -362,7 +362,8 @@ fn check(
 const EXIT_CORRECTED: i32 = 1;
 
 /// `--repair=OUT`: the image Linux would have shown, in the input's own layout, through the
-/// conversion of `jffs2-convert` (`jffs2::convert`). Returns whether anything was left out.
+/// conversion of `jffs2-convert` (`jffs2::convert`). Returns whether anything was left out
+/// (or Linux would not mount IMAGE at all).
 fn repair(
     tool: &Tool,
     image: &mut ImageMap,
@@ -379,7 +380,15 @@ fn repair(
     let g = report.geometry.geometry;
     let src = Source::in_place(image.buf_mut(), len, Some(g.erase_size), Some(g.endian))
         .map_err(|e| e.to_string())?;
-    let fs = src.mount().map_err(|e| e.to_string())?;
+    // IMAGE that Linux would not mount is repaired from what can be read of it (as
+    // `jffs2-dump --extract` reads it), and said; the check has reported why already.
+    let fs = src.salvage().map_err(|e| e.to_string())?;
+    if let Some(f) = &fs.scan().failure {
+        tool.warning(&format!(
+            "--repair: Linux would not mount {image_shown} ({f}): {} holds what can be read of it",
+            out.display()
+        ));
+    }
     let had = convert::input_layout(fs.scan());
     let es = u64::from(g.erase_size);
     let cfg = ConvertConfig {
@@ -446,7 +455,7 @@ fn repair(
         r.rewritten,
         r.dropped.len()
     );
-    Ok(!r.dropped.is_empty())
+    Ok(!r.dropped.is_empty() || r.unmountable.is_some())
 }
 
 /// The kernel log in `dmesg` form.

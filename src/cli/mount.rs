@@ -502,7 +502,7 @@ fn open_view(tool: &Tool, a: &Args, image: &Path) -> Result<View<'static>, i32> 
     let (fs, refused) = opened.salvage();
     if let Some(f) = refused {
         tool.warning(&format!(
-            "{shown}: Linux would refuse to mount this image: {f:?}; mounting what can be read of it"
+            "{shown}: Linux would refuse to mount this image: {f}; mounting what can be read of it"
         ));
     }
     let cache_bytes = a

@@ -482,3 +482,29 @@ pub fn assert_fuse_shows_what_linux_showed(work: &Path, result: &Path, cases: &[
         );
     }
 }
+
+/// Runs `harness.py <cmd>` on `spec`, a whole spec in JSON written by the caller (read-write
+/// images, workloads, outputs: what [`Image`] does not describe); returns its stdout and the
+/// result file.
+pub fn harness_spec(work: &Path, cmd: &str, spec: &str) -> (String, PathBuf) {
+    let spec_path = work.join(format!("{cmd}-raw-spec.json"));
+    let result = work.join(format!("{cmd}-raw-result.json"));
+    fs::write(&spec_path, spec).unwrap();
+    let out = Command::new("python3")
+        .arg(harness_path())
+        .arg(cmd)
+        .arg("--spec")
+        .arg(&spec_path)
+        .arg("--out")
+        .arg(&result)
+        .output()
+        .expect("run harness");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let code = out.status.code().unwrap_or(-1);
+    println!(
+        "--- harness {cmd} (exit {code}) ---\n{text}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(code == 0 || code == 1, "harness error (exit {code})");
+    (text, result)
+}

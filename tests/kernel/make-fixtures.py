@@ -2,6 +2,7 @@
 """Regenerates fixtures/kernel/: JFFS2 images written by the Linux kernel itself.
 
   python3 tests/kernel/make-fixtures.py [--out fixtures/kernel] [--only NAME ...]
+  python3 tests/kernel/make-fixtures.py --unmountable   # fixtures/kernel/unmountable/ alone
 
 Every fixture starts from a small image (mtd-utils' mkfs.jffs2 of a tree generated here, or
 plain erased flash), is mounted read-write by Debian's kernel under qemu (block2mtd), and then
@@ -390,5 +391,93 @@ def main():
           f"total {round(time.monotonic() - t_all, 1)}s")
 
 
+# ------------------------------------------------------------------------------------------
+# An image Linux writes and then cannot mount (fixtures/kernel/unmountable/)
+
+# Files created, rewritten and deleted: enough to fill mkfs.jffs2's last, partly written block,
+# so that the kernel closes it with a summary of its own, and little enough (compressible data)
+# that the garbage collector does not erase that block first (incompressible data in a 512 KiB
+# partition does, and the image then mounts).
+WORKLOAD_UNMOUNTABLE = r"""
+i=0
+while [ $i -lt 30 ]; do
+  echo "record $i $(echo $i | md5sum)" > new.$((i % 5))
+  dd if=/dev/zero bs=1k count=$(( (i % 4) * 3 + 1 )) 2>/dev/null > blob.$((i % 3))
+  [ $((i % 4)) = 0 ] && rm -f new.$(((i + 2) % 5))
+  i=$((i+1))
+done
+rm -f data/notes.txt
+sync
+"""
+
+UNMOUNTABLE = "summary-bug-64k"
+
+
+def console_messages(path):
+    """The oops of a boot's console, its jffs2 lines (timestamps dropped).  The guest boots
+    with loglevel=1: the BUG() shows as "invalid opcode" (ud2) with its RIP and call trace;
+    "kernel BUG at fs/jffs2/nodelist.c:622" and jffs2's own error are below that level."""
+    keep = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\r\n")
+            text = line.split("] ", 1)[1] if line.startswith("[") and "] " in line else line
+            if "jffs2" in text or "kernel BUG at" in text or text.startswith("invalid opcode"):
+                keep.append(text)
+    return keep
+
+
+def make_unmountable(out_dir):
+    """mkfs.jffs2 -n -e 64KiB of the generated tree, padded to 512 KiB; a rw mount writes and
+    deletes files and is unmounted cleanly; a fresh read-only mount then hits a kernel BUG in
+    jffs2_link_node_ref.  Writes <out_dir>/summary-bug-64k.img and .json (the BUG as the
+    console printed it, and the boot that wrote the image)."""
+    os.makedirs(out_dir, exist_ok=True)
+    img = os.path.join(out_dir, UNMOUNTABLE + ".img")
+    with tempfile.TemporaryDirectory(prefix="j2h-unmountable-") as tmp:
+        tree = os.path.join(tmp, "tree")
+        make_tree(tree)
+        start = os.path.join(tmp, "start.img")
+        mkfs(tree, start, 64 * KIB, extra=["-n"])
+        write = {"timeout": 600, "images": [{
+            "id": UNMOUNTABLE, "path": start, "erase_size": 64 * KIB, "pad_to": 512 * KIB,
+            "mode": "rw", "workload": WORKLOAD_UNMOUNTABLE, "output": img}]}
+        w = harness.run(write, os.path.join(tmp, "work"))["results"][0]
+        if w["status"] != "done" or not w.get("mount_ok"):
+            sys.exit(f"the writing boot failed: {w}")
+        console = os.path.join(tmp, "console.txt")
+        verify = {"timeout": 120, "keep_console": console, "images": [{
+            "id": UNMOUNTABLE, "path": img, "erase_size": 64 * KIB, "mode": "ro"}]}
+        seen = harness.run(verify, os.path.join(tmp, "verify"))
+        r = seen["results"][0]
+        printed = console_messages(console)
+    if r.get("mount_ok") or not any("jffs2_link_node_ref" in m for m in printed):
+        sys.exit(f"Linux mounted the image: {r}")
+    meta = {
+        "image": UNMOUNTABLE + ".img",
+        "sha256": sha256(img),
+        "size": os.path.getsize(img),
+        "erase_size": 64 * KIB,
+        "kind": "unmountable",
+        "kernel": seen["kernel"],
+        "made": {
+            "start": "mkfs.jffs2 -n -e 64KiB (no cleanmarkers) of the generated tree, padded "
+                     "to 512 KiB with 0xFF",
+            "workload": WORKLOAD_UNMOUNTABLE,
+            "writing_mount_messages": w.get("jffs2_messages"),
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        },
+        "mount": {"options": "ro", "mount_ok": False, "console": printed},
+    }
+    with open(os.path.join(out_dir, UNMOUNTABLE + ".json"), "w") as fh:
+        json.dump(meta, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    print(f"{UNMOUNTABLE}: mount FAILED as expected; {len(printed)} console lines kept")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--unmountable"]:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        make_unmountable(os.path.join(root, "fixtures", "kernel", "unmountable"))
+    else:
+        main()

@@ -505,7 +505,7 @@ pub fn run(
     let (fs, refused) = loaded.image.salvage();
     if let Some(f) = &refused {
         tool.warning(&format!(
-            "{shown}: Linux would refuse to mount this image: {f:?}"
+            "{shown}: Linux would refuse to mount this image: {f}"
         ));
     }
     let mut status = 0;

@@ -302,10 +302,12 @@ within page boundaries, compressed on all cores.
 /// What comes after the options in `--help`.
 const TAIL: &str = "
 Exit status: 0 converted; 1 converted, but something Linux cannot read or never
-shows (valid nodes a summary hides included), or a further name of a directory
-(a cycle, a second parent), was left out (each named on stderr); 8 the input
-cannot be converted (not JFFS2, unreadable, or Linux would not mount it) or the
-output (or standard output) cannot be written; 16 usage error.
+shows (valid nodes a summary hides, data failing its CRC included), or a further
+name of a directory (a cycle, a second parent), was left out (each named on
+stderr), or Linux would not mount the input (what can be read of it was
+converted); 8 the input cannot be converted (not JFFS2, unreadable, nothing of
+it readable) or the output (or standard output) cannot be written; 16 usage
+error.
 ";
 
 /// The `--help` text.

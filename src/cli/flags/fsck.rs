@@ -282,8 +282,9 @@ writes; -C shows the progress bar).
 Exit status: 0 consistent, 4 errors found (or differences from --compare),
 8 operational error (unreadable, empty, not JFFS2, standard output not
 writable), 16 usage error. With
---repair: 1 when OUT was written and IMAGE had errors or something was left out
-(errors corrected), 0 when IMAGE was consistent, 8 when no repair was possible.
+--repair: 1 when OUT was written and IMAGE had errors (Linux unable to mount it
+included) or something was left out (errors corrected), 0 when IMAGE was
+consistent, 8 when no repair was possible.
 ";
 
 /// The `--help` text (under both names).

@@ -67,6 +67,7 @@ use crate::layout::{record_for, record_size, BlockWriter, EndPad, LayoutConfig};
 use crate::progress::Progress;
 use crate::scan::{Detection, Geometry, NodeRef, Scan, ScanOptions};
 
+mod losses;
 mod pipe;
 mod stream;
 #[cfg(test)]
@@ -129,6 +130,9 @@ pub struct ConvertReport {
     /// Nodes kept as they were because their data could not be decompressed (Linux fails
     /// reading that range too).
     pub kept_undecodable: u64,
+    /// Why Linux would not mount the input, when the model converted is a salvage
+    /// ([`Source::salvage`]): the output holds what can be read of an unmountable input.
+    pub unmountable: Option<String>,
 }
 
 /// A conversion that could not be done.
@@ -357,22 +361,50 @@ impl<'a> Source<'a> {
 
     /// Scans the image as Linux mounts it; an error if the mount would fail.
     pub fn scan(&self) -> Result<Scan, ConvertError> {
-        // Read as a read-only mount shows it (a ROCOMPAT node does not stop a conversion).
-        let opts = ScanOptions {
-            read_only: true,
-            ..ScanOptions::default()
-        };
-        let s = crate::scan::engine::scan_hinted(&self.image, &self.geometry, &opts, &self.hints);
+        let s = self.scan_on();
         if let Some(f) = &s.failure {
             return Err(ConvertError::Unmountable(f.to_string()));
         }
         Ok(s)
     }
 
+    /// The mount scan, carried on past a failure ([`Scan::failure`]).
+    fn scan_on(&self) -> Scan {
+        // Read as a read-only mount shows it (a ROCOMPAT node does not stop a conversion).
+        let opts = ScanOptions {
+            read_only: true,
+            ..ScanOptions::default()
+        };
+        crate::scan::engine::scan_hinted(&self.image, &self.geometry, &opts, &self.hints)
+    }
+
     /// [`Source::scan`], then the filesystem model, which owns the scan (as
     /// [`crate::Image::mount`] builds it): what [`convert()`] converts.
     pub fn mount(&self) -> Result<Fs<'_>, ConvertError> {
         let scan = self.scan()?;
+        Ok(crate::fs::Fs::from_scan(
+            &self.image,
+            scan,
+            crate::fs::FsOptions::default(),
+        ))
+    }
+
+    /// The model even where Linux would refuse the mount, as [`crate::Image::salvage`]
+    /// builds it for `jffs2-dump --extract`: the scan carries on past the point the kernel
+    /// stops, and a block whose summary the kernel chokes on (a BUG in `jffs2_link_node_ref`,
+    /// `docs/spec/kernel-jffs2-spec.md` §3.5, §4.4) is read by a full scan. The reason Linux
+    /// would refuse stays in the model's [`Scan::failure`], and [`convert()`] reports it
+    /// ([`ConvertReport::unmountable`]). An error, as for [`Source::mount`], when the scan
+    /// finds no inode at all: nothing can be read of it.
+    pub fn salvage(&self) -> Result<Fs<'_>, ConvertError> {
+        let scan = self.scan_on();
+        if let Some(f) = &scan.failure {
+            if scan.inodes.is_empty() {
+                return Err(ConvertError::Unmountable(format!(
+                    "{f}; nothing of the filesystem can be read"
+                )));
+            }
+        }
         Ok(crate::fs::Fs::from_scan(
             &self.image,
             scan,
@@ -490,7 +522,8 @@ pub fn convert<W: Write + Send>(
         if let Some(p) = progress {
             p(total, total);
         }
-        let (out, report) = writer.finish()?;
+        let (out, mut report) = writer.finish()?;
+        report.unmountable = fs.scan().failure.as_ref().map(ToString::to_string);
         Ok((out.finish()?, report))
     })
 }
@@ -578,6 +611,7 @@ impl<'f, 'a> Planner<'f, 'a> {
             batch.items.extend(items);
         }
         self.plan_xattrs(inode, &mut batch.items, x, report);
+        report.dropped.extend(self.data_crc_losses(inode));
         batch.inodes += 1;
     }
 

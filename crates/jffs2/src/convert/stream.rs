@@ -65,6 +65,12 @@ impl<'f, 'a> Planner<'f, 'a> {
         let walk = s.walk();
         s.account(&walk)?;
         s.plan_rest(&walk);
+        // Reports made while planning (data CRCs), before the tree was known, get their path.
+        for d in s.report.dropped.iter_mut().filter(|d| d.path.is_none()) {
+            if walk.named.contains_key(&d.ino) {
+                d.path = Some(path_of(&walk.named, d.ino));
+            }
+        }
         Ok(s.report)
     }
 
@@ -326,7 +332,13 @@ impl Streaming<'_, '_, '_> {
                 });
             }
         }
-        let named: Vec<u32> = report.dropped.iter().map(|d| d.ino).collect();
+        // Data lost to a bad CRC leaves the inode shown: its hidden nodes are still told.
+        let named: Vec<u32> = report
+            .dropped
+            .iter()
+            .filter(|d| !d.what.starts_with(super::losses::DATA))
+            .map(|d| d.ino)
+            .collect();
         report
             .dropped
             .extend(hidden_by_summaries(fs, &t.shown, &named));

@@ -554,3 +554,29 @@ fn streamed_planning_keeps_the_tree_whatever_the_threads() {
     }
     assert_same_bytes(&again[0], &again[1]);
 }
+
+/// An image Linux wrote and cannot mount (a summary whose cleanmarker the block does not
+/// have: the kernel BUGs, `docs/spec/kernel-jffs2-spec.md` §4.3): refused by
+/// [`Source::mount`], converted from [`Source::salvage`] with the reason in the report, and
+/// the output mounts with the salvage's tree.
+#[test]
+fn an_unmountable_image_converts_from_its_salvage() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/kernel/unmountable/summary-bug-64k.img"
+    );
+    let src = Source::new(std::fs::read(path).expect("the fixture"), None, None).unwrap();
+    assert!(matches!(src.mount(), Err(ConvertError::Unmountable(_))));
+    let fs = src.salvage().expect("readable");
+    let c = cfg(LE, 65536, Some(12), true);
+    let (out, report) = convert(&fs, &c, Vec::new()).expect("converts");
+    assert!(report.dropped.is_empty(), "{:?}", report.dropped);
+    let why = report.unmountable.expect("said");
+    assert!(why.starts_with("kernel BUG: "), "{why}");
+    let again = Source::new(out, None, None).unwrap();
+    let after = again.mount().expect("Linux mounts the output");
+    same_tree(
+        &fs.tree(&TreeOptions::listing()),
+        &after.tree(&TreeOptions::listing()),
+    );
+}
