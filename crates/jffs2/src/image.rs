@@ -533,6 +533,14 @@ impl<'a> Image<'a> {
         &self.opts
     }
 
+    /// Data after the end of the filesystem in the input (the next partition of a flash
+    /// dump, a carver's tail): at least 4 KiB that is neither nodes nor 0xFF after the last
+    /// node ([`crate::scan::trailing_data`]). It holds no node, so it changes no file; the
+    /// reports name it rather than count it as damage. One pass over the input.
+    pub fn trailing_data(&self) -> Option<scan::TrailingData> {
+        scan::trailing_data(self.file_bytes(), self.geometry.endian)
+    }
+
     /// Whether the mapped file shrank while it was read (its vanished pages then read as
     /// zeros): results read since are not the file's. Always false for an image in memory.
     pub fn changed(&self) -> bool {

@@ -436,6 +436,7 @@ fn write_json(
         "detection_confidence": crate::cli::f32_json(loaded.detection.confidence),
         "mount_failure": fs.scan().failure.as_ref().map(|f| format!("{f:?}")),
         "end_marker": fs.scan().end_marker,
+        "data_after_end": loaded.image.trailing_data().map(|t| json!({"offset": t.offset, "length": t.len})),
     });
     let head = serde_json::to_string(&head).map_err(io::Error::other)?;
     // The head object without its closing brace, then the node array.
@@ -527,6 +528,12 @@ pub fn run(
             "{shown}: Linux would refuse to mount this image: {f:?}"
         ));
     }
+    let trailing = loaded.image.trailing_data();
+    if let Some(t) = trailing.filter(|_| a.extract.is_some() || a.list || a.cat.is_some()) {
+        tool.warning(&format!(
+            "{shown}: {t}: not part of the filesystem (the next partition or a carver's tail?), not read"
+        ));
+    }
     let mut status = 0;
     let g = loaded.detection.geometry;
     // Only the block views depend on the erase size (--info and --json say the confidence).
@@ -603,7 +610,15 @@ fn info_view(loaded: &Loaded, fs: &Fs<'_>, a: &ViewArgs, out: &mut dyn Write) ->
             o + loaded.file_len as u64
         )?;
     }
-    views::write_info(&i, out)
+    views::write_info(&i, out)?;
+    if let Some(t) = loaded.image.trailing_data() {
+        writeln!(
+            out,
+            "  note: {t}: not part of the filesystem; --size=0x{:x} leaves it out",
+            t.offset
+        )?;
+    }
+    Ok(())
 }
 
 /// `--map FILE`: the SVG map of the erase blocks `b`, written to a file that is not the

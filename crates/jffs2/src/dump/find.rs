@@ -14,15 +14,15 @@ use std::collections::HashMap;
 
 use crate::compress::COMPR_ZERO;
 use crate::format::{
-    pad4_64, DirentNode, Endian, InodeNode, NodeHeader, HEADER_SIZE, MAGIC, NODETYPE_CLEANMARKER,
-    NODETYPE_DIRENT, NODETYPE_INODE, NODETYPE_PADDING, ROOT_INO,
+    pad4_64, DirentNode, Endian, InodeNode, NodeHeader, NODETYPE_CLEANMARKER, NODETYPE_DIRENT,
+    NODETYPE_INODE, NODETYPE_PADDING, ROOT_INO,
 };
+use crate::scan::trailing::node_header_at;
 use crate::scan::{self, Detection};
 
-/// Foreign bytes (neither nodes nor 0xFF) that end a filesystem: the smallest erase block
-/// the detection considers. Inside one filesystem foreign data is shorter — a torn write
-/// leaves a node whose header is right, and which the pass skips whole.
-pub const GAP: u64 = 4096;
+/// Foreign bytes (neither nodes nor 0xFF) that end a filesystem (see
+/// [`scan::trailing::FOREIGN_GAP`]).
+pub const GAP: u64 = scan::trailing::FOREIGN_GAP;
 
 /// Detection runs on this much of a large filesystem first, as [`crate::Image`] does.
 const DETECT_PREFIX: usize = 16 << 20;
@@ -206,19 +206,6 @@ impl Group {
     }
 }
 
-/// The node header at the start of `b` in either byte order: magic, header CRC right, at
-/// least a header long and inside `b`.
-fn node_at(b: &[u8]) -> Option<(Endian, NodeHeader)> {
-    let e = match b.get(..2)? {
-        [0x85, 0x19] => Endian::Little,
-        [0x19, 0x85] => Endian::Big,
-        _ => return None,
-    };
-    let h = NodeHeader::decode(b, e, 0).ok()?;
-    let fits = usize::try_from(h.totlen).is_ok_and(|n| n >= HEADER_SIZE && n <= b.len());
-    (h.magic == MAGIC && h.crc_ok(e) && fits).then_some((e, h))
-}
-
 /// The pass of [`find`]: groups with the offset their windows may reach.
 struct Pass<'a> {
     file: &'a [u8],
@@ -252,7 +239,7 @@ impl Pass<'_> {
     /// A new filesystem that starts with the cleanmarker at `at`.
     fn restart_with_cleanmarker(&mut self, e: Endian, at: u64) {
         let mut g = Group::new(e, at);
-        if let Some((_, h)) = node_at(&self.file[at as usize..]) {
+        if let Some((_, h)) = node_header_at(&self.file[at as usize..]) {
             g.add(e, &h, &[], at, &Mark::Cleanmarker);
         }
         self.cur = Some(g);
@@ -268,7 +255,7 @@ pub fn find(file: &[u8]) -> Vec<Found> {
     };
     let mut p = 0usize;
     while p + 4 <= file.len() {
-        if let Some((e, h)) = node_at(&file[p..]) {
+        if let Some((e, h)) = node_header_at(&file[p..]) {
             let next = pass.node(e, &h, p as u64);
             p = usize::try_from(next).unwrap_or(file.len());
             continue;

@@ -158,6 +158,16 @@ pub(crate) fn run(
     progress: Option<ProgressFn<'_>>,
 ) -> Result<Report, FsckError> {
     let geom = info.geometry;
+    // Data after the end of the filesystem (the next partition, a carver's tail;
+    // `docs/spec/ecosystem.md` §9) is no part of it: checked as erased, and noted once.
+    let given = usize::try_from(image_len).map_or(img, |l| &img[..l.min(img.len())]);
+    let trailing = scan::trailing_data(given, geom.endian);
+    let cut: Option<Vec<u8>> = trailing.map(|t| {
+        let mut v = img.to_vec();
+        v[t.offset as usize..].fill(0xFF);
+        v
+    });
+    let img: &[u8] = cut.as_deref().unwrap_or(img);
     let mut scan = scan::scan(img, &geom, &ScanOptions::default());
     // OpenWrt's end-of-filesystem marker: OpenWrt's kernel erases its block and every later
     // one at the first mount, so what lies there is checked as erased (and summed up in one
@@ -206,6 +216,15 @@ pub(crate) fn run(
         sblocks: &facts.sblocks,
     };
     cx.all_findings(&seen);
+    if let Some(t) = trailing {
+        cx.findings.push(
+            Finding::new(
+                Code::DataAfterEnd,
+                format!("{t}: not part of the filesystem (the next partition, padding or a carver's tail?); checked as erased"),
+            )
+            .at(t.offset),
+        );
+    }
 
     // Kernel log: scan, build and root read, then reading every inode as a listing does.
     // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
