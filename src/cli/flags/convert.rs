@@ -101,8 +101,9 @@ pub const FLAGS: &[Flag] = &[
         section: INPUT,
         ..BASE
     },
-    offset_flag(INPUT, ALL, 0, true),
-    size_flag(INPUT, ALL, 0, true),
+    // After --output and --oobsize for getopt: `--o` keeps naming those first.
+    offset_flag(INPUT, ALL, 2, true),
+    size_flag(INPUT, ALL, 2, true),
     Flag {
         key: "output",
         short: b'o',
@@ -340,7 +341,7 @@ mod tests {
     fn oobsize_after_output_for_getopt() {
         assert_eq!(
             message(FLAGS, ALL, "--o"),
-            "option '--o' is ambiguous; possibilities: '--output' '--oobsize'"
+            "option '--o' is ambiguous; possibilities: '--output' '--oobsize' '--offset'"
         );
         assert_eq!(
             message(FLAGS, ALL, "--in"),
