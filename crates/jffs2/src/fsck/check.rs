@@ -149,6 +149,9 @@ impl EndMarker {
     }
 }
 
+/// The check of the filesystem in `img` (padded as flashed; `image_len` bytes as given).
+/// Data after the end of the filesystem (the next partition, a carver's tail;
+/// `docs/spec/ecosystem.md` §9) is no part of it: checked as erased, and noted once.
 pub(crate) fn run(
     img: &[u8],
     image_len: u64,
@@ -157,17 +160,34 @@ pub(crate) fn run(
     opts: &Options,
     progress: Option<ProgressFn<'_>>,
 ) -> Result<Report, FsckError> {
-    let geom = info.geometry;
-    // Data after the end of the filesystem (the next partition, a carver's tail;
-    // `docs/spec/ecosystem.md` §9) is no part of it: checked as erased, and noted once.
     let given = usize::try_from(image_len).map_or(img, |l| &img[..l.min(img.len())]);
-    let trailing = scan::trailing_data(given, geom.endian);
-    let cut: Option<Vec<u8>> = trailing.map(|t| {
-        let mut v = img.to_vec();
-        v[t.offset as usize..].fill(0xFF);
-        v
-    });
-    let img: &[u8] = cut.as_deref().unwrap_or(img);
+    let Some(t) = scan::trailing_data(given, info.geometry.endian) else {
+        return run_filesystem(img, image_len, info, all_ff, opts, progress);
+    };
+    let mut cut = img.to_vec();
+    cut[t.offset as usize..].fill(0xFF);
+    let mut report = run_filesystem(&cut, image_len, info, all_ff, opts, progress)?;
+    report.findings.push(
+        Finding::new(
+            Code::DataAfterEnd,
+            format!("{t}: not part of the filesystem (the next partition, padding or a carver's tail?); checked as erased"),
+        )
+        .at(t.offset),
+    );
+    sort_findings(&mut report.findings);
+    Ok(report)
+}
+
+/// [`run`] on the filesystem alone.
+fn run_filesystem(
+    img: &[u8],
+    image_len: u64,
+    info: GeometryInfo,
+    all_ff: bool,
+    opts: &Options,
+    progress: Option<ProgressFn<'_>>,
+) -> Result<Report, FsckError> {
+    let geom = info.geometry;
     let mut scan = scan::scan(img, &geom, &ScanOptions::default());
     // OpenWrt's end-of-filesystem marker: OpenWrt's kernel erases its block and every later
     // one at the first mount, so what lies there is checked as erased (and summed up in one
@@ -216,15 +236,6 @@ pub(crate) fn run(
         sblocks: &facts.sblocks,
     };
     cx.all_findings(&seen);
-    if let Some(t) = trailing {
-        cx.findings.push(
-            Finding::new(
-                Code::DataAfterEnd,
-                format!("{t}: not part of the filesystem (the next partition, padding or a carver's tail?); checked as erased"),
-            )
-            .at(t.offset),
-        );
-    }
 
     // Kernel log: scan, build and root read, then reading every inode as a listing does.
     // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
