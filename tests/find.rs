@@ -374,6 +374,47 @@ fn two_generations_in_one_partition_dump() {
     }
 }
 
+/// With `--oobsize` (a raw NAND dump) the window is on the raw file: the OOB bytes are
+/// removed from the window's bytes.
+#[test]
+fn the_window_of_a_nand_dump_is_on_the_raw_file() {
+    let d = tempfile::tempdir().unwrap();
+    let img = image(d.path(), "nand", 3, 10_000, &["-n"]);
+    let mut data = std::fs::read(&img).unwrap();
+    data.resize(data.len().next_multiple_of(2048), 0xFF);
+    let mut raw = noise(3, 5000);
+    let at = raw.len();
+    for page in data.chunks(2048) {
+        raw.extend_from_slice(page);
+        raw.extend(std::iter::repeat_n(0xA5, 64));
+    }
+    let raw_len = raw.len() - at;
+    raw.extend(noise(4, 3000));
+    let dump = d.path().join("nand.raw");
+    std::fs::write(&dump, &raw).unwrap();
+    let padded = d.path().join("padded.img");
+    std::fs::write(&padded, &data).unwrap();
+    let (c1, c2) = (d.path().join("c1"), d.path().join("c2"));
+    let (off, size) = (format!("--offset={at}"), format!("--size={raw_len}"));
+    let o = run(
+        CONVERT,
+        &["-i", s(&dump), "-o", s(&c1), "--oobsize=64", &off, &size],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(run(CONVERT, &["-i", s(&padded), "-o", s(&c2)])
+        .status
+        .success());
+    assert_eq!(std::fs::read(&c1).unwrap(), std::fs::read(&c2).unwrap());
+    let a = ["-d", "2048", "-o", "64", "--list", &off, &size, s(&dump)];
+    let listed = stdout(&run(DUMP, &a));
+    // jffs2dump's line about the peeling, then the listing.
+    let listed = listed
+        .strip_prefix("Peeling data out of combined data/oob image\n")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(listed, stdout(&run(DUMP, &["--list", s(&padded)])));
+    assert!(listed.contains("hello"), "{listed}");
+}
+
 /// Whether something is mounted on `dir`.
 fn is_mounted(dir: &Path) -> bool {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();

@@ -1,10 +1,10 @@
 //! `jffs2-dump --find`: every JFFS2 filesystem in a file (a full-flash dump, a vendor's
 //! update file, a carver's cut), delimited as `docs/spec/ecosystem.md` §9 describes.
 //!
-//! One linear pass over the whole file, 4 bytes at a time, in both byte orders at once: a
-//! word that starts a node header (magic 0x1985, header CRC right, its length inside the
-//! file) is a node, and the pass goes on after it; any other word is erased (0xFF) or
-//! foreign. Nodes are grouped into filesystems, a new one started where the byte order
+//! One linear pass over the whole file, in both byte orders at once: a word that starts a
+//! node header (magic 0x1985, header CRC right, its length inside the file) is a node, and the
+//! pass goes on after it (4-byte aligned from it); an erased word (0xFF) is skipped, foreign
+//! data byte by byte (an image inside an update file may start at any offset). Nodes are grouped into filesystems, a new one started where the byte order
 //! changes, after foreign data at least one erase block long, or where a clean mkfs.jffs2
 //! image's layout starts again (an inode's first version seen twice). Memory is a set of
 //! inode numbers per filesystem; the file is read once, front to back (give it a trimmed
@@ -260,12 +260,16 @@ pub fn find(file: &[u8]) -> Vec<Found> {
             p = usize::try_from(next).unwrap_or(file.len());
             continue;
         }
-        if let Some(g) = pass.cur.as_mut() {
-            if file[p..p + 4] != [0xFF; 4] {
-                g.foreign += 4;
+        // Erased words are skipped whole; foreign data byte by byte, as an image cut from
+        // an update file need not start on a 4-byte boundary of it.
+        if file[p..p + 4] == [0xFF; 4] {
+            p += 4;
+        } else {
+            if let Some(g) = pass.cur.as_mut() {
+                g.foreign += 1;
             }
+            p += 1;
         }
-        p += 4;
     }
     if let Some(g) = pass.cur.take() {
         pass.done.push(close(file, g, file.len() as u64));
@@ -365,7 +369,8 @@ mod tests {
     fn finds_both_byte_orders_between_foreign_data() {
         let le = image(Endian::Little, 3);
         let be = image(Endian::Big, 5);
-        let mut blob = noise(100_000, 7);
+        // An odd offset: images in update files need not be 4-byte aligned.
+        let mut blob = noise(100_001, 7);
         let s1 = blob.len() as u64;
         blob.extend_from_slice(&le);
         blob.extend(std::iter::repeat_n(0xFF, 65536));
