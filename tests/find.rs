@@ -374,6 +374,39 @@ fn two_generations_in_one_partition_dump() {
     }
 }
 
+/// Images the kernel wrote (garbage collection, power cuts, torn nodes): each one filesystem,
+/// whole, kernel-written, in place inside noise too.
+#[test]
+fn kernel_written_images_are_found_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kernel");
+    let mut seen = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "img") {
+            continue;
+        }
+        seen += 1;
+        let img = std::fs::read(&p).unwrap();
+        let mut b = noise(5, 10_001);
+        b.extend_from_slice(&img);
+        b.extend(noise(6, 9000));
+        let blob = d.path().join("k.bin");
+        std::fs::write(&blob, &b).unwrap();
+        let f = find(&blob);
+        assert_eq!(f.len(), 1, "{p:?}: {f:#?}");
+        assert_eq!(f[0]["start"], 10_001, "{p:?}");
+        assert_eq!(f[0]["end"], 10_001 + img.len() as u64, "{p:?}");
+        assert_eq!(f[0]["clean_mkfs"], false, "{p:?}");
+        let alone = find(&p);
+        assert_eq!(
+            (alone[0]["nodes"].clone(), alone[0]["files"].clone()),
+            (f[0]["nodes"].clone(), f[0]["files"].clone())
+        );
+    }
+    assert!(seen >= 5, "the kernel fixtures are missing");
+}
+
 /// With `--oobsize` (a raw NAND dump) the window is on the raw file: the OOB bytes are
 /// removed from the window's bytes.
 #[test]

@@ -78,6 +78,10 @@ struct Group {
     inos: HashMap<u32, bool>,
     /// Whether mkfs.jffs2's first dirent (in the root, version 0) was seen.
     first_dirent: bool,
+    /// The version mkfs.jffs2 would give the next dirent (one counter from 0, in write
+    /// order), and whether a dirent broke that order.
+    next_dirent: u32,
+    dirent_order: bool,
     obsolete: bool,
     padding: bool,
     root_inode: bool,
@@ -90,6 +94,8 @@ enum Mark {
     FirstVersion(u32),
     /// A dirent in the root of version 0: the first dirent mkfs.jffs2 writes.
     FirstDirent,
+    /// Another dirent, of this version.
+    Dirent(u32),
     /// A cleanmarker.
     Cleanmarker,
     Other,
@@ -103,6 +109,7 @@ fn mark(e: Endian, h: &NodeHeader, node: &[u8]) -> Mark {
         },
         NODETYPE_DIRENT => match DirentNode::decode(node, e, 0) {
             Ok(d) if d.pino == ROOT_INO && d.version == 0 => Mark::FirstDirent,
+            Ok(d) => Mark::Dirent(d.version),
             _ => Mark::Other,
         },
         NODETYPE_CLEANMARKER => Mark::Cleanmarker,
@@ -133,6 +140,8 @@ impl Group {
             nodes: 0,
             inos: HashMap::new(),
             first_dirent: false,
+            next_dirent: 0,
+            dirent_order: false,
             obsolete: false,
             padding: false,
             root_inode: false,
@@ -140,9 +149,12 @@ impl Group {
         }
     }
 
-    /// The signs `jffs2-dump --info` reads as "the kernel has written to this image".
+    /// The signs `jffs2-dump --info` reads as "the kernel has written to this image", and
+    /// dirents out of mkfs.jffs2's order (the kernel numbers them per directory, and garbage
+    /// collection moves them).
     fn signs(&self) -> Vec<&'static str> {
         [
+            (self.dirent_order, "dirents out of mkfs.jffs2's order"),
             (self.obsolete, "obsolete nodes"),
             (self.zero_data, "ZERO data nodes"),
             (self.root_inode, "a root inode node"),
@@ -183,6 +195,15 @@ impl Group {
         self.obsolete |= !h.is_accurate();
         self.padding |= h.accurate_type() == NODETYPE_PADDING;
         self.first_dirent |= matches!(m, Mark::FirstDirent);
+        let dirent = match m {
+            Mark::FirstDirent => Some(0),
+            Mark::Dirent(v) => Some(*v),
+            _ => None,
+        };
+        if let Some(v) = dirent {
+            self.dirent_order |= v != self.next_dirent;
+            self.next_dirent = v.wrapping_add(1);
+        }
         if h.accurate_type() != NODETYPE_INODE {
             return;
         }
@@ -297,12 +318,24 @@ fn found(file: &[u8], g: Group, reach: u64) -> Found {
         let len = (g.last_end - g.start).next_multiple_of(u64::from(es.max(1)));
         (g.start + len).min(reach)
     };
-    let first = detect(&file[g.start as usize..g.last_end as usize]);
-    let mut end = span(first.geometry.erase_size);
+    // The erase size that decides the end: detected with the 0xFF after the last node (an
+    // image padded to whole blocks tells its erase size by its length) when its last block
+    // ends within that 0xFF, else on the nodes alone. The one reported is detected on the
+    // window itself, as the tools detect it with that window.
+    let padded = detect(&file[g.start as usize..reach as usize])
+        .geometry
+        .erase_size;
+    let end =
+        if (g.start + (g.last_end - g.start).next_multiple_of(u64::from(padded.max(1)))) <= reach {
+            span(padded)
+        } else {
+            span(
+                detect(&file[g.start as usize..g.last_end as usize])
+                    .geometry
+                    .erase_size,
+            )
+        };
     let d = detect(&file[g.start as usize..end as usize]);
-    if d.geometry.erase_size != first.geometry.erase_size {
-        end = span(d.geometry.erase_size);
-    }
     Found {
         start: g.start,
         end,
