@@ -79,13 +79,44 @@ struct Group {
     /// Whether mkfs.jffs2's first dirent (in the root, version 0) was seen.
     first_dirent: bool,
     /// The version mkfs.jffs2 would give the next dirent (one counter from 0, in write
-    /// order), and whether a dirent broke that order.
+    /// order).
     next_dirent: u32,
-    dirent_order: bool,
-    obsolete: bool,
-    padding: bool,
-    root_inode: bool,
-    zero_data: bool,
+    signs: KernelSigns,
+}
+
+/// What mkfs.jffs2 never writes, so that the kernel has written to an image that has it
+/// (`jffs2-dump --info`'s note, `--find`'s last column).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelSigns {
+    /// Obsolete nodes (the ACCURATE bit cleared).
+    pub obsolete: bool,
+    /// Data nodes compressed as ZERO.
+    pub zero_data: bool,
+    /// An inode node of the root.
+    pub root_inode: bool,
+    /// Padding nodes.
+    pub padding: bool,
+    /// A dirent whose version is not the previous dirent's plus one (mkfs.jffs2 numbers them
+    /// with one counter from 0 in write order; the kernel per directory, and garbage
+    /// collection moves them). Only `--find` follows the order.
+    pub dirent_order: bool,
+}
+
+impl KernelSigns {
+    /// The signs present, in words.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.dirent_order, "dirents out of mkfs.jffs2's order"),
+            (self.obsolete, "obsolete nodes"),
+            (self.zero_data, "ZERO data nodes"),
+            (self.root_inode, "a root inode node"),
+            (self.padding, "padding nodes"),
+        ]
+        .iter()
+        .filter(|(b, _)| *b)
+        .map(|(_, s)| *s)
+        .collect()
+    }
 }
 
 /// What a node tells the grouping.
@@ -141,29 +172,8 @@ impl Group {
             inos: HashMap::new(),
             first_dirent: false,
             next_dirent: 0,
-            dirent_order: false,
-            obsolete: false,
-            padding: false,
-            root_inode: false,
-            zero_data: false,
+            signs: KernelSigns::default(),
         }
-    }
-
-    /// The signs `jffs2-dump --info` reads as "the kernel has written to this image", and
-    /// dirents out of mkfs.jffs2's order (the kernel numbers them per directory, and garbage
-    /// collection moves them).
-    fn signs(&self) -> Vec<&'static str> {
-        [
-            (self.dirent_order, "dirents out of mkfs.jffs2's order"),
-            (self.obsolete, "obsolete nodes"),
-            (self.zero_data, "ZERO data nodes"),
-            (self.root_inode, "a root inode node"),
-            (self.padding, "padding nodes"),
-        ]
-        .iter()
-        .filter(|(b, _)| *b)
-        .map(|(_, s)| *s)
-        .collect()
     }
 
     /// Whether a node in byte order `e` marked `m` continues this filesystem.
@@ -178,7 +188,7 @@ impl Group {
             Mark::FirstVersion(ino) => self.inos.get(ino).copied().unwrap_or(false),
             _ => false,
         };
-        if again && self.signs().is_empty() {
+        if again && self.signs == KernelSigns::default() {
             Split::Restart
         } else {
             Split::No
@@ -192,8 +202,8 @@ impl Group {
         self.last_end = at + pad4_64(h.totlen);
         self.foreign = 0;
         self.last_cleanmarker = matches!(m, Mark::Cleanmarker);
-        self.obsolete |= !h.is_accurate();
-        self.padding |= h.accurate_type() == NODETYPE_PADDING;
+        self.signs.obsolete |= !h.is_accurate();
+        self.signs.padding |= h.accurate_type() == NODETYPE_PADDING;
         self.first_dirent |= matches!(m, Mark::FirstDirent);
         let dirent = match m {
             Mark::FirstDirent => Some(0),
@@ -201,7 +211,7 @@ impl Group {
             _ => None,
         };
         if let Some(v) = dirent {
-            self.dirent_order |= v != self.next_dirent;
+            self.signs.dirent_order |= v != self.next_dirent;
             self.next_dirent = v.wrapping_add(1);
         }
         if h.accurate_type() != NODETYPE_INODE {
@@ -210,8 +220,8 @@ impl Group {
         let Ok(n) = InodeNode::decode(node, e, at) else {
             return;
         };
-        self.root_inode |= n.ino == ROOT_INO;
-        self.zero_data |= n.compr == COMPR_ZERO && n.dsize > 0;
+        self.signs.root_inode |= n.ino == ROOT_INO;
+        self.signs.zero_data |= n.compr == COMPR_ZERO && n.dsize > 0;
         let first = self.inos.entry(n.ino).or_insert(false);
         *first |= n.version == 1;
     }
@@ -254,6 +264,8 @@ impl Pass<'_> {
         }
         let g = self.cur.get_or_insert_with(|| Group::new(e, at));
         g.add(e, h, node, at, &m);
+        // A last node whose length is not a multiple of 4 ends the file.
+        g.last_end = g.last_end.min(self.file.len() as u64);
         g.last_end
     }
 
@@ -345,7 +357,7 @@ fn found(file: &[u8], g: Group, reach: u64) -> Found {
         confidence: d.confidence,
         nodes: g.nodes,
         files: g.inos.keys().filter(|&&i| i != ROOT_INO).count() as u64,
-        kernel_signs: g.signs(),
+        kernel_signs: g.signs.names(),
     }
 }
 
@@ -435,5 +447,25 @@ mod tests {
         assert_eq!((f[0].start, f[0].end), (0, a.len() as u64));
         assert_eq!((f[1].start, f[1].files), (a.len() as u64, 4));
         assert!(find(&noise(50_000, 3)).is_empty());
+    }
+
+    /// Hostile input: a last node whose length is not a multiple of 4, nodes of both byte
+    /// orders mixed, lengths at the end of the file.
+    #[test]
+    fn never_reads_past_the_file() {
+        for e in [Endian::Little, Endian::Big] {
+            let mut v = Vec::new();
+            crate::format::encode_padding(e, 13, &mut v);
+            v.truncate(13);
+            let f = find(&v);
+            assert_eq!((f.len(), f[0].end), (1, 13));
+            let mut w = image(Endian::Little, 1);
+            w.extend(image(Endian::Big, 1));
+            w.extend_from_slice(&v);
+            for n in 0..w.len().min(400) {
+                let _ = find(&w[..w.len() - n]);
+                let _ = find(&w[n..]);
+            }
+        }
     }
 }
