@@ -57,6 +57,8 @@ struct Args {
     /// The priority of the last `-y` whose number parsed (mkfs.jffs2's grammar: a later
     /// `-y` without a number keeps it); -1 while there is none.
     compr_prior: i64,
+    /// `--offset`, `--size`: the part of the input file read.
+    window: flags::Window,
 }
 
 /// Runs jffs2-convert with `args` (without the program name); returns the exit status.
@@ -92,6 +94,7 @@ fn parse(tool: &Tool, args: &[OsString]) -> Result<Args, i32> {
         threads: 0,
         progress: true,
         compr_prior: -1,
+        window: flags::Window::default(),
     };
     let mut operands = Vec::new();
     for p in flags::getopt(args, FLAGS, ALL) {
@@ -184,7 +187,11 @@ impl Args {
                 let v = tool.version_line();
                 return Err(tool.print(&v).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
-            _ => {}
+            _ => {
+                if let Err(msg) = self.window.set(id, &s) {
+                    return Err(tool.usage(&msg));
+                }
+            }
         }
         Ok(())
     }
@@ -398,7 +405,14 @@ fn load_source<'m>(
     mapped: &'m mut Option<ImageMap>,
 ) -> Result<Source<'m>, i32> {
     let src = if a.oobsize > 0 {
-        let mut raw = match jffs2::input::read_image_path(&st.path) {
+        // The window is on the raw file, OOB bytes included.
+        let read = jffs2::input::read_image_path(&st.path).and_then(|mut b| {
+            if let Some(w) = a.window.window() {
+                w.cut(&mut b)?;
+            }
+            Ok(b)
+        });
+        let mut raw = match read {
             Ok(b) => b,
             Err(e) => return Err(st.named(&super::errno_text(&e))),
         };
@@ -411,7 +425,7 @@ fn load_source<'m>(
             Ok(f) => f,
             Err(e) => return Err(st.named(&super::errno_text(&e))),
         };
-        let input = match ImageMap::load(&file) {
+        let input = match ImageMap::load_in(&file, a.window.window()) {
             Ok(i) => mapped.insert(i),
             Err(e) => return Err(st.named(&super::errno_text(&e))),
         };
@@ -477,7 +491,8 @@ fn report_result(
         tool.warning(&format!("left out (inode #{}{path}): {}", d.ino, d.what));
     }
     if a.json {
-        let doc = format!("{}\n", json(report, cfg, input_len, used));
+        let window = a.window.window().map(|w| w.offset);
+        let doc = format!("{}\n", json(report, cfg, (input_len, window), used));
         if tool.print(&doc).is_err() {
             return EXIT_OPERATIONAL;
         }
@@ -520,7 +535,14 @@ fn summary(r: &ConvertReport, cfg: &ConvertConfig, input_len: u64, used: u64) ->
     )
 }
 
-fn json(r: &ConvertReport, cfg: &ConvertConfig, input_len: u64, used: u64) -> String {
+/// The `--json` document; `input` is the input's length and where it starts in its file
+/// when a window was given (`--offset`).
+fn json(
+    r: &ConvertReport,
+    cfg: &ConvertConfig,
+    (input_len, window): (u64, Option<u64>),
+    used: u64,
+) -> String {
     let l = &cfg.layout;
     let dropped: Vec<serde_json::Value> = r
         .dropped
@@ -534,7 +556,11 @@ fn json(r: &ConvertReport, cfg: &ConvertConfig, input_len: u64, used: u64) -> St
         })
         .collect();
     serde_json::json!({
-        "input": {"bytes": input_len, "used": used},
+        "input": {
+            "bytes": input_len,
+            "used": used,
+            "window": window.map(|o| serde_json::json!({"offset": o, "size": input_len})),
+        },
         "output": {
             "bytes": r.image_size,
             "node_bytes": r.node_bytes,

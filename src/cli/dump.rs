@@ -35,13 +35,14 @@ use jffs2::format::Endian;
 use super::flags;
 pub use super::flags::dump::help;
 use super::flags::dump::{
-    DROP_IN, FLAGS, OPT_BLOCKS, OPT_CAT, OPT_DEVTABLE, OPT_ERASE, OPT_EXTRACT, OPT_FORCE, OPT_INFO,
-    OPT_JSON, OPT_LIST, OPT_MAP, OPT_NO_OWNERS, OPT_NO_XATTRS, OPT_SUMMARY, OURS,
+    DROP_IN, FLAGS, OPT_BLOCKS, OPT_CAT, OPT_DEVTABLE, OPT_ERASE, OPT_EXTRACT, OPT_FIND, OPT_FORCE,
+    OPT_INFO, OPT_JSON, OPT_LIST, OPT_MAP, OPT_NO_OWNERS, OPT_NO_XATTRS, OPT_SUMMARY, OURS,
 };
 use super::getopt::{text, Parsed};
 use super::output::Output;
 use super::Tool;
 
+mod find;
 mod views;
 
 pub use views::reader_main;
@@ -171,6 +172,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     let endian = o.endian.unwrap_or_else(Endian::host);
 
     let peel = o.datsize != 0 && o.oobsize != 0;
+    if o.va.find {
+        return find::run(tool, &image, &o.va);
+    }
     if o.va.any() && !o.content && o.convert.is_none() && !peel {
         let stdout = io::stdout();
         let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -179,7 +183,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
         input_unchanged(tool, &shown)?;
         return code;
     }
-    let mut input = open_input(tool, &image, peel)?;
+    let mut input = open_input(tool, &image, peel, o.va.window())?;
 
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -310,6 +314,7 @@ fn apply_view(
         OPT_NO_XATTRS => va.no_xattrs = true,
         OPT_NO_OWNERS => va.no_owners = true,
         OPT_DEVTABLE => va.devtable = arg.map(PathBuf::from),
+        OPT_FIND => va.find = true,
         OPT_ERASE => {
             // mkfs.jffs2's grammar, without its 8 KiB minimum (4 KiB sectors
             // exist on SPI NOR).
@@ -326,7 +331,13 @@ fn apply_view(
             }
             va.erase_size = Some(es);
         }
-        _ => {}
+        _ => match va.window.set(id, a) {
+            Ok(_) => {}
+            Err(msg) => {
+                tool.error(&msg);
+                return Err(Exit(1));
+            }
+        },
     }
     Ok(())
 }
@@ -385,7 +396,13 @@ fn image_operand(tool: &Tool, o: &Opts, drop_in: bool) -> Result<Option<PathBuf>
 /// Opens the image for `-c`/`-e`: mapped, with its resident pages dropped as the walk goes
 /// (memory does not grow with the image); read into memory when the OOB bytes must be
 /// peeled out (`peel`), or when the input cannot be mapped (a pipe, a character device).
-fn open_input(tool: &Tool, image: &Path, peel: bool) -> Result<Input, Exit> {
+/// Only the `window` of the file when given (of the raw file, before any peeling).
+fn open_input(
+    tool: &Tool,
+    image: &Path,
+    peel: bool,
+    window: Option<jffs2::mapped::Window>,
+) -> Result<Input, Exit> {
     let open_error = |e: &io::Error| {
         tool.error(&format!(
             "open input file {}: {}",
@@ -394,13 +411,20 @@ fn open_input(tool: &Tool, image: &Path, peel: bool) -> Result<Input, Exit> {
         ));
         Exit(1)
     };
+    let read = || -> io::Result<Input> {
+        let mut v = jffs2::input::read_image_path(image)?;
+        if let Some(w) = window {
+            w.cut(&mut v)?;
+        }
+        Ok(Input::Owned(v))
+    };
     Ok(if peel {
-        Input::Owned(jffs2::input::read_image_path(image).map_err(|e| open_error(&e))?)
+        read().map_err(|e| open_error(&e))?
     } else {
-        match ImageMap::open(image, None) {
+        match ImageMap::open_in(image, window, None) {
             Ok(m) => Input::Mapped(m),
             Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                Input::Owned(jffs2::input::read_image_path(image).map_err(|e| open_error(&e))?)
+                read().map_err(|e| open_error(&e))?
             }
             Err(e) => return Err(open_error(&e)),
         }

@@ -66,6 +66,8 @@ struct Args {
     xattr_sel: XattrSelect,
     /// Whether any `--with-*` was given.
     xattr_given: bool,
+    /// `--offset`, `--size`.
+    window: flags::Window,
 }
 
 enum Parse {
@@ -92,6 +94,7 @@ fn parse(tool: &Tool, argv: &[OsString], as_fsck: bool) -> Parse {
         repair: None,
         xattr_sel: XattrSelect::NONE,
         xattr_given: false,
+        window: flags::Window::default(),
     };
     for p in flags::getopt(argv, FLAGS, names) {
         let applied = match p {
@@ -165,7 +168,11 @@ impl Args {
                 let v = tool.version_line();
                 return Err(tool.print(&v).map_or(EXIT_OPERATIONAL, |()| EXIT_OK));
             }
-            _ => return Err(tool.usage("unknown option")),
+            id => match self.window.set(id, &arg) {
+                Ok(true) => {}
+                Ok(false) => return Err(tool.usage("unknown option")),
+                Err(msg) => return Err(tool.usage(&msg)),
+            },
         }
         Ok(())
     }
@@ -227,7 +234,9 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         Err(code) => return failed(code),
     };
     // Mapped, not read: its pages are dropped as the check goes (`jffs2::mapped`).
-    let mut image = match File::open(&image_path).and_then(|f| ImageMap::load_trimmed(&f)) {
+    let window = a.window.window();
+    let mapped = File::open(&image_path).and_then(|f| ImageMap::load_trimmed_in(&f, window));
+    let mut image = match mapped {
         Ok(v) => v,
         Err(err) => {
             tool.sys_error(&format!("cannot read {shown}"), &err);
@@ -263,13 +272,24 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
         let mut doc = to_json(&shown, &report, a.verbose);
         // The status the run exits with (--repair's included).
         doc["exit_code"] = json!(code);
+        // Offsets in the findings count from the window's start.
+        doc["window"] =
+            json!(window.map(|w| json!({"offset": w.offset, "size": image.file_len()})));
         let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
         s.push('\n');
         s
     } else if a.kernel_log {
         kernel_log_text(&report)
     } else {
-        text_report(tool, &shown, &report, a.verbose)
+        let label = match window {
+            Some(w) => format!(
+                "{shown} at 0x{:08x} ({} bytes; offsets count from there)",
+                w.offset,
+                image.file_len()
+            ),
+            None => shown.clone(),
+        };
+        text_report(tool, &label, &report, a.verbose)
     };
     if tool.print(&out).is_err() {
         return EXIT_OPERATIONAL;

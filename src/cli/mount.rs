@@ -49,6 +49,8 @@ struct Args {
     /// `--cache-size`; `None`: [`default_cache_bytes`] of the image.
     cache_bytes: Option<usize>,
     threads: usize,
+    /// `--offset`, `--size`: the part of the image file mounted.
+    window: super::flags::Window,
 }
 
 /// Runs jffs2-mount with `args` (without the program name); returns the exit status.
@@ -138,7 +140,11 @@ impl Args {
                 let v = tool.version_line();
                 return Err(tool.print(&v).map_or(EXIT_FAILED, |()| EXIT_OK));
             }
-            _ => {}
+            _ => {
+                if let Err(msg) = self.window.set(id, &s) {
+                    return Err(tool.usage(&msg));
+                }
+            }
         }
         Ok(())
     }
@@ -467,13 +473,25 @@ fn open_view(tool: &Tool, a: &Args, image: &Path) -> Result<View<'static>, i32> 
         insist: a.endian.is_some() || a.erase.is_some(),
         quick_detect: true,
         trim: Some((trim_limit(image_len(image)), TRIM_PERIOD)),
+        window: a.window.window(),
         ..ImageOptions::default()
     };
     let opened = if a.oobsize > 0 {
-        let mut v = jffs2::input::read_image_path(image).map_err(|e| {
+        // The window is on the raw file, OOB bytes included.
+        let read = jffs2::input::read_image_path(image).and_then(|mut v| {
+            if let Some(w) = opts.window {
+                w.cut(&mut v)?;
+            }
+            Ok(v)
+        });
+        let mut v = read.map_err(|e| {
             tool.error(&format!("open input file {shown}: {}", io_text(&e)));
             EXIT_FAILED
         })?;
+        let opts = ImageOptions {
+            window: None,
+            ..opts
+        };
         if let Err(e) = jffs2::dump::peel_oob(&mut v, a.pagesize, a.oobsize) {
             tool.error(&format!("{shown}: {e}"));
             return Err(EXIT_FAILED);

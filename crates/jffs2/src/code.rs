@@ -214,6 +214,8 @@ codes! {
     /// findings).
     KernelMessage = "kernel-message", [Error, Warning],
         "a message Linux would log that no other finding explains (`pr_err` → error, `pr_warn` → warning)";
+    DataAfterEnd = "data-after-end", [Info],
+        "at least 4 KiB of data that is neither nodes nor erased flash after the last node (the next partition of a flash dump, a carver's tail): the filesystem ends before it, and it is checked as erased (see [Filesystems inside larger files](#filesystems-inside-larger-files))";
 }
 
 impl Code {

@@ -46,7 +46,7 @@ use std::time::Duration;
 use crate::format::Endian;
 use crate::fs::{lookup, LookupError};
 use crate::fs::{Fs, FsError, FsOptions, Inode, InodeKind};
-use crate::mapped::{ImageMap, Trimmer};
+use crate::mapped::{ImageMap, Trimmer, Window};
 use crate::scan::{self, Detection, Geometry, MountFailure, Scan, ScanOptions};
 
 /// How an image is opened and mounted. The default detects everything and mounts as the
@@ -73,6 +73,11 @@ pub struct ImageOptions {
     /// they grow by `.0` bytes, checked every `.1` of CPU time, while the detection runs and
     /// under [`Image::trimmer`] (see [`crate::mapped::Trimmer`]).
     pub trim: Option<(usize, Duration)>,
+    /// Read only this part of the file ([`Window`]: a partition of a full-flash dump, an
+    /// image inside an update file), as if it had been cut out: offsets in every report count
+    /// from its start. `None`: the whole file. Applied when the image is opened from a path
+    /// ([`Image::open_with`]), and by the tools when they map or read their input.
+    pub window: Option<Window>,
     /// The kernel options of the mount scan.
     pub scan: ScanOptions,
     /// The options of the filesystem model.
@@ -356,10 +361,13 @@ impl Image<'static> {
         if meta.is_dir() {
             return Err(ImageError::Directory(path.to_path_buf()));
         }
-        let map = match ImageMap::open(path, None) {
+        let map = match ImageMap::open_in(path, opts.window, None) {
             Ok(m) => m,
             Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                let v = crate::input::read_image_path(path).map_err(io_err)?;
+                let mut v = crate::input::read_image_path(path).map_err(io_err)?;
+                if let Some(w) = opts.window {
+                    w.cut(&mut v).map_err(io_err)?;
+                }
                 return Self::from_vec_with(v, opts);
             }
             Err(e) => return Err(io_err(e)),
@@ -373,7 +381,7 @@ impl Image<'static> {
         let map = if want != file_len {
             // One mapping at a time: the detection's goes before the padded one comes.
             drop(map);
-            ImageMap::open(path, Some(want)).map_err(io_err)?
+            ImageMap::open_in(path, opts.window, Some(want)).map_err(io_err)?
         } else {
             map
         };
@@ -523,6 +531,14 @@ impl<'a> Image<'a> {
     /// The options it was opened with.
     pub fn options(&self) -> &ImageOptions {
         &self.opts
+    }
+
+    /// Data after the end of the filesystem in the input (the next partition of a flash
+    /// dump, a carver's tail): at least 4 KiB that is neither nodes nor 0xFF after the last
+    /// node ([`crate::scan::trailing_data`]). It holds no node, so it changes no file; the
+    /// reports name it rather than count it as damage. One pass over the input.
+    pub fn trailing_data(&self) -> Option<scan::TrailingData> {
+        scan::trailing_data(self.file_bytes(), self.geometry.endian)
     }
 
     /// Whether the mapped file shrank while it was read (its vanished pages then read as

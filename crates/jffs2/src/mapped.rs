@@ -87,12 +87,18 @@ const READ_SPARE: usize = 1 << 20;
 pub struct ImageMap {
     /// Start of the mapping (dangling when nothing is mapped).
     base: *mut u8,
+    /// Bytes at the start of the mapping before the window ([`Window`]): the window's offset
+    /// in its page. `len`, `file_len` and `file_part` count them too; the views skip them.
+    skip: usize,
     /// Length of the whole mapping (a multiple of the page size), 0 when nothing is mapped.
     map_len: usize,
-    /// Bytes visible through [`ImageMap::bytes`]: the file, then the padding.
+    /// End of what [`ImageMap::bytes`] shows, from `base`: the file, then the padding.
     len: usize,
-    /// Length of the file.
+    /// End of the file's part (the window's end), from `base`.
     file_len: usize,
+    /// Offset in the file of `base`'s byte (a page boundary): the window's start less
+    /// `skip`.
+    file_off: u64,
     /// Bytes at the start that are mapped from the file (whole pages); the rest is anonymous.
     file_part: usize,
     /// An input read rather than mapped ([`ImageMap::load`]), with its room as capacity;
@@ -175,20 +181,100 @@ enum Pages {
     Trim,
 }
 
+/// A part of a file that holds one filesystem (a partition of a full-flash dump, an image
+/// inside a vendor's update file): `size` bytes from `offset`, or all from `offset` to the
+/// end of the file. The tools read it as if it had been cut out of the file (offsets in
+/// their reports count from its start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Window {
+    /// Where it starts in the file.
+    pub offset: u64,
+    /// Its length (`None`: to the end of the file).
+    pub size: Option<u64>,
+}
+
+impl Window {
+    /// The window's start and length in a file of `file_len` bytes; an error naming the file
+    /// size when it does not lie inside the file.
+    pub fn resolve(&self, file_len: u64) -> io::Result<(u64, u64)> {
+        let end = match self.size {
+            Some(n) => self.offset.checked_add(n),
+            None => Some(file_len),
+        };
+        match end {
+            Some(end) if self.offset <= file_len && end <= file_len && self.offset <= end => {
+                Ok((self.offset, end - self.offset))
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the window at 0x{:08x}{} is beyond the end of the file ({file_len} bytes)",
+                    self.offset,
+                    self.size
+                        .map(|n| format!(" of {n} bytes"))
+                        .unwrap_or_default()
+                ),
+            )),
+        }
+    }
+
+    /// The window of an input read into memory: `v` cut to it (the NAND dumps of `--oobsize`
+    /// are windowed raw, before their OOB bytes are removed).
+    pub fn cut(&self, v: &mut Vec<u8>) -> io::Result<()> {
+        let (off, len) = self.resolve(v.len() as u64)?;
+        // Both fit in usize: they lie inside `v`.
+        let (off, len) = (off as usize, len as usize);
+        v.truncate(off + len);
+        v.drain(..off);
+        Ok(())
+    }
+}
+
+/// The window's start and length in `file`, and the file's whole length, for a regular file
+/// (`None` for anything else); an error for a window beyond the file or longer than 4 GiB.
+fn regular_window(meta: &Metadata, window: Option<Window>) -> io::Result<Option<(u64, usize)>> {
+    let Some(w) = window else {
+        return Ok(regular_len(meta)?.map(|n| (0, n)));
+    };
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let (off, len) = w.resolve(meta.len())?;
+    if len > crate::input::MAX_IMAGE_LEN {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "larger than 4 GiB: not a JFFS2 image",
+        ));
+    }
+    let len = usize::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "image too large"))?;
+    Ok(Some((off, len)))
+}
+
 impl ImageMap {
     /// Maps the regular file at `path`, followed by 0xFF up to `pad_to` bytes when that is
     /// longer than the file. Fails with [`io::ErrorKind::Unsupported`] for anything that is not
     /// a regular file (a pipe, a character device): read those into memory instead.
     pub fn open(path: &Path, pad_to: Option<usize>) -> io::Result<ImageMap> {
+        Self::open_in(path, None, pad_to)
+    }
+
+    /// [`ImageMap::open`] of the `window` of the file (the whole file for `None`): the
+    /// mapping shows the window as if it were the file, padded after its end.
+    pub fn open_in(
+        path: &Path,
+        window: Option<Window>,
+        pad_to: Option<usize>,
+    ) -> io::Result<ImageMap> {
         let file = File::open(path)?;
-        let file_len = regular_len(&file.metadata()?)?
+        let (off, file_len) = regular_window(&file.metadata()?, window)?
             .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "not a regular file"))?;
         let len = pad_to.unwrap_or(0).max(file_len);
         if len == 0 {
             return Ok(ImageMap::unmapped(Vec::new()));
         }
-        let mut map = ImageMap::map(&file, file_len, len, 0, Pages::ReadAhead)?;
-        map.watch.file = Some((file, file_len as u64));
+        let mut map = ImageMap::map(&file, (off, file_len), len, 0, Pages::ReadAhead)?;
+        map.watch.file = Some((file, off + file_len as u64));
         Ok(map)
     }
 
@@ -197,19 +283,29 @@ impl ImageMap {
     /// cannot be mapped) up to the 4 GiB an image can hold ([`crate::input`]). The pages
     /// are kept.
     pub fn load(file: &File) -> io::Result<ImageMap> {
-        Self::load_with(file, Pages::Populate)
+        Self::load_with(file, None, Pages::Populate)
+    }
+
+    /// [`ImageMap::load`] of the `window` of the file (see [`ImageMap::open_in`]).
+    pub fn load_in(file: &File, window: Option<Window>) -> io::Result<ImageMap> {
+        Self::load_with(file, window, Pages::Populate)
     }
 
     /// [`ImageMap::load`], the mapped file's resident pages dropped as they accumulate (not
     /// populated).
     pub fn load_trimmed(file: &File) -> io::Result<ImageMap> {
-        Self::load_with(file, Pages::Trim)
+        Self::load_with(file, None, Pages::Trim)
     }
 
-    fn load_with(file: &File, pages: Pages) -> io::Result<ImageMap> {
-        if let Some(size) = regular_len(&file.metadata()?)?.filter(|&n| n > 0) {
-            if let Ok(mut map) = ImageMap::map(file, size, size, SPARE, pages) {
-                map.watch.file = file.try_clone().ok().map(|f| (f, size as u64));
+    /// [`ImageMap::load_trimmed`] of the `window` of the file (see [`ImageMap::open_in`]).
+    pub fn load_trimmed_in(file: &File, window: Option<Window>) -> io::Result<ImageMap> {
+        Self::load_with(file, window, Pages::Trim)
+    }
+
+    fn load_with(file: &File, window: Option<Window>, pages: Pages) -> io::Result<ImageMap> {
+        if let Some((off, size)) = regular_window(&file.metadata()?, window)?.filter(|w| w.1 > 0) {
+            if let Ok(mut map) = ImageMap::map(file, (off, size), size, SPARE, pages) {
+                map.watch.file = file.try_clone().ok().map(|f| (f, off + size as u64));
                 if pages == Pages::Trim {
                     // SAFETY: the file part is this map's private, read-only file mapping,
                     // never written; `drop` stops the trimmer before the unmapping.
@@ -221,6 +317,9 @@ impl ImageMap {
             }
         }
         let mut read = crate::input::read_image(file)?;
+        if let Some(w) = window {
+            w.cut(&mut read)?;
+        }
         read.try_reserve(READ_SPARE)
             .map_err(|_| crate::input::out_of_memory())?;
         Ok(ImageMap::unmapped(read))
@@ -230,6 +329,8 @@ impl ImageMap {
     fn unmapped(read: Vec<u8>) -> ImageMap {
         ImageMap {
             base: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+            skip: 0,
+            file_off: 0,
             map_len: 0,
             len: read.len(),
             file_len: read.len(),
@@ -241,16 +342,21 @@ impl ImageMap {
         }
     }
 
-    /// Maps `file` (`file_len` bytes) followed by 0xFF up to `len` (`len > 0`), then `room`
-    /// bytes of address space.
+    /// Maps the window of `file` (`(offset, length)`, `length > 0`) followed by 0xFF up to
+    /// `len` bytes (`len > 0`), then `room` bytes of address space.
     fn map(
         file: &File,
-        file_len: usize,
+        (off, file_len): (u64, usize),
         len: usize,
         room: usize,
         pages: Pages,
     ) -> io::Result<ImageMap> {
-        let mut map = ImageMap::reserve(len, file_len, room)?;
+        // mmap maps from a page boundary: the bytes before the window in its first page are
+        // mapped too, and skipped by the views.
+        let skip = (off % page_size() as u64) as usize;
+        let mut map = ImageMap::reserve(skip + len, skip + file_len, room)?;
+        map.skip = skip;
+        map.file_off = off - skip as u64;
         if map.file_part > 0 {
             map.map_file_part(file, pages == Pages::Populate)?;
         }
@@ -311,7 +417,9 @@ impl ImageMap {
                 libc::PROT_READ,
                 libc::MAP_PRIVATE | libc::MAP_FIXED | populate,
                 file.as_raw_fd(),
-                0,
+                libc::off_t::try_from(self.file_off).map_err(|_| {
+                    io::Error::new(io::ErrorKind::InvalidInput, "window offset too large")
+                })?,
             )
         };
         if p == libc::MAP_FAILED {
@@ -341,7 +449,10 @@ impl ImageMap {
         let (from_file, padding) = tail.split_at_mut(self.file_len - file_part);
         let mut done = 0;
         while done < from_file.len() {
-            match file.read_at(&mut from_file[done..], (file_part + done) as u64) {
+            match file.read_at(
+                &mut from_file[done..],
+                self.file_off + (file_part + done) as u64,
+            ) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -352,23 +463,24 @@ impl ImageMap {
         Ok(())
     }
 
-    /// The image: the file, then the padding given to [`ImageMap::open`].
+    /// The image: the file (or its window), then the padding given to [`ImageMap::open`].
     pub fn bytes(&self) -> &[u8] {
         if self.map_len == 0 {
             return self.read.get(..self.len).unwrap_or_default();
         }
-        // SAFETY: `base` points to `map_len >= len` readable bytes for the life of `self`.
-        unsafe { std::slice::from_raw_parts(self.base, self.len) }
+        // SAFETY: `base` points to `map_len >= len >= skip` readable bytes for the life of
+        // `self`.
+        unsafe { std::slice::from_raw_parts(self.base.add(self.skip), self.len - self.skip) }
     }
 
     /// The file part only (without the padding).
     pub fn file_bytes(&self) -> &[u8] {
-        self.bytes().get(..self.file_len).unwrap_or_default()
+        self.bytes().get(..self.file_len()).unwrap_or_default()
     }
 
-    /// Length of the file.
+    /// Length of the file (or of its window).
     pub fn file_len(&self) -> usize {
-        self.file_len
+        self.file_len - self.skip
     }
 
     /// The image and the room after it (see the module documentation).
@@ -376,8 +488,8 @@ impl ImageMap {
         if self.map_len == 0 {
             return &self.read;
         }
-        // SAFETY: the mapping is `map_len` bytes long and lives as long as `self`.
-        unsafe { std::slice::from_raw_parts(self.base, self.map_len) }
+        // SAFETY: the mapping is `map_len >= skip` bytes long and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.base.add(self.skip), self.map_len - self.skip) }
     }
 
     /// Mutable view of [`ImageMap::buf`], for the padding after the file (as
@@ -393,7 +505,9 @@ impl ImageMap {
         // SAFETY: as in `buf`; `&mut self` makes the view unique (the trimmer and the
         // `SIGBUS` guard only replace pages of the read-only file part by equal ones, or by
         // zeros once the file shrank, which `changed` then says).
-        unsafe { std::slice::from_raw_parts_mut(self.base, self.map_len) }
+        unsafe {
+            std::slice::from_raw_parts_mut(self.base.add(self.skip), self.map_len - self.skip)
+        }
     }
 
     /// Whether the file shrank while mapped (then some of what was read from it may be
@@ -771,6 +885,61 @@ mod tests {
         big.set_len(crate::input::MAX_IMAGE_LEN + 1).unwrap();
         let e = ImageMap::load(&big).err().unwrap();
         assert_eq!(e.to_string(), "larger than 4 GiB: not a JFFS2 image");
+    }
+
+    /// A window: the part shown as if it were the file (an offset in the middle of a page
+    /// included), padded after it rather than followed by the rest of the file; a window
+    /// beyond the file refused with the file's size.
+    #[test]
+    fn maps_a_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("img");
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        for (off, size) in [
+            (0u64, Some(5000u64)),
+            (5000, Some(20_000)),
+            (8192, None),
+            (12_345, Some(0)),
+        ] {
+            let window = Window { offset: off, size };
+            let w = Some(window);
+            let end = size.map_or(data.len(), |n| (off + n) as usize);
+            let want = &data[off as usize..end];
+            let m = ImageMap::open_in(&p, w, Some(want.len() + 9000)).unwrap();
+            assert_eq!(m.file_bytes(), want);
+            assert_eq!(m.file_len(), want.len());
+            assert!(m.bytes()[want.len()..].iter().all(|&b| b == 0xFF));
+            for trimmed in [false, true] {
+                let f = File::open(&p).unwrap();
+                let mut m = if trimmed {
+                    ImageMap::load_trimmed_in(&f, w).unwrap()
+                } else {
+                    ImageMap::load_in(&f, w).unwrap()
+                };
+                assert_eq!(m.bytes(), want);
+                let n = want.len();
+                m.buf_mut()[n..n + 4096].fill(0xFF);
+                assert_eq!(&m.buf()[..n], want);
+            }
+            let mut v = data.clone();
+            window.cut(&mut v).unwrap();
+            assert_eq!(v, want);
+        }
+        let beyond = Window {
+            offset: 99_000,
+            size: Some(2000),
+        };
+        let e = ImageMap::open_in(&p, Some(beyond), None).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "the window at 0x000182b8 of 2000 bytes is beyond the end of the file (100000 bytes)"
+        );
+        let past = Window {
+            offset: 200_000,
+            size: None,
+        };
+        assert!(ImageMap::load_in(&File::open(&p).unwrap(), Some(past)).is_err());
     }
 
     /// A file truncated while mapped: reading it does not crash, and the map says it changed.

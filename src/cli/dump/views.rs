@@ -45,6 +45,10 @@ pub struct ViewArgs {
     pub no_xattrs: bool,
     pub no_owners: bool,
     pub devtable: Option<PathBuf>,
+    /// `--offset`, `--size`: the part of the file read.
+    pub window: crate::cli::flags::Window,
+    /// `--find`.
+    pub find: bool,
 }
 
 impl ViewArgs {
@@ -58,6 +62,12 @@ impl ViewArgs {
             || self.list
             || self.cat.is_some()
             || self.extract.is_some()
+            || self.find
+    }
+
+    /// The part of the file read (`None`: all of it).
+    pub fn window(&self) -> Option<jffs2::mapped::Window> {
+        self.window.window()
     }
 
     /// Views that print to stdout.
@@ -83,6 +93,8 @@ pub struct Loaded {
     /// The detection, with the geometry the user gave applied.
     pub detection: Detection,
     pub file_len: usize,
+    /// Where the image starts in the file, when a window was given (`--offset`).
+    pub window: Option<u64>,
 }
 
 impl Loaded {
@@ -109,6 +121,7 @@ pub fn load(
     owned: Option<Vec<u8>>,
     endian: Option<Endian>,
     erase_size: Option<u32>,
+    window: Option<jffs2::mapped::Window>,
     verbose: bool,
 ) -> Result<Loaded, Exit> {
     let shown = path.display();
@@ -130,6 +143,8 @@ pub fn load(
         insist: endian.is_some() || erase_size.is_some(),
         quick_detect: true,
         trim: Some((TRIM_LIMIT, TRIM_PERIOD)),
+        // An image already read (`owned`) was windowed before its OOB bytes were peeled.
+        window: if owned.is_some() { None } else { window },
         ..ImageOptions::default()
     };
     let opened = match owned {
@@ -173,6 +188,7 @@ pub fn load(
         file_len: image.file_len(),
         image,
         detection,
+        window: window.map(|w| w.offset),
     })
 }
 
@@ -412,12 +428,15 @@ fn write_json(
     let head = json!({
         "format": "jffs2-dump-json/1",
         "image_size": loaded.file_len,
+        // Offsets below count from the window's start (as in an image cut out with dd).
+        "window": loaded.window.map(|o| json!({"offset": o, "size": loaded.file_len})),
         "endian": g.endian.name(),
         "erase_size": g.erase_size,
         "cleanmarker_size": g.cleanmarker_size,
         "detection_confidence": crate::cli::f32_json(loaded.detection.confidence),
         "mount_failure": fs.scan().failure.as_ref().map(|f| format!("{f:?}")),
         "end_marker": fs.scan().end_marker,
+        "data_after_end": loaded.image.trailing_data().map(|t| json!({"offset": t.offset, "length": t.len})),
     });
     let head = serde_json::to_string(&head).map_err(io::Error::other)?;
     // The head object without its closing brace, then the node array.
@@ -495,6 +514,7 @@ pub fn run(
         owned,
         a.endian,
         a.erase_size,
+        a.window(),
         a.verbose && !a.info,
     )
     .map_err(failed)?;
@@ -506,6 +526,12 @@ pub fn run(
     if let Some(f) = &refused {
         tool.warning(&format!(
             "{shown}: Linux would refuse to mount this image: {f}"
+        ));
+    }
+    let trailing = loaded.image.trailing_data();
+    if let Some(t) = trailing.filter(|_| a.extract.is_some() || a.list || a.cat.is_some()) {
+        tool.warning(&format!(
+            "{shown}: {t}: not part of the filesystem (the next partition or a carver's tail?), not read"
         ));
     }
     let mut status = 0;
@@ -578,7 +604,22 @@ fn info_view(loaded: &Loaded, fs: &Fs<'_>, a: &ViewArgs, out: &mut dyn Write) ->
             writeln!(out, "evidence:         {ev}")?;
         }
     }
-    views::write_info(&i, out)
+    if let Some(o) = loaded.window {
+        writeln!(
+            out,
+            "window:           0x{o:08x}..0x{:08x} of the file (offsets count from 0x{o:08x})",
+            o + loaded.file_len as u64
+        )?;
+    }
+    views::write_info(&i, out)?;
+    if let Some(t) = loaded.image.trailing_data() {
+        writeln!(
+            out,
+            "  note: {t}: not part of the filesystem; --size=0x{:x} leaves it out",
+            t.offset
+        )?;
+    }
+    Ok(())
 }
 
 /// `--map FILE`: the SVG map of the erase blocks `b` (with the scan's space counters), written
@@ -816,7 +857,7 @@ pub fn reader_main(tool: &Tool, args: &[OsString]) -> i32 {
         return 1;
     };
     let run = || -> Result<i32, Exit> {
-        let loaded = load(tool, Path::new(image), None, None, None, false)?;
+        let loaded = load(tool, Path::new(image), None, None, None, None, false)?;
         let _trim = loaded.trimmer();
         // jffs2reader reads what it can of an image Linux would refuse, silently.
         let (fs, _) = loaded.image.salvage();

@@ -1,7 +1,10 @@
 //! The options of `jffs2-convert`, in the order of `--help` and the manual page; the `--help`
 //! text is generated from the table.
 
-use super::{help_flag, help_lines, version_flag, Flag, Help, Section, Takes, Values, ALL, BASE};
+use super::{
+    help_flag, help_lines, offset_flag, size_flag, version_flag, Flag, Help, Section, Takes,
+    Values, ALL, BASE,
+};
 
 /// Id of `--summary`.
 pub(crate) const OPT_SUMMARY: u32 = 1000;
@@ -98,6 +101,9 @@ pub const FLAGS: &[Flag] = &[
         section: INPUT,
         ..BASE
     },
+    // After --output and --oobsize for getopt: `--o` keeps naming those first.
+    offset_flag(INPUT, ALL, 2, true),
+    size_flag(INPUT, ALL, 2, true),
     Flag {
         key: "output",
         short: b'o',
@@ -337,7 +343,7 @@ mod tests {
     fn oobsize_after_output_for_getopt() {
         assert_eq!(
             message(FLAGS, ALL, "--o"),
-            "option '--o' is ambiguous; possibilities: '--output' '--oobsize'"
+            "option '--o' is ambiguous; possibilities: '--output' '--oobsize' '--offset'"
         );
         assert_eq!(
             message(FLAGS, ALL, "--in"),

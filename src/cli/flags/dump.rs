@@ -2,7 +2,7 @@
 //! `jffs2reader` (§7). The `jffs2-dump` and `jffs2dump` table is in the order of the manual
 //! page; `rank` keeps jffs2dump's long-option order.
 
-use super::{Flag, Help, Names, Section, Takes, Values, BASE};
+use super::{offset_flag, size_flag, Flag, Help, Names, Section, Takes, Values, BASE};
 
 /// `jffs2-dump`.
 pub const OURS: Names = 1;
@@ -35,6 +35,8 @@ pub(crate) const OPT_NO_XATTRS: u32 = 1010;
 pub(crate) const OPT_NO_OWNERS: u32 = 1011;
 /// Id of `--devtable`.
 pub(crate) const OPT_DEVTABLE: u32 = 1012;
+/// Id of `--find`.
+pub(crate) const OPT_FIND: u32 = 1013;
 
 /// The views, `jffs2-dump`'s own.
 const VIEWS: Section = Section {
@@ -300,6 +302,18 @@ pub const FLAGS: &[Flag] = &[
         rank: 22,
         ..BASE
     },
+    offset_flag(VIEWS, OURS, 26, false),
+    size_flag(VIEWS, OURS, 27, false),
+    Flag {
+        key: "find",
+        long: &["find"],
+        id: OPT_FIND,
+        doc: "List every JFFS2 filesystem in the file (a full-flash dump, an update file): start and end offset, byte order, erase size, node and file counts, and whether it is a clean mkfs.jffs2 image or was written by the kernel (--json: one JSON document).",
+        section: VIEWS,
+        names: OURS,
+        rank: 28,
+        ..BASE
+    },
 ];
 
 /// jffs2dump's usage text after its first line, verbatim.
@@ -343,6 +357,12 @@ Views and files (jffs2-dump only; the byte order and erase size are detected unl
      --devtable=FILE          where to list devices that cannot be created
      --erase-size=SIZE        erase block size (same grammar as mkfs.jffs2 -e);
      --eraseblock=SIZE        here -e is --endianconvert (jffs2dump's), not the size
+     --offset=N, --size=N     read only the filesystem N bytes into the file (and N
+                              bytes long), in place, as if cut out with dd: offsets
+                              count from there (decimal, 0x hex, KiB/MiB/GiB)
+     --find                   list every JFFS2 filesystem in the file: start and end,
+                              byte order, erase size, node and file counts, clean mkfs
+                              image or kernel-written (--json: one document)
 Exit status of the views: 0; 1 on errors; 2 when --extract refused something or --cat
 met unreadable data (reported on standard error).
 

@@ -1,7 +1,9 @@
 //! The options of `jffs2-fsck` and of `fsck.jffs2` (fsck(8)'s generic options too), in the
 //! order of `--help` and the manual page; the `--help` text is generated from the table.
 
-use super::{help_lines, Flag, Help, Names, Section, Takes, Values, BASE};
+use super::{
+    help_lines, offset_flag, size_flag, Flag, Help, Names, Section, Takes, Values, BASE, OPTIONS,
+};
 
 /// `jffs2-fsck`.
 pub const PLAIN: Names = 1;
@@ -107,6 +109,8 @@ pub const FLAGS: &[Flag] = &[
         doc: "The image is big-endian (detected when not given).",
         ..BASE
     },
+    offset_flag(OPTIONS, BOTH, 0, true),
+    size_flag(OPTIONS, BOTH, 0, true),
     Flag {
         key: "verbose",
         short: b'v',

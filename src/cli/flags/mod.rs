@@ -186,6 +186,95 @@ pub const fn version_flag(section: Section) -> Flag {
     }
 }
 
+/// Id of `--offset`, the same in every reading tool's table ([`offset_flag`]).
+pub const OPT_OFFSET: u32 = 1100;
+/// Id of `--size` ([`size_flag`]).
+pub const OPT_SIZE: u32 = 1101;
+
+/// `--offset=N` of every reading tool (jffs2-fsck, jffs2-dump, jffs2-convert, jffs2-mount):
+/// read the filesystem that starts N bytes into the file, in place, as if it had been cut
+/// out with dd; `help` is the tool's kind of `--help` ([`Help::Line`] or [`Help::Verbatim`]).
+pub const fn offset_flag(section: Section, names: Names, rank: u8, help: bool) -> Flag {
+    Flag {
+        key: "offset",
+        long: &["offset"],
+        id: OPT_OFFSET,
+        takes: Takes::Required("N", Values::Any),
+        help: if help {
+            Help::Line("Read the filesystem N bytes into the file (decimal,\n0x hex, KiB/MiB/GiB); offsets count from there")
+        } else {
+            Help::Verbatim
+        },
+        doc: "Read the filesystem that starts N bytes into the file (decimal, 0x hex, or with a KiB, MiB or GiB suffix), in place, as if it had been cut out with dd: every offset reported counts from there. With --oobsize, N counts bytes of the raw file.",
+        section,
+        names,
+        rank,
+        ..BASE
+    }
+}
+
+/// `--size=N` of every reading tool, with [`offset_flag`]: the filesystem is N bytes long.
+pub const fn size_flag(section: Section, names: Names, rank: u8, help: bool) -> Flag {
+    Flag {
+        key: "size",
+        long: &["size"],
+        id: OPT_SIZE,
+        takes: Takes::Required("N", Values::Any),
+        help: if help {
+            Help::Line("...and is N bytes long (default: to the end of the file)")
+        } else {
+            Help::Verbatim
+        },
+        doc: "The filesystem read is N bytes long (same grammar as --offset; default: to the end of the file). What follows it in the file is never read.",
+        section,
+        names,
+        rank,
+        ..BASE
+    }
+}
+
+/// The values of `--offset` and `--size`, as parsed ([`Window::set`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Window {
+    /// `--offset`.
+    pub offset: Option<u64>,
+    /// `--size`.
+    pub size: Option<u64>,
+}
+
+impl Window {
+    /// Takes `arg` for `id` when it is [`OPT_OFFSET`] or [`OPT_SIZE`] (`Ok(true)`); `Ok(false)`
+    /// for another option; the message for a value that is not a size.
+    pub fn set(&mut self, id: u32, arg: &str) -> Result<bool, String> {
+        let slot = match id {
+            OPT_OFFSET => &mut self.offset,
+            OPT_SIZE => &mut self.size,
+            _ => return Ok(false),
+        };
+        let name = if id == OPT_OFFSET { "offset" } else { "size" };
+        match super::num::size_up_to(arg, u64::MAX >> 1) {
+            Some(n) if n >= 0 => {
+                *slot = Some(n as u64);
+                Ok(true)
+            }
+            _ => Err(format!(
+                "invalid --{name} '{arg}': a byte count (decimal, 0x hex, KiB/MiB/GiB suffix)"
+            )),
+        }
+    }
+
+    /// The window to read (`None`: neither option given, the whole file).
+    pub fn window(&self) -> Option<jffs2::mapped::Window> {
+        if self.offset.is_none() && self.size.is_none() {
+            return None;
+        }
+        Some(jffs2::mapped::Window {
+            offset: self.offset.unwrap_or(0),
+            size: self.size,
+        })
+    }
+}
+
 impl Flag {
     /// The id the parser reports for the long names.
     pub const fn id(&self) -> u32 {

@@ -1,7 +1,10 @@
 //! The options of `jffs2-mount`, in the order of `--help` and the manual page; the `--help`
 //! text is generated from the table.
 
-use super::{help_flag, help_lines, version_flag, Flag, Help, Section, Takes, Values, ALL, BASE};
+use super::{
+    help_flag, help_lines, offset_flag, size_flag, version_flag, Flag, Help, Section, Takes,
+    Values, ALL, BASE,
+};
 
 /// Id of `--oobsize`.
 pub(crate) const OPT_OOBSIZE: u32 = 1000;
@@ -60,6 +63,8 @@ pub const FLAGS: &[Flag] = &[
         section: IMAGE,
         ..BASE
     },
+    offset_flag(IMAGE, ALL, 0, true),
+    size_flag(IMAGE, ALL, 0, true),
     Flag {
         key: "oobsize",
         long: &["oobsize"],

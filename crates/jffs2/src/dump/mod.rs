@@ -52,6 +52,7 @@
 //! (no xattrs, no device nodes, nothing obsolete or corrupt) the output is the same bytes.
 
 mod content;
+pub mod find;
 mod oob;
 mod swap;
 pub mod views;

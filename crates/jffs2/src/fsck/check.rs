@@ -149,7 +149,37 @@ impl EndMarker {
     }
 }
 
+/// The check of the filesystem in `img` (padded as flashed; `image_len` bytes as given).
+/// Data after the end of the filesystem (the next partition, a carver's tail;
+/// `docs/spec/ecosystem.md` §9) is no part of it: checked as erased, and noted once.
 pub(crate) fn run(
+    img: &[u8],
+    image_len: u64,
+    info: GeometryInfo,
+    all_ff: bool,
+    opts: &Options,
+    progress: Option<ProgressFn<'_>>,
+) -> Result<Report, FsckError> {
+    let given = usize::try_from(image_len).map_or(img, |l| &img[..l.min(img.len())]);
+    let Some(t) = scan::trailing_data(given, info.geometry.endian) else {
+        return run_filesystem(img, image_len, info, all_ff, opts, progress);
+    };
+    let mut cut = img.to_vec();
+    cut[t.offset as usize..].fill(0xFF);
+    let mut report = run_filesystem(&cut, image_len, info, all_ff, opts, progress)?;
+    report.findings.push(
+        Finding::new(
+            Code::DataAfterEnd,
+            format!("{t}: not part of the filesystem (the next partition, padding or a carver's tail?); checked as erased"),
+        )
+        .at(t.offset),
+    );
+    sort_findings(&mut report.findings);
+    Ok(report)
+}
+
+/// [`run`] on the filesystem alone.
+fn run_filesystem(
     img: &[u8],
     image_len: u64,
     info: GeometryInfo,

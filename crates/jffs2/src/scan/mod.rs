@@ -66,9 +66,11 @@ pub mod nodelist;
 mod summary;
 #[cfg(test)]
 mod tests;
+pub mod trailing;
 
 pub use detect::{detect, Detection};
 pub use engine::{as_flashed, flashed_len, scan};
+pub use trailing::{trailing_data, TrailingData};
 
 /// Where the image came from, as the kernel sees it (`fs.c`, `wbuf.c`, §2 and §10.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -554,16 +554,14 @@ fn closing_notes(c: &CommandInput<'_>, cmd: &mut MkfsCommand) {
             if s.cleanmarkers == 0 { " -n" } else { "" }
         ));
     }
-    let kernel_signs: Vec<&str> = [
-        (s.obsolete > 0, "obsolete nodes"),
-        (s.count(COMPR_ZERO) > 0, "ZERO data nodes"),
-        (s.root_inode, "a root inode node"),
-        (s.nodes.contains_key("padding"), "padding nodes"),
-    ]
-    .iter()
-    .filter(|(b, _)| *b)
-    .map(|(_, s)| *s)
-    .collect();
+    let kernel_signs = crate::dump::find::KernelSigns {
+        obsolete: s.obsolete > 0,
+        zero_data: s.count(COMPR_ZERO) > 0,
+        root_inode: s.root_inode,
+        padding: s.nodes.contains_key("padding"),
+        dirent_order: false,
+    }
+    .names();
     if !kernel_signs.is_empty() {
         cmd.notes.push(format!(
             "the kernel has written to this image ({}): mkfs.jffs2 rebuilds the same files, \

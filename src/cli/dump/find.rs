@@ -1,0 +1,140 @@
+//! `jffs2-dump --find FILE`: every JFFS2 filesystem in a file ([`jffs2::dump::find`]), as a
+//! table, or one JSON document with `--json`. With `--offset`/`--size` only that part of the
+//! file is searched; offsets are always the file's.
+
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use jffs2::dump::find::{find, Found};
+use jffs2::extract::ImageMap;
+use serde_json::{json, Value};
+
+use super::views::{ViewArgs, TRIM_LIMIT, TRIM_PERIOD};
+use super::{input_unchanged, io_text, stdout_failed, Exit, Tool};
+
+/// Runs `--find` on `path`; exit status 0 (none found included: the table says so), 1 when
+/// the file cannot be read.
+pub(super) fn run(tool: &Tool, path: &Path, a: &ViewArgs) -> Result<i32, Exit> {
+    let shown = path.display().to_string();
+    let failed = |msg: String| {
+        tool.error(&msg);
+        if a.json {
+            tool.json_error(&shown, 1);
+        }
+        Exit(1)
+    };
+    let window = a.window();
+    let input = match ImageMap::open_in(path, window, None) {
+        Ok(m) => Ok(m),
+        Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+            let f = std::fs::File::open(path).map_err(|e| open_failed(&shown, &e));
+            f.and_then(|f| ImageMap::load_in(&f, window).map_err(|e| open_failed(&shown, &e)))
+        }
+        Err(e) => Err(open_failed(&shown, &e)),
+    }
+    .map_err(failed)?;
+    let found = {
+        let _t = input.trimmer(TRIM_LIMIT, TRIM_PERIOD);
+        find(input.file_bytes())
+    };
+    input_unchanged(tool, &shown)?;
+    let base = window.map_or(0, |w| w.offset);
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let written = if a.json {
+        write_json(&mut out, &shown, input.file_len(), base, &found)
+    } else {
+        write_table(&mut out, &shown, base, &found)
+    };
+    written
+        .and_then(|()| out.flush())
+        .map_err(|e| stdout_failed(tool, &e))?;
+    Ok(0)
+}
+
+fn open_failed(shown: &str, e: &io::Error) -> String {
+    format!("open input file {shown}: {}", io_text(e))
+}
+
+/// The erase size as mkfs.jffs2 `-e` takes it.
+fn size_text(v: u32) -> String {
+    if v % (1 << 20) == 0 {
+        format!("{}MiB", v >> 20)
+    } else if v % 1024 == 0 {
+        format!("{}KiB", v >> 10)
+    } else {
+        format!("0x{v:x}")
+    }
+}
+
+fn written_by(f: &Found) -> String {
+    if f.kernel_written() {
+        format!("kernel ({})", f.kernel_signs.join(", "))
+    } else {
+        "mkfs.jffs2 (clean)".to_string()
+    }
+}
+
+fn write_table(out: &mut dyn Write, shown: &str, base: u64, found: &[Found]) -> io::Result<()> {
+    if found.is_empty() {
+        return writeln!(out, "{shown}: no JFFS2 filesystem found");
+    }
+    writeln!(
+        out,
+        "{:<4} {:<10} {:<10} {:>10} {:<6} {:>6} {:>8} {:>7}  written by",
+        "#", "start", "end", "size", "endian", "erase", "nodes", "files"
+    )?;
+    for (i, f) in found.iter().enumerate() {
+        writeln!(
+            out,
+            "{:<4} 0x{:08x} 0x{:08x} {:>10} {:<6} {:>6} {:>8} {:>7}  {}",
+            i + 1,
+            base + f.start,
+            base + f.end,
+            f.end - f.start,
+            f.endian.name(),
+            size_text(f.erase_size),
+            f.nodes,
+            f.files,
+            written_by(f)
+        )?;
+    }
+    writeln!(
+        out,
+        "\nRead one in place: jffs2-dump --offset=START --size=SIZE --extract=DIR {shown}"
+    )
+}
+
+fn found_json(base: u64, f: &Found) -> Value {
+    json!({
+        "start": base + f.start,
+        "end": base + f.end,
+        "size": f.end - f.start,
+        "data_end": base + f.data_end,
+        "endian": f.endian.name(),
+        "erase_size": f.erase_size,
+        "erase_size_confidence": crate::cli::f32_json(f.confidence),
+        "nodes": f.nodes,
+        "files": f.files,
+        "clean_mkfs": !f.kernel_written(),
+        "kernel_signs": f.kernel_signs,
+    })
+}
+
+fn write_json(
+    out: &mut dyn Write,
+    shown: &str,
+    len: usize,
+    base: u64,
+    found: &[Found],
+) -> io::Result<()> {
+    let doc = json!({
+        "format": "jffs2-dump-find-json/1",
+        "file": shown,
+        "searched": {"offset": base, "size": len},
+        "filesystems": found.iter().map(|f| found_json(base, f)).collect::<Vec<_>>(),
+        "exit_code": 0,
+    });
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
+    writeln!(out)
+}
