@@ -89,6 +89,18 @@ impl Setup {
         out
     }
 
+    /// The tree with device nodes from a device table (`/dev/null`, `/dev/ttyS0` owned by
+    /// 5:20), made big-endian.
+    fn image_with_devices(&self) -> PathBuf {
+        let table = self.path().join("device_table.txt");
+        std::fs::write(
+            &table,
+            "/dev d 755 0 0 - - - - -\n/dev/null c 666 0 0 1 3 0 0 -\n/dev/ttyS0 c 600 5 20 4 64 0 0 -\n",
+        )
+        .expect("device table");
+        self.image("dev.img", &["-b", "-D", &table.to_string_lossy()])
+    }
+
     /// A firmware blob: a 64-byte header, the image padded to its erase block, 4 KiB of
     /// trailing bytes.
     fn blob(&self) -> PathBuf {
@@ -182,23 +194,60 @@ fn unblob_command_line() {
     assert_tree(&out);
 }
 
+/// FACT's line under fakeroot: the devices and owners made in fakeroot's record.
 #[test]
 fn fact_command_line_under_fakeroot() {
     if !skip::program("fakeroot", "fakeroot") {
         return;
     }
     let s = Setup::new();
-    let img = s.image("fs.img", &["-b"]);
+    let img = s.image_with_devices();
     let dir = s.path().join("tmp_dir");
     std::fs::create_dir(&dir).expect("FACT's temporary directory exists");
+    // What fakeroot shows inside the same session.
+    let script = r#"jefferson -vfd "$1" "$2" && stat -c '%F %t:%T %u:%g %a' "$1/dev/ttyS0""#;
     let o = Command::new("fakeroot")
-        .arg(s.jefferson())
-        .args([OsStr::new("-vfd"), dir.as_os_str(), img.as_os_str()])
+        .args(["sh", "-c", script, "sh"])
+        .args([dir.as_os_str(), img.as_os_str()])
+        .env("PATH", s.path_env())
         .output()
         .expect("run fakeroot");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert!(o.stdout.is_empty(), "stdout: {}", text(&o.stdout));
+    assert_eq!(text(&o.stdout), "character special file 4:40 5:20 600\n");
+    assert!(text(&o.stderr).contains("2 devices"), "{}", text(&o.stderr));
     assert_tree(&dir);
+}
+
+/// As an ordinary user nothing fails for want of root: the devices go to DIR.devtable with
+/// their owners, and the owners not set are counted.
+#[test]
+fn unprivileged_devices_and_owners_are_recorded() {
+    if !skip::root() || !skip::program("setpriv", "util-linux") {
+        return;
+    }
+    let s = Setup::new();
+    let img = s.image_with_devices();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(s.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    std::fs::set_permissions(&img, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(s.jefferson())
+        .args([OsStr::new("-d"), "out".as_ref(), img.as_os_str()])
+        .current_dir(s.path())
+        .output()
+        .expect("run setpriv");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let table = std::fs::read_to_string(s.path().join("out.devtable")).expect("out.devtable");
+    assert!(
+        table.contains("/dev/ttyS0 c 600 5 20 4 64 0 0 -"),
+        "{table}"
+    );
+    assert!(table.contains("/dev/null c 666 0 0 1 3 0 0 -"), "{table}");
+    let err = text(&o.stderr);
+    assert!(err.contains("device nodes could not be created"), "{err}");
+    assert!(err.contains("notice: owners of "), "{err}");
+    assert_tree(&s.path().join("out"));
 }
 
 #[test]
