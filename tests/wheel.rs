@@ -20,9 +20,11 @@ mod skip;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use jffs2_tools::cli::describe::PERSONALITIES;
+
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The names the wheel installs: the binaries, then the other names with their binary.
+/// The binaries the wheel installs.
 const BINARIES: [&str; 6] = [
     "jffs2-mkfs",
     "jffs2-sumtool",
@@ -31,14 +33,14 @@ const BINARIES: [&str; 6] = [
     "jffs2-convert",
     "jffs2-mount",
 ];
-const NAMES: [&str; 6] = [
-    "mkfs.jffs2",
-    "sumtool",
-    "jffs2dump",
-    "jffs2reader",
-    "fsck.jffs2",
-    "jefferson",
-];
+/// The other names: those scripts/install.sh links (`cli::describe`).
+fn names() -> Vec<&'static str> {
+    PERSONALITIES
+        .iter()
+        .filter(|p| p.is_link())
+        .map(|p| p.name)
+        .collect()
+}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -109,12 +111,14 @@ fn wheel_installs_every_name_into_a_fresh_venv() {
         let head = std::fs::read(bin.join(b)).unwrap_or_else(|e| panic!("{b}: {e}"));
         assert!(head.starts_with(b"\x7fELF"), "{b} is a native program");
     }
-    for n in NAMES {
+    let names = names();
+    assert_eq!(names.len(), 6, "{names:?}");
+    for n in &names {
         let script = std::fs::read_to_string(bin.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
         assert!(script.starts_with("#!/bin/sh\n"), "{n}: {script}");
     }
     // Each answers as itself, run with no Python in PATH.
-    for name in BINARIES.iter().chain(NAMES.iter()) {
+    for name in BINARIES.iter().chain(names.iter()) {
         let o = run(Command::new(bin.join(name))
             .arg("--version")
             .env("PATH", "/usr/bin:/bin"));
@@ -125,6 +129,9 @@ fn wheel_installs_every_name_into_a_fresh_venv() {
             "{name}: {out}"
         );
     }
+    // jffs2-exec-as runs only those names.
+    let o = run(Command::new(bin.join("jffs2-exec-as")).args(["jffs2-mkfs", "--version"]));
+    assert_eq!(o.status.code(), Some(127), "{}", text(&o.stderr));
     let o = run(Command::new(bin.join("jefferson")).arg("--help"));
     ok(&o, "jefferson --help");
     assert!(text(&o.stdout).starts_with("Usage: jefferson [OPTIONS] FILE"));

@@ -1,6 +1,7 @@
 //! `jffs2-exec-as NAME [ARG]...`: runs the jffs2-tools binary that answers to NAME (`jefferson`,
-//! `mkfs.jffs2`, ...), from this program's directory, with NAME as its `argv[0]`, which the
-//! binaries dispatch on (`src/cli/mod.rs`, `invoked_as`).
+//! `mkfs.jffs2`, ...: the names `src/cli/describe.rs` lists as links), from this program's
+//! directory, with NAME as its `argv[0]`, which the binaries dispatch on (`src/cli/mod.rs`,
+//! `invoked_as`).
 //!
 //! For the Python wheel only (built with the `wheel-names` feature, pyproject.toml): a wheel
 //! cannot carry links, and a Cargo program cannot be called `mkfs.jffs2`, so each of those
@@ -11,18 +12,10 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
+use jffs2_tools::cli::describe::personality;
+
 /// The status of a program that cannot be run (the shell's).
 const CANNOT_RUN: i32 = 127;
-
-/// Every name and the binary that answers to it (the links of scripts/install.sh).
-const NAMES: [(&str, &str); 6] = [
-    ("mkfs.jffs2", "jffs2-mkfs"),
-    ("sumtool", "jffs2-sumtool"),
-    ("jffs2dump", "jffs2-dump"),
-    ("jffs2reader", "jffs2-dump"),
-    ("fsck.jffs2", "jffs2-fsck"),
-    ("jefferson", "jffs2-dump"),
-];
 
 fn main() {
     let mut args = std::env::args_os().skip(1);
@@ -33,7 +26,9 @@ fn main() {
 /// Replaces this process by the binary of `name` run as `name` with `args`; returns only
 /// on failure.
 fn exec_as(name: &OsString, args: Vec<OsString>) -> i32 {
-    let Some((_, binary)) = NAMES.iter().find(|(n, _)| name.as_os_str() == *n) else {
+    // The names installed as links (scripts/install.sh), each with its binary.
+    let found = name.to_str().and_then(personality).filter(|p| p.is_link());
+    let Some(binary) = found.map(|p| p.binary) else {
         eprintln!(
             "jffs2-exec-as: {}: not a name of jffs2-tools (usage: jffs2-exec-as NAME [ARG]...)",
             name.to_string_lossy()
