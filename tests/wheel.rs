@@ -117,7 +117,7 @@ fn wheel_installs_every_name_into_a_fresh_venv() {
         let script = std::fs::read_to_string(bin.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
         assert!(script.starts_with("#!/bin/sh\n"), "{n}: {script}");
     }
-    // Each answers as itself, run with no Python in PATH.
+    // Each answers as itself.
     for name in BINARIES.iter().chain(names.iter()) {
         let o = run(Command::new(bin.join(name))
             .arg("--version")

@@ -6,7 +6,7 @@
 //! to [`super::dump::main`].
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::flags::{self, jefferson::FLAGS, ALL};
 use super::getopt::Parsed;
@@ -109,14 +109,16 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
 /// What jefferson checks before extracting (`docs/spec/ecosystem.md` §1.2.1): FILE a file
 /// that exists (else a usage error), DIR not an existing non-directory (usage error), DIR
 /// not existing unless `-f` (255, its line on stdout), FILE not empty (255). `None`: go on.
-fn check(tool: &Tool, file: &std::path::Path, dest: &std::path::Path, force: bool) -> Option<i32> {
+fn check(tool: &Tool, file: &Path, dest: &Path, force: bool) -> Option<i32> {
     let shown = file.display();
-    let len = match std::fs::metadata(file) {
+    // A block device or FIFO reports length 0 and is read as it is: only a regular file is
+    // empty.
+    let empty = match std::fs::metadata(file) {
         Ok(m) if m.is_dir() => return Some(usage(tool, &format!("{shown}: is a directory"))),
-        Ok(m) => m.len(),
+        Ok(m) => m.is_file() && m.len() == 0,
         Err(e) => return Some(usage(tool, &format!("{shown}: {}", super::errno_text(&e)))),
     };
-    // Path::exists follows links, as jefferson's test does: a dangling link is "not there"
+    // Links followed, as by jefferson's existence test: a dangling link is "not there"
     // and the extraction's mkdir then fails on it.
     match std::fs::metadata(dest) {
         Ok(m) if !m.is_dir() => {
@@ -137,8 +139,7 @@ fn check(tool: &Tool, file: &std::path::Path, dest: &std::path::Path, force: boo
         }
         _ => {}
     }
-    // A block device or FIFO reports length 0 and is read as it is.
-    if len == 0 && std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+    if empty {
         tool.error(&format!("{shown}: empty file, nothing to extract"));
         return Some(EXIT_REFUSED);
     }
