@@ -549,3 +549,38 @@ fn binwalk_end_to_end() {
     assert!(stdout.contains("JFFS2 filesystem, big endian"), "{stdout}");
     assert_tree(&out.join("firmware.bin.extracted/40/jffs2-root"));
 }
+
+/// A file with data after the filesystem (a carved chunk with trailing bytes): read as
+/// `jffs2-dump --extract` reads it, with the same status and the same files.
+#[test]
+fn trailing_data_is_read_as_extract_reads_it() {
+    let s = Setup::new();
+    let img = s.image("fs.img", &["-b", "-e", "0x10000", "-p"]);
+    let mut data = std::fs::read(&img).expect("image");
+    data.extend(std::iter::repeat_n(b'T', 4096));
+    let trailing = s.path().join("trailing.bin");
+    std::fs::write(&trailing, data).expect("write");
+    let ours = s.run(
+        s.path(),
+        &[OsStr::new("-d"), "a".as_ref(), trailing.as_os_str()],
+    );
+    let dump = Command::new(env!("CARGO_BIN_EXE_jffs2-dump"))
+        .args([OsStr::new("--extract"), "b".as_ref(), trailing.as_os_str()])
+        .current_dir(s.path())
+        .output()
+        .expect("run jffs2-dump");
+    assert_eq!(
+        ours.status.code(),
+        dump.status.code(),
+        "{}",
+        text(&ours.stderr)
+    );
+    assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+    assert_eq!(
+        text(&ours.stderr).replace("jefferson: ", ""),
+        text(&dump.stderr)
+            .replace("jffs2-dump: ", "")
+            .replace(" b;", " a;"),
+    );
+    assert_tree(&s.path().join("a"));
+}
