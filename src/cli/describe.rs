@@ -617,9 +617,9 @@ What is extracted is what jffs2-dump --extract writes: the files Linux shows (de
 stay deleted, every hard link, rubin and dynrubin data, holes), the byte order detected from \
 the filesystem's nodes, names that would leave DIR refused. As an ordinary user nothing \
 fails for want of root: the device nodes that cannot be made are listed with their owners in \
-DIR.devtable (mkfs.jffs2 -D syntax), and the other owners not set are counted in a notice. Messages go to standard error; standard output carries only \
-jefferson's line for an existing DIR without -f. -f merges into DIR and never removes \
-anything.";
+DIR.devtable (mkfs.jffs2 -D syntax), and the other owners not set are counted in a notice. \
+Messages go to standard error; standard output carries only jefferson's line for an \
+existing DIR without -f. -f merges into DIR and never removes anything.";
 
 /// `jffs2-dump` invoked as `jefferson`.
 pub fn jefferson_command() -> Command {
