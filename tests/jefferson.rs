@@ -7,7 +7,10 @@
 //! * jefferson's exit statuses and standard output where callers read them: an existing DIR
 //!   without `-f` (255, its line on stdout), an empty FILE (255), usage errors (2), a file
 //!   that is not JFFS2 (1), names refused in a merge (2), `--help` (0);
-//! * the byte order found from the filesystem, not from the first two bytes of the file;
+//! * the byte order found from the filesystem, not from the first two bytes of the file; data
+//!   after the filesystem read as `--extract` reads it; as an ordinary user, devices in
+//!   `DIR.devtable`;
+//! * a hostile image: every refusal named, nothing written outside DIR, status 2;
 //! * end to end: unblob (PyPI) and binwalk 3 (crates.io) run on a firmware blob (a header, an
 //!   image, trailing bytes) with our `jefferson` first in `PATH`; what they extracted is the
 //!   tree, both names of a hard link included (the Python jefferson keeps one).
@@ -17,6 +20,8 @@
 //! are installed by scripts/install-test-deps.sh. A missing one skips its test loudly (a
 //! failure under `CI=true`).
 
+#[path = "common/extract.rs"]
+mod extract_common;
 #[path = "common/skip.rs"]
 mod skip;
 
@@ -583,4 +588,54 @@ fn trailing_data_is_read_as_extract_reads_it() {
             .replace(" b;", " a;"),
     );
     assert_tree(&s.path().join("a"));
+}
+
+/// A hostile image (a name with `/`, `..`, a symbolic link out of DIR with a file "through"
+/// it): nothing is written outside DIR, each refusal is named, the status is 2 (which binwalk
+/// accepts and unblob reports), and the rest is extracted.
+#[test]
+fn hostile_names_are_refused_and_nothing_leaves_dest() {
+    use extract_common::Craft;
+    use jffs2::format::{dt, Endian};
+    let s = Setup::new();
+    let mut c = Craft::new(Endian::Big, 16384);
+    c.dir(1)
+        .dirent(1, 2, 2, dt::REG, b"../escaped")
+        .file(2, b"out of DIR\n")
+        .dirent(1, 3, 3, dt::LNK, b"up")
+        .symlink(3, b"..")
+        .dirent(3, 5, 5, dt::REG, b"through")
+        .file(5, b"through the link\n")
+        .dirent(1, 4, 4, dt::REG, b"ok")
+        .file(4, b"fine\n");
+    let img = s.path().join("hostile.img");
+    std::fs::write(&img, c.build()).expect("image");
+    let work = s.path().join("work");
+    std::fs::create_dir(&work).expect("work");
+    let o = s.run(
+        &work,
+        &[
+            OsStr::new("-f"),
+            "-d".as_ref(),
+            "jffs2-root".as_ref(),
+            img.as_os_str(),
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("jefferson: refused: "), "{err}");
+    assert!(
+        err.contains("escaped\" (inode #2) refused: name contains '/'"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    let root = work.join("jffs2-root");
+    assert_eq!(std::fs::read(root.join("ok")).expect("ok"), b"fine\n");
+    assert_eq!(
+        std::fs::read_link(root.join("up")).expect("up"),
+        Path::new("..")
+    );
+    for outside in ["escaped", "through"] {
+        assert!(!work.join(outside).exists() && !s.path().join(outside).exists());
+    }
 }
