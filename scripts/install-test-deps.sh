@@ -22,6 +22,8 @@ pkgs=(
   faketime           # libfaketime: one fixed clock for both tools in the guide parity blocks (tests/integration.rs)
   librsvg2-bin       # rsvg-convert: the block map (jffs2-dump --map) rendered to PNG (tests/dump_views.rs)
   fuse3              # fusermount3 and /dev/fuse access for ordinary users: jffs2-mount (tests/mount.rs)
+  python3-venv       # the test venv below (unblob, maturin) and the wheel's fresh venv (tests/wheel.rs)
+  libmagic1          # unblob's python-magic (tests/jefferson.rs)
 )
 missing=()
 for p in "${pkgs[@]}"; do
@@ -41,4 +43,25 @@ if ! locale -a 2>/dev/null | grep -qix 'en_US.utf8'; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   echo "generating the en_US.UTF-8 locale"
   $SUDO localedef -i en_US -c -f UTF-8 -A /usr/share/locale/locale.alias en_US.UTF-8
+fi
+# The analysis tools that run `jefferson` (tests/jefferson.rs) and the wheel builder
+# (tests/wheel.rs), at fixed versions: unblob and maturin from PyPI in a venv (about 40 s),
+# binwalk 3 from crates.io (a release build: about 3 minutes on 2 cores). Each is skipped when
+# already there at that version; JFFS2_TEST_VENV and JFFS2_TEST_TOOLS move them.
+UNBLOB_VERSION=26.6.4
+MATURIN_VERSION=1.16.0
+BINWALK_VERSION=3.1.0
+venv="${JFFS2_TEST_VENV:-/opt/jffs2-test-venv}"
+tools="${JFFS2_TEST_TOOLS:-/opt/jffs2-test-tools}"
+if ! "$venv/bin/pip" show unblob maturin 2>/dev/null | grep -x "Version: $UNBLOB_VERSION" >/dev/null \
+   || ! "$venv/bin/maturin" --version 2>/dev/null | grep -x "maturin $MATURIN_VERSION" >/dev/null; then
+  echo "installing unblob $UNBLOB_VERSION and maturin $MATURIN_VERSION into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "unblob==$UNBLOB_VERSION" "maturin==$MATURIN_VERSION"
+fi
+if ! "$tools/bin/binwalk" --version 2>/dev/null | grep -x "binwalk $BINWALK_VERSION" >/dev/null; then
+  echo "building binwalk $BINWALK_VERSION into $tools"
+  build="$(mktemp -d)"
+  "${CARGO:-cargo}" install --quiet --locked --root "$tools" --target-dir "$build" "binwalk@$BINWALK_VERSION"
+  rm -rf "$build"
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs jffs2-tools: the five binaries, the mtd-utils names as links (mkfs.jffs2, sumtool,
-# jffs2dump, jffs2reader, and fsck.jffs2 for `fsck -t jffs2`), the manual pages and the bash,
+# Installs jffs2-tools: the six binaries, the mtd-utils names as links (mkfs.jffs2, sumtool,
+# jffs2dump, jffs2reader, and fsck.jffs2 for `fsck -t jffs2`), jefferson (the extractor name
+# binwalk, unblob and FACT run; docs/integration/analysis.md), the manual pages and the bash,
 # zsh and fish completions. See README.md, "Install".
 set -euo pipefail
 
@@ -8,8 +9,8 @@ usage() {
   cat <<'EOF'
 Usage: scripts/install.sh [OPTION]...
 Builds (cargo install) and installs jffs2-mkfs, jffs2-sumtool, jffs2-dump, jffs2-fsck,
-jffs2-convert and jffs2-mount into PREFIX/bin; links mkfs.jffs2, sumtool, jffs2dump, jffs2reader and
-fsck.jffs2 to them there; manual pages into PREFIX/share/man/man{1,8}; completions into
+jffs2-convert and jffs2-mount into PREFIX/bin; links mkfs.jffs2, sumtool, jffs2dump, jffs2reader,
+fsck.jffs2 and jefferson to them there; manual pages into PREFIX/share/man/man{1,8}; completions into
 PREFIX/share/bash-completion/completions, PREFIX/share/zsh/site-functions and
 PREFIX/share/fish/vendor_completions.d.
 
@@ -23,7 +24,8 @@ PREFIX/share/fish/vendor_completions.d.
   --generator PATH   the jffs2-gen binary to run (default: built with cargo build -p jffs2-gen)
   --profile NAME     the cargo profile to build with (default: release; with --binaries DIR
                      of cargo's, DIR's)
-  --no-mtd-names     no links, pages or completions under the mtd-utils names
+  --no-mtd-names     no links, pages or completions under the mtd-utils names (nor
+                     jefferson)
   --force            replace an existing PREFIX/bin/mkfs.jffs2 (etc.) that is not a
                      symbolic link (by default the install stops before changing anything)
   -h, --help         this text
@@ -68,7 +70,7 @@ cargo="${CARGO:-cargo}"
 bins=(jffs2-mkfs jffs2-sumtool jffs2-dump jffs2-fsck jffs2-convert jffs2-mount)
 # link name -> binary (the names the binaries answer to; src/cli/describe.rs)
 links=(mkfs.jffs2:jffs2-mkfs sumtool:jffs2-sumtool jffs2dump:jffs2-dump
-       jffs2reader:jffs2-dump fsck.jffs2:jffs2-fsck)
+       jffs2reader:jffs2-dump fsck.jffs2:jffs2-fsck jefferson:jffs2-dump)
 [ "$mtd_names" -eq 1 ] || links=()
 
 root="${destdir%/}$prefix"
@@ -79,7 +81,7 @@ zshdir="$root/share/zsh/site-functions"
 fishdir="$root/share/fish/vendor_completions.d"
 
 # Refuse before changing anything: a link name that exists and is not a symbolic link is
-# somebody else's program (mtd-utils', say).
+# somebody else's program (mtd-utils', say, or the Python jefferson).
 for l in "${links[@]}"; do
   name="${l%%:*}"
   if [ -e "$bindir/$name" ] && [ ! -L "$bindir/$name" ] && [ "$force" -eq 0 ]; then
@@ -173,7 +175,7 @@ done
 
 echo "installed into $root:"
 echo "  bin/: ${bins[*]}"
-[ "$mtd_names" -eq 0 ] || echo "  links in bin/: mkfs.jffs2 sumtool jffs2dump jffs2reader fsck.jffs2"
+[ "$mtd_names" -eq 0 ] || echo "  links in bin/: mkfs.jffs2 sumtool jffs2dump jffs2reader fsck.jffs2 jefferson"
 for d in "${written[@]}"; do echo "  ${d#"$root"/}/"; done
 case ":$PATH:" in
   *":$prefix/bin:"*) ;;

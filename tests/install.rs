@@ -182,6 +182,7 @@ fn installs_six_binaries_and_the_mtd_utils_names() {
         entries,
         [
             "fsck.jffs2",
+            "jefferson",
             "jffs2-convert",
             "jffs2-dump",
             "jffs2-fsck",

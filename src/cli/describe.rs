@@ -10,7 +10,7 @@
 
 use clap::{Arg, ArgAction, Command, ValueHint};
 
-use super::flags::{self, convert, dump, fsck, mkfs, mount, sumtool, Flag, Names, ALL};
+use super::flags::{self, convert, dump, fsck, jefferson, mkfs, mount, sumtool, Flag, Names, ALL};
 use super::getopt::LongOpt;
 
 /// One name a binary answers to: `jffs2-mkfs`, `mkfs.jffs2`, `jffs2reader`, ...
@@ -321,6 +321,17 @@ pub const PERSONALITIES: &[Personality] = &[
         compatibility: FSCK_JFFS2_COMPAT,
         see_also: &["jffs2-fsck(8)", "fsck(8)", "jffs2-dump(1)"],
     },
+    Personality {
+        name: "jefferson",
+        binary: "jffs2-dump",
+        section: "1",
+        command: jefferson_command,
+        flags: jefferson::FLAGS,
+        names: ALL,
+        environment: &[],
+        compatibility: JEFFERSON_COMPAT,
+        see_also: &["jffs2-dump(1)", "jffs2-mount(1)", "jffs2-fsck(8)"],
+    },
 ];
 
 /// The personality invoked as `name`.
@@ -597,6 +608,34 @@ pub fn mount_command() -> Command {
         )
 }
 
+const JEFFERSON_COMPAT: &str = "This is jffs2-dump invoked as jefferson (a link made at \
+installation): the command line of the Python jefferson 0.4 extractor, which binwalk, unblob \
+and FACT run (jefferson -f -d DIR FILE, jefferson -v -f -d DIR FILE, fakeroot jefferson -vfd \
+DIR FILE), with its exit status where those tools read it.
+
+What is extracted is what jffs2-dump --extract writes: the files Linux shows (deleted files \
+stay deleted, every hard link, rubin and dynrubin data, holes), the byte order detected from \
+the filesystem's nodes, names that would leave DIR refused. As an ordinary user nothing \
+fails for want of root: the device nodes that cannot be made are listed with their owners in \
+DIR.devtable (mkfs.jffs2 -D syntax), and the other owners not set are counted in a notice. \
+Messages go to standard error; standard output carries only jefferson's line for an \
+existing DIR without -f. -f merges into DIR and never removes anything.";
+
+/// `jffs2-dump` invoked as `jefferson`.
+pub fn jefferson_command() -> Command {
+    base(
+        "jefferson",
+        "extract a JFFS2 image (jefferson's command line)",
+        "Extracts the JFFS2 filesystem in FILE into DIR (default: jffs2-root in the current \
+         directory), as jffs2-dump --extract does, under the command line of the jefferson \
+         extractor.",
+    )
+    .override_usage("jefferson [-d DIR] [-f] [-v|-vv|-vvv] FILE")
+    .after_help(exit_status_of(&jefferson::help()))
+    .args(flags::args(jefferson::FLAGS, ALL))
+    .arg(operand("FILE", "FILE", "The image (a file)."))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -740,6 +779,7 @@ mod tests {
                 ("jffs2dump", "jffs2-dump"),
                 ("jffs2reader", "jffs2-dump"),
                 ("fsck.jffs2", "jffs2-fsck"),
+                ("jefferson", "jffs2-dump"),
             ]
         );
         for p in PERSONALITIES {

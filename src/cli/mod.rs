@@ -1,6 +1,7 @@
 //! What the binaries share: the mtd-utils option and number grammars, message formats,
 //! atomic output, progress bars, and the `argv[0]` dispatch that lets `mkfs.jffs2` (and
-//! later `sumtool`, `jffs2dump`, `jffs2reader`, `fsck.jffs2`) symlinks act as drop-ins.
+//! later `sumtool`, `jffs2dump`, `jffs2reader`, `fsck.jffs2`, `jefferson`) symlinks act as
+//! drop-ins.
 
 pub mod convert;
 pub mod describe;
@@ -8,6 +9,7 @@ pub mod dump;
 pub mod flags;
 pub mod fsck;
 pub mod getopt;
+pub mod jefferson;
 pub mod mkfs;
 pub mod mount;
 pub mod num;
@@ -210,9 +212,15 @@ pub fn mkfs_main() -> i32 {
 }
 
 /// Entry point of `jffs2-dump`: `jffs2dump` when invoked under that name, `jffs2reader`
-/// under that one.
+/// under that one, `jefferson` (the Python extractor's command line) under that one.
 pub fn dump_main() -> i32 {
     let args: Vec<OsString> = std::env::args_os().collect();
+    if invoked_as(args.first()) == "jefferson" {
+        let tool = Tool {
+            name: "jefferson".into(),
+        };
+        return jefferson::main(&tool, args.get(1..).unwrap_or(&[]));
+    }
     if invoked_as(args.first()) == "jffs2reader" {
         let tool = Tool {
             name: "jffs2reader".into(),

@@ -17,8 +17,8 @@ pub const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
 /// What to generate.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Also the mtd-utils names (`mkfs.jffs2`, `sumtool`, `jffs2dump`, `jffs2reader`) and
-    /// `fsck.jffs2`.
+    /// Also the mtd-utils names (`mkfs.jffs2`, `sumtool`, `jffs2dump`, `jffs2reader`),
+    /// `fsck.jffs2` and `jefferson`.
     pub mtd_names: bool,
     /// The date on the pages (`YYYY-MM-DD`); today when not given.
     pub date: Option<String>,

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 const USAGE: &str = "Usage: jffs2-gen [--out DIR] [--no-mtd-names]
 Writes DIR/man/man{1,8}/*.{1,8} and DIR/completions/{bash,zsh,fish}/* for jffs2-mkfs,
 jffs2-sumtool, jffs2-dump, jffs2-fsck, jffs2-convert, jffs2-mount and (unless --no-mtd-names) the
-mtd-utils names mkfs.jffs2, sumtool, jffs2dump, jffs2reader and fsck.jffs2.
+mtd-utils names mkfs.jffs2, sumtool, jffs2dump, jffs2reader and fsck.jffs2, and jefferson.
   --out DIR        output directory (default: target/dist)
   --no-mtd-names   only the jffs2-* names
 SOURCE_DATE_EPOCH, when set, is the date on the pages (today otherwise).

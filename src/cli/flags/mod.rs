@@ -14,6 +14,7 @@
 pub mod convert;
 pub mod dump;
 pub mod fsck;
+pub mod jefferson;
 pub mod mkfs;
 pub mod mount;
 pub mod sumtool;
