@@ -7,7 +7,9 @@
 # Single image: made from TREE at the start with `mkfs.jffs2 -r TREE -e 0x20000 -n -l`, so each
 # extraction can be compared with TREE (`diff -r`, which for jefferson shows what it gets
 # wrong). jefferson is taken from $JEFFERSON, from PATH, or
-# installed into bench/out/venv with `pip install jefferson` (PyPI). Extraction goes to a
+# installed with `pip install jefferson` (PyPI) into $BENCH_VENV (default
+# ~/.cache/jffs2-tools-bench/venv: outside the work tree, whose .py files the repository's
+# tests scan). Extraction goes to a
 # tmpfs (/dev/shm) so that the figures are the tools' work, not the disk's. The inflate floor
 # is the CPU time needed only to decompress every data node (one thread), divided by cores.
 #
@@ -49,11 +51,12 @@ IMG=$OUT/dump-bench.img
 mkfs.jffs2 -r "$TREE" -e 0x20000 -n -l -o "$IMG"
 JEFFERSON=${JEFFERSON:-$(command -v jefferson || true)}
 if [ -z "$JEFFERSON" ]; then
-  if [ ! -x "$OUT/venv/bin/jefferson" ]; then
-    python3 -m venv "$OUT/venv" >&2
-    "$OUT/venv/bin/pip" install --quiet jefferson >&2
+  VENV=${BENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/jffs2-tools-bench/venv}
+  if [ ! -x "$VENV/bin/jefferson" ]; then
+    python3 -m venv "$VENV" >&2
+    "$VENV/bin/pip" install --quiet jefferson >&2
   fi
-  JEFFERSON=$OUT/venv/bin/jefferson
+  JEFFERSON=$VENV/bin/jefferson
 fi
 
 JVER=$("$(dirname "$JEFFERSON")/python3" -m pip show jefferson 2>/dev/null | awk '/^Version/{print $2}' || true)
@@ -214,7 +217,9 @@ multi_image_run() {
   echo
   echo "Multi-image run: $(wc -l < "$list") images; $CORES cores, load before: $(cut -d' ' -f1-3 /proc/loadavg); runs: $RUNS each, alternating (median); jefferson $JVER"
   if [ -s "$res" ]; then
-    echo "Entries that differ: from Linux's view of the image ($(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kernel"])' "$res") under qemu; big-endian images through their little-endian conversion)"
+    local kpkg
+    kpkg=$(python3 -c 'import json, os, sys; print(os.path.basename(os.path.dirname(json.load(open(sys.argv[1]))["kernel"])))' "$OUT/multi-setup.log" 2>/dev/null || echo "the harness's kernel")
+    echo "Entries that differ: from Linux's view of the image ($kpkg under qemu; big-endian images through their little-endian conversion)"
   else
     echo "Entries that differ: from jffs2-dump's own tree, NOT Linux's view: $why"
   fi
