@@ -10,6 +10,11 @@
 //! (and every listed one is there), under a licence that allows shipping it with this
 //! GPL-2.0-or-later project, in the byte order `jffs2-dump --info` detects.
 //!
+//! `JFFS2_THIRDPARTY_EXTERNAL=DIR` adds the images of `EXTERNAL.tsv` found in DIR (device dumps
+//! that no licence lets us ship; `fixtures/thirdparty/README.md` says how to fetch them) to the
+//! same boot and the same check. Files Linux cannot read there (LZMA, which Debian's kernel
+//! lacks) are compared without their contents; in the shipped images there must be none.
+//!
 //! Like the kernel suite, never silently skipped: without qemu or the kernel (or root, needed to
 //! restore owners and trusted xattrs) the test says SKIPPED loudly and returns
 //! (tests/common/skip.rs); under `CI=true` it fails.
@@ -41,25 +46,29 @@ const REDISTRIBUTABLE: &[&str] = &[
     "CC0-1.0",
 ];
 
-/// One line of `MANIFEST.tsv`.
+/// One line of `MANIFEST.tsv` (or of `EXTERNAL.tsv`).
 struct Entry {
     file: String,
+    path: PathBuf,
     erase: u32,
     big: bool,
     licence: String,
+    external: bool,
 }
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/thirdparty")
 }
 
-fn manifest() -> Vec<Entry> {
-    let text = fs::read_to_string(dir().join("MANIFEST.tsv")).expect("MANIFEST.tsv");
+/// The images listed in `name` (`MANIFEST.tsv`, 6 fields a line, or `EXTERNAL.tsv`, 7), taken
+/// from `images`.
+fn read_list(name: &str, fields: usize, images: &Path) -> Vec<Entry> {
+    let text = fs::read_to_string(dir().join(name)).expect(name);
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
-            assert_eq!(f.len(), 6, "MANIFEST.tsv line with {} fields: {l}", f.len());
+            assert_eq!(f.len(), fields, "{name} line with {} fields: {l}", f.len());
             assert!(
                 f[2] == "little" || f[2] == "big",
                 "byte order {:?} in: {l}",
@@ -67,12 +76,29 @@ fn manifest() -> Vec<Entry> {
             );
             Entry {
                 file: f[0].to_string(),
+                path: images.join(f[0]),
                 erase: f[1].parse().expect("erase size"),
                 big: f[2] == "big",
                 licence: f[4].to_string(),
+                external: fields == 7,
             }
         })
         .collect()
+}
+
+fn manifest() -> Vec<Entry> {
+    read_list("MANIFEST.tsv", 6, &dir())
+}
+
+/// The images of `EXTERNAL.tsv` present in `$JFFS2_THIRDPARTY_EXTERNAL` (none without it).
+fn external() -> Vec<Entry> {
+    match std::env::var_os("JFFS2_THIRDPARTY_EXTERNAL") {
+        Some(d) => read_list("EXTERNAL.tsv", 7, Path::new(&d))
+            .into_iter()
+            .filter(|e| e.path.is_file())
+            .collect(),
+        None => vec![],
+    }
 }
 
 #[test]
@@ -115,11 +141,20 @@ fn manifest_lists_every_image_with_a_redistributable_licence() {
         );
     }
     assert!(total < 5 << 20, "fixtures/thirdparty/ holds {total} bytes");
+    for e in read_list("EXTERNAL.tsv", 7, &dir()) {
+        assert!(
+            !e.path.exists() && !REDISTRIBUTABLE.contains(&e.licence.as_str()),
+            "{}: listed as not redistributable ({}) but shipped, or with a licence that allows \
+             shipping it (then it belongs in MANIFEST.tsv)",
+            e.file,
+            e.licence
+        );
+    }
 }
 
 /// The image Linux mounts for `e`: the image itself, or its little-endian conversion.
 fn linux_image(e: &Entry, work: &Path) -> PathBuf {
-    let src = dir().join(&e.file);
+    let src = e.path.clone();
     if !e.big {
         return src;
     }
@@ -148,7 +183,7 @@ fn extract(e: &Entry, out_dir: &Path) {
     let out = Command::new(DUMP)
         .arg(format!("--erase-size={}", e.erase))
         .arg(format!("--extract={}", out_dir.display()))
-        .arg(dir().join(&e.file))
+        .arg(&e.path)
         .output()
         .unwrap();
     assert!(
@@ -185,7 +220,8 @@ fn extraction_shows_what_linux_shows() {
     if !skip::root() || !kernel_available() {
         return;
     }
-    let entries = manifest();
+    let mut entries = manifest();
+    entries.extend(external());
     let work = tempfile::tempdir().unwrap();
     let images: Vec<Image> = entries
         .iter()
@@ -215,19 +251,22 @@ fn extraction_shows_what_linux_shows() {
     let (lines, text) = compare(&result, &entries, &dirs);
     println!("--- jffs2-dump --extract against Linux ---\n{text}");
     assert_eq!(lines.len(), entries.len(), "{text}");
-    for l in &lines {
+    for (l, e) in lines.iter().zip(&entries) {
         assert!(
             l.ends_with(" differ=0 diffs=0") && !l.contains(" linux_entries=0 "),
             "jffs2-dump --extract does not show what Linux showed: {l}\n{text}"
         );
+        assert!(
+            e.external || l.contains(" unreadable=0 "),
+            "Linux could not read files of a shipped image: {l}\n{text}"
+        );
     }
     // The control: the same comparison must see changed contents.
-    let victim = &dirs[entries.len() - 1];
-    let file = find_file(victim).expect("a regular file in the extraction");
+    let file = find_file(&dirs[0]).expect("a regular file in the extraction");
     fs::write(&file, b"not what the image holds").unwrap();
     let (lines, text) = compare(&result, &entries, &dirs);
     assert!(
-        lines[entries.len() - 1].contains(" differ=1 ") && text.contains("\"what\": \"md5\""),
+        lines[0].contains(" differ=1 ") && text.contains("\"what\": \"md5\""),
         "an altered extraction was not reported:\n{text}"
     );
 }
