@@ -508,3 +508,55 @@ pub fn harness_spec(work: &Path, cmd: &str, spec: &str) -> (String, PathBuf) {
     assert!(code == 0 || code == 1, "harness error (exit {code})");
     (text, result)
 }
+
+// ------------------------------------------------------------------------------------------
+// Extracted trees against Linux's view
+
+/// Compares each extracted tree (`HostView::dir`, e.g. a `jffs2-dump --extract` output) with
+/// Linux's listing of its image, as a host tree is compared (`harness.compare` without `exact`):
+/// the root by type only, and directories' sizes and link counts not at all (the host
+/// filesystem's own); every other field of every entry is (type, mode, owners, size, link
+/// count, md5, symlink target, device number, hard-link group, mtime, xattrs). The contents
+/// of files Linux could not read (md5 null: e.g. LZMA, which Debian's kernel lacks) are not
+/// compared, and counted. One line per view: `EXTRACT label id linux_entries=N host_entries=N
+/// unreadable=N differ=N diffs=N` (`differ`: the entries with at least one difference), then
+/// up to 30 `DIFF` lines (expected: Linux).
+pub fn compare_extractions(result: &Path, views: &[HostView]) -> String {
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import harness
+out = json.load(open(sys.argv[1]))
+by_id = {r["id"]: r for r in out["results"]}
+args = sys.argv[3:]
+for i in range(0, len(args), 4):
+    label, rid, remount, d = args[i:i + 4]
+    r = by_id.get(rid, {})
+    linux = (r.get("remount") or {}).get("listing") if remount == "1" else r.get("listing")
+    host = harness.list_host(d)
+    unread = {e["path"] for e in linux or [] if e["type"] == "file" and e.get("md5") is None}
+    diffs = [x for x in harness.compare(linux or [], host)
+             if not (x["what"] == "md5" and x["path"] in unread)]
+    print(f"EXTRACT {label} {rid} linux_entries={len(linux or [])} host_entries={len(host)} "
+          f"unreadable={len(unread)} differ={len({x['path'] for x in diffs})} diffs={len(diffs)}")
+    for x in diffs[:30]:
+        print(f"  DIFF {json.dumps(x, ensure_ascii=False)}")
+"#;
+    let mut cmd = Command::new("python3");
+    cmd.arg("-c")
+        .arg(script)
+        .arg(result)
+        .arg(harness_path().parent().unwrap());
+    for v in views {
+        cmd.arg(&v.label)
+            .arg(v.id)
+            .arg(if v.remount { "1" } else { "0" })
+            .arg(v.dir);
+    }
+    let out = cmd.output().expect("python3");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
