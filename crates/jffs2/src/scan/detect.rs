@@ -21,7 +21,9 @@
 //! proposes (a summary's `o + T`, the GCD of cleanmarker offsets, the GCD of the offsets where
 //! data resumes after 0xFF), which covers non-powers such as 0x2100. The smallest candidate
 //! consistent with every node is chosen (larger multiples are consistent too, but their
-//! boundaries are a subset of the true ones).
+//! boundaries are a subset of the true ones). When none is (a damaged image: bytes cut out
+//! or inserted shift the blocks after them), the one with the most block starts holding a
+//! node before its layout first breaks.
 
 use super::Geometry;
 use crate::format::{hdr, NodeHeader, HEADER_SIZE};
@@ -220,6 +222,13 @@ struct Fit {
     cm_at_zero: bool,
     /// Boundaries after the first one preceded by 0xFF (block tail padding).
     ff_tail: usize,
+    /// Offset of the first node or boundary that breaks this layout (a node crossing a
+    /// boundary, a cleanmarker or summary out of place, a boundary inside data);
+    /// `u64::MAX` when nothing does.
+    first_break: u64,
+    /// Boundaries after offset 0 and before `first_break` where a node (a cleanmarker
+    /// included) starts: the blocks this size is seen to lay out before anything breaks it.
+    confirmed: usize,
 }
 
 impl Fit {
@@ -246,21 +255,22 @@ impl Fit {
 fn evaluate(img: &[u8], nodes: &[Node], erase: u32, e: Endian) -> Fit {
     let mut f = Fit {
         erase,
+        first_break: u64::MAX,
         ..Default::default()
     };
     let es = u64::from(erase);
     for n in nodes {
         let a = u64::from(n.ofs);
         let z = a + u64::from(n.totlen) - 1;
-        if a / es != z / es {
-            f.crossing += 1;
-        }
+        let crossing = a / es != z / es;
         let t = n.nodetype;
-        if t == NODETYPE_CLEANMARKER && a % es != 0 {
-            f.cm_off += 1;
-        }
-        if t == NODETYPE_SUMMARY && (z + 1) % es != 0 {
-            f.sum_off += 1;
+        let cm_off = t == NODETYPE_CLEANMARKER && a % es != 0;
+        let sum_off = t == NODETYPE_SUMMARY && (z + 1) % es != 0;
+        f.crossing += usize::from(crossing);
+        f.cm_off += usize::from(cm_off);
+        f.sum_off += usize::from(sum_off);
+        if crossing || cm_off || sum_off {
+            f.first_break = f.first_break.min(a);
         }
     }
     let data_end = nodes
@@ -275,6 +285,9 @@ fn evaluate(img: &[u8], nodes: &[Node], erase: u32, e: Endian) -> Fit {
         }
         let starts = ni < nodes.len() && u64::from(nodes[ni].ofs) == b;
         let bi = b as usize;
+        if starts && b > 0 && b < f.first_break {
+            f.confirmed += 1;
+        }
         if starts {
             if nodes[ni].nodetype == NODETYPE_CLEANMARKER {
                 // Offset 0 counts for the cleanmarker ratio, not for the support.
@@ -289,6 +302,7 @@ fn evaluate(img: &[u8], nodes: &[Node], erase: u32, e: Endian) -> Fit {
                 f.at_ff += 1;
             } else if b < data_end {
                 f.bad += 1;
+                f.first_break = f.first_break.min(b);
             }
         }
         if b > 0 && bi >= 4 {
@@ -711,12 +725,24 @@ impl Choice<'_> {
         }
     }
 
-    /// Nothing fits every node: the least bad candidate, at low confidence.
+    /// Nothing fits every node (a damaged image): the size whose blocks the image lays out
+    /// longest before anything breaks them, at low confidence.
+    ///
+    /// Bytes cut out of or inserted into an image shift every block after them, so their
+    /// cleanmarkers and first nodes leave the true size's boundaries. Before the damage the
+    /// image is still mkfs.jffs2's layout: a cleanmarker or node at every block start, no node
+    /// across a boundary (`docs/spec/mtd-utils-spec.md` §3.6.2). A smaller size breaks there
+    /// at once (a boundary inside data), a larger one at the first cleanmarker off its
+    /// boundaries or sees half the block starts: the most block starts confirmed before the
+    /// first break tells the size. Counting breaks instead would favour the largest size, which
+    /// has the fewest boundaries to break; Linux, given that size, would lose every node that
+    /// crosses a boundary of the true one (`docs/spec/kernel-jffs2-spec.md` §3.2 rule 11,
+    /// §10.5). With no block start confirmed, the fewest breaks (then the smallest size).
     fn least_bad(&self, ev: &mut Vec<String>) -> (Fit, f64) {
         let best = self
             .fits
             .iter()
-            .min_by_key(|f| (f.badness(), f.erase))
+            .min_by_key(|f| (std::cmp::Reverse(f.confirmed), f.badness(), f.erase))
             .cloned()
             .unwrap_or_default();
         ev.push(format!(
@@ -725,6 +751,17 @@ impl Choice<'_> {
             best.crossing,
             best.bad
         ));
-        (best, 0.15)
+        if best.confirmed == 0 {
+            return (best, 0.15);
+        }
+        ev.push(format!(
+            "{} block starts of {} hold a node before its layout first breaks, at {:#010x}, and no size lays out more (bytes cut out or inserted there shift the blocks after it)",
+            best.confirmed,
+            kib(best.erase),
+            best.first_break
+        ));
+        // Still low: the image contradicts every size, so the caller is told to give it.
+        let conf = 0.15 + 0.25 * (best.confirmed as f64 / 8.0).min(1.0);
+        (best, conf)
     }
 }
