@@ -21,7 +21,9 @@
 //! proposes (a summary's `o + T`, the GCD of cleanmarker offsets, the GCD of the offsets where
 //! data resumes after 0xFF), which covers non-powers such as 0x2100. The smallest candidate
 //! consistent with every node is chosen (larger multiples are consistent too, but their
-//! boundaries are a subset of the true ones).
+//! boundaries are a subset of the true ones). When none is (a damaged image: bytes cut out
+//! or inserted shift the blocks after them), the one with the most block starts holding a
+//! node before its layout first breaks.
 
 use super::Geometry;
 use crate::format::{hdr, NodeHeader, HEADER_SIZE};
@@ -220,6 +222,20 @@ struct Fit {
     cm_at_zero: bool,
     /// Boundaries after the first one preceded by 0xFF (block tail padding).
     ff_tail: usize,
+    /// The longest stretch of the image laid out in blocks of this size ([`longest_run`]).
+    run: Run,
+}
+
+/// A stretch of an image laid out in blocks of one size: consecutive block starts holding a
+/// node, with no node across a boundary, no boundary inside data and no cleanmarker or summary
+/// out of place between them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Run {
+    /// Block starts holding a node, the stretch's first one (its anchor) not counted.
+    starts: usize,
+    /// Offsets of the anchor and of the last block start.
+    from: u64,
+    to: u64,
 }
 
 impl Fit {
@@ -246,6 +262,7 @@ impl Fit {
 fn evaluate(img: &[u8], nodes: &[Node], erase: u32, e: Endian) -> Fit {
     let mut f = Fit {
         erase,
+        run: longest_run(img, nodes, erase),
         ..Default::default()
     };
     let es = u64::from(erase);
@@ -300,6 +317,67 @@ fn evaluate(img: &[u8], nodes: &[Node], erase: u32, e: Endian) -> Fit {
         b += es;
     }
     f
+}
+
+/// The longest run of `erase`-byte blocks in `img` (see [`Run`]), the first starting at
+/// offset 0. Bytes cut out of or inserted into an image shift the blocks after them, so after
+/// a break the count starts again at the next node that can only be a block start: a
+/// cleanmarker, or a node right after erased bytes (mkfs.jffs2 pads a block's tail with 0xFF
+/// and starts the next block with its first node, `docs/spec/mtd-utils-spec.md` §3.6.2; a
+/// summary, after the 0xFF before its block's end, is not one).
+fn longest_run(img: &[u8], nodes: &[Node], erase: u32) -> Run {
+    let es = u64::from(erase);
+    // The next boundary of the current run; None between a break and the next anchor.
+    let mut next: Option<u64> = Some(es);
+    let (mut cur, mut best) = (Run::default(), Run::default());
+    let mut end = 0u64;
+    let mut keep = |r: &Run| {
+        if r.starts > best.starts {
+            best = *r;
+        }
+    };
+    for n in nodes {
+        let (a, z) = (u64::from(n.ofs), u64::from(n.ofs) + u64::from(n.totlen));
+        // Boundaries between the previous node and this one must fall on erased bytes.
+        while let Some(b) = next.filter(|&b| b < a) {
+            let win = &img[b as usize..(b + 256).min(a) as usize];
+            if b >= end && !is_ff(win) {
+                keep(&cur);
+                next = None;
+            } else {
+                next = Some(b + es);
+            }
+        }
+        let after_ff = a >= end + 4 && is_ff(&img[a as usize - 4..a as usize]);
+        let anchor =
+            n.nodetype == NODETYPE_CLEANMARKER || (n.nodetype != NODETYPE_SUMMARY && after_ff);
+        end = a + u64::from(pad4(n.totlen));
+        if next == Some(a) {
+            cur.starts += 1;
+            cur.to = a;
+            next = Some(a + es);
+        } else if anchor {
+            if next.is_some() {
+                keep(&cur); // a block start off this run's boundaries: a shift
+            }
+            cur = Run {
+                starts: 0,
+                from: a,
+                to: a,
+            };
+            next = Some(a + es);
+        }
+        let Some(b) = next else { continue };
+        let sum_off = n.nodetype == NODETYPE_SUMMARY && z != b;
+        if b < z || sum_off {
+            keep(&cur); // a node across a boundary, or a summary not at its block's end
+            next = None;
+        }
+    }
+    if next.is_some() {
+        keep(&cur);
+    }
+    best
 }
 
 fn kib(v: u32) -> String {
@@ -593,8 +671,16 @@ impl Choice<'_> {
     fn choose(&self, ev: &mut Vec<String>) -> (Fit, f64) {
         let consistent: Vec<&Fit> = self.fits.iter().filter(|f| f.consistent()).collect();
         let Some(first) = consistent.first() else {
+            ev.push("no erase size fits every node".to_string());
             return self.least_bad(ev);
         };
+        let support = consistent.iter().map(|f| f.support()).max().unwrap_or(0);
+        if self.damaged(support) {
+            ev.push(format!(
+                "the sizes that fit every node see at most {support} block starts holding a node: they fit by chance"
+            ));
+            return self.least_bad(ev);
+        }
         // With cleanmarkers in use, prefer the size whose block starts carry them.
         let mut pick: &Fit = first;
         if self.cleanmarkers >= 1 {
@@ -626,6 +712,16 @@ impl Choice<'_> {
             conf *= 0.7;
         }
         (pick, conf)
+    }
+
+    /// Whether a size that does not fit every node still lays out more consecutive blocks
+    /// (at least 2) than `support`, the most block starts any size that fits sees: bytes cut
+    /// out or inserted, after which a larger size fits by chance (its few boundaries missing
+    /// the shifted nodes).
+    fn damaged(&self, support: usize) -> bool {
+        self.fits
+            .iter()
+            .any(|f| !f.consistent() && f.run.starts >= 2 && f.run.starts > support)
     }
 
     /// How well the image supports the consistent `pick`: when nothing inside it tells, the
@@ -711,20 +807,45 @@ impl Choice<'_> {
         }
     }
 
-    /// Nothing fits every node: the least bad candidate, at low confidence.
+    /// A damaged image (nothing fits every node, or a size that does is seen at fewer block
+    /// starts than another lays out in one stretch): the size with the longest run of blocks
+    /// ([`longest_run`]), at low confidence.
+    ///
+    /// Bytes cut out of or inserted into an image shift every block after them, so their
+    /// cleanmarkers and first nodes leave the true size's boundaries. On either side of the
+    /// damage the image is still laid out in blocks of the true size: a cleanmarker or node at
+    /// every block start, no node across a boundary (`docs/spec/mtd-utils-spec.md` §3.6.2).
+    /// A smaller size breaks there at once (a boundary inside data), a larger one at the
+    /// first cleanmarker off its boundaries, or sees half the block starts. Counting breaks
+    /// instead would favour the largest size, which has the fewest boundaries to break; Linux,
+    /// given that size, would keep nodes across the true size's boundaries that it drops when
+    /// given the true one (`docs/spec/kernel-jffs2-spec.md` §3.2 rule 11, §10.5). With no
+    /// run at all, the fewest breaks (then the smallest size).
     fn least_bad(&self, ev: &mut Vec<String>) -> (Fit, f64) {
         let best = self
             .fits
             .iter()
-            .min_by_key(|f| (f.badness(), f.erase))
+            .min_by_key(|f| (std::cmp::Reverse(f.run.starts), f.badness(), f.erase))
             .cloned()
             .unwrap_or_default();
         ev.push(format!(
-            "no erase size fits every node; least bad: {} ({} nodes cross its boundaries, {} boundaries fall inside data)",
+            "least bad: {} ({} nodes cross its boundaries, {} boundaries fall inside data)",
             kib(best.erase.max(MIN_ERASE)),
             best.crossing,
             best.bad
         ));
-        (best, 0.15)
+        if best.run.starts == 0 {
+            return (best, 0.15);
+        }
+        ev.push(format!(
+            "{} consecutive block starts of {} hold a node, from {:#010x} to {:#010x}, more than any other size lays out (bytes cut out or inserted shift the blocks after them)",
+            best.run.starts,
+            kib(best.erase),
+            best.run.from,
+            best.run.to
+        ));
+        // Still low: the image contradicts every size, so the caller is told to give it.
+        let conf = 0.15 + 0.25 * (best.run.starts as f64 / 8.0).min(1.0);
+        (best, conf)
     }
 }

@@ -234,3 +234,79 @@ fn one_padded_block_gives_its_erase_size() {
         assert!(d.confidence < 0.5, "{}", d.confidence);
     }
 }
+
+/// An image of `blocks` full `erase`-byte blocks of incompressible data (mkfs splits a node
+/// at each block's end: no 0xFF between blocks), with or without cleanmarkers.
+fn incompressible_image(endian: Endian, erase: u32, blocks: usize, cm: bool) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let data: Vec<u8> = (0..blocks * erase as usize)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(dir.path().join("noise"), data).unwrap();
+    let (tree, _) = crate::source::scan_host(dir.path(), &Default::default()).unwrap();
+    let cfg = crate::mkfs::MkfsConfig {
+        endian,
+        erase_size: erase,
+        cleanmarker: cm.then_some(12),
+        ..Default::default()
+    };
+    let mut img = Vec::new();
+    crate::mkfs::build(&tree, &cfg, &mut img, &mut crate::mkfs::NullSink).unwrap();
+    img
+}
+
+/// Bytes cut out of (or inserted into) a block shift every block after it, so no size fits
+/// every node, or only a larger one by chance (a size over the image's length always does
+/// without cleanmarkers); the size the image was made with is still the one it lays out
+/// longest in one stretch (binaryanalysis-ng's `test-little-cut-data-from-middle.jffs2`, in
+/// `fixtures/thirdparty/`, was taken for 1 MiB: the size with the fewest boundaries to
+/// break). With cleanmarkers the stretch may be after the damage, which may be in the first
+/// block.
+#[test]
+fn bytes_cut_or_inserted_keep_the_erase_size() {
+    for (endian, erase, cm) in [
+        (Endian::Little, 64 * 1024, true),
+        (Endian::Big, 16 * 1024, true),
+        (Endian::Little, 128 * 1024, true),
+        (Endian::Little, 64 * 1024, false),
+        (Endian::Big, 16 * 1024, false),
+    ] {
+        let img = incompressible_image(endian, erase, 7, cm);
+        let e = erase as usize;
+        let mut cases = vec![];
+        let blocks: &[usize] = if cm { &[0, 4] } else { &[4] };
+        for &block in blocks {
+            let at = block * e + e / 2 + 3;
+            let mut cut = img.clone();
+            cut.drain(at..at + 100);
+            let mut inserted = img.clone();
+            inserted.splice(at..at, [0x5Au8; 36]);
+            cases.push((format!("cut in block {block}"), cut));
+            cases.push((format!("inserted in block {block}"), inserted));
+        }
+        for (how, damaged) in cases {
+            let d = detect(&damaged);
+            let what = format!(
+                "{} {} KiB cleanmarkers={cm}, {how}: {:#?}",
+                endian.name(),
+                erase / 1024,
+                d.evidence
+            );
+            assert_eq!(d.geometry.endian, endian, "{what}");
+            assert_eq!(d.geometry.erase_size, erase, "{what}");
+            assert!(d.confidence < 0.5, "{} {what}", d.confidence);
+            assert!(
+                d.evidence
+                    .iter()
+                    .any(|e| e.contains("consecutive block starts")),
+                "{what}"
+            );
+        }
+    }
+}
