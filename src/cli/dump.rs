@@ -160,7 +160,7 @@ enum Command {
 
 fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     let drop_in = tool.name == "jffs2dump";
-    let o = match parse(tool, args, drop_in)? {
+    let mut o = match parse(tool, args, drop_in)? {
         Command::Run(o) => *o,
         Command::Exit(code) => return Ok(code),
     };
@@ -172,6 +172,12 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     let endian = o.endian.unwrap_or_else(Endian::host);
 
     let peel = o.datsize != 0 && o.oobsize != 0;
+    if let (true, Some(dir)) = (o.va.find, o.va.extract.clone()) {
+        match find::extract_all(tool, &image, &o.va, &dir)? {
+            find::Multi::Done(code) => return Ok(code),
+            find::Multi::Single => o.va.find = false,
+        }
+    }
     if o.va.find {
         return find::run(tool, &image, &o.va);
     }

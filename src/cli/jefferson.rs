@@ -94,7 +94,10 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
     if let Some(code) = check(tool, &file, &dest, a.force) {
         return code;
     }
-    let mut dump_args: Vec<OsString> = vec!["--extract".into(), dest.into_os_string()];
+    // Several filesystems in FILE: each into DEST/fs_N (jefferson 0.3's layout); one: DEST
+    // itself (`docs/spec/ecosystem.md` §1.2.1).
+    let mut dump_args: Vec<OsString> =
+        vec!["--find".into(), "--extract".into(), dest.into_os_string()];
     if a.force {
         dump_args.push("--force".into());
     }
