@@ -1,7 +1,8 @@
 //! JFFS2 filesystems inside larger files: `jffs2-dump --find`, and `--offset`/`--size` in
 //! every reading tool (`jffs2-dump` views and `--extract`, `jffs2-fsck`, `jffs2-convert`,
 //! `jffs2-mount`) giving what the same tool gives on the bytes cut out with dd; data after
-//! the end of a filesystem reported as such (`docs/spec/ecosystem.md` §9).
+//! the end of a filesystem reported as such (`docs/spec/ecosystem.md` §9); `--find
+//! --extract=DIR` writing each filesystem into `DIR/fs_N` as its window extracts.
 //!
 //! The mount test needs /dev/fuse and fusermount3 (Debian package fuse3) and root: skipped
 //! loudly without them, and fails under `CI=true`.

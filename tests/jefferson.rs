@@ -11,6 +11,9 @@
 //!   after the filesystem read as `--extract` reads it; as an ordinary user, devices in
 //!   `DIR.devtable`;
 //! * a hostile image: every refusal named, nothing written outside DIR, status 2;
+//! * two filesystems in one file (little- then big-endian; two generations of one tree with
+//!   the same inode numbers): `DIR/fs_1`, `DIR/fs_2`, each what `jffs2-dump --extract` reads
+//!   through its `--offset`/`--size` window; one filesystem still into DIR itself;
 //! * end to end: unblob (PyPI) and binwalk 3 (crates.io) run on a firmware blob (a header, an
 //!   image, trailing bytes) with our `jefferson` first in `PATH`; what they extracted is the
 //!   tree, both names of a hard link included (the Python jefferson keeps one).

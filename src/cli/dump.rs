@@ -2,7 +2,8 @@
 //! (`docs/spec/mtd-utils-spec.md` §6.1): `[-b|-l] [-c] [-v] [-e FILE [-r]] [-d LEN -o LEN] [-h] [-V]
 //! IMAGE`, with GNU getopt_long's grammar and jffs2dump's messages and exit codes; under the
 //! `jffs2-dump` name also the views and file access of `views` (`--json`, `--summary`,
-//! `--blocks`, `--map`, `--info`, `--list`, `--cat`, `--extract`); invoked as `jffs2reader`,
+//! `--blocks`, `--map`, `--info`, `--list`, `--cat`, `--extract`), `--find` (with `--extract`:
+//! every filesystem of the file into `DIR/fs_N`); invoked as `jffs2reader`,
 //! that tool's command line ([`views::reader_main`]).
 //!
 //! The text on stdout is jffs2dump's (the core's [`jffs2::dump`]). Where we differ, it is on

@@ -2,8 +2,10 @@
 //! unblob and FACT run (`docs/spec/ecosystem.md` §1.2.1). Its command line
 //! (`[-d|--dest DIR] [-f|--force] [-v|-vv|-vvv] [-h|--help] FILE`) and the exit statuses those
 //! tools read are jefferson's (`-V`/`--version` is ours); the extraction is
-//! `jffs2-dump --extract`'s, run by the same code: the command line is translated and handed
-//! to [`super::dump::main`].
+//! `jffs2-dump --find --extract`'s, run by the same code: the command line is translated and
+//! handed to [`super::dump::main`]. A FILE holding several filesystems gives `DIR/fs_1`,
+//! `DIR/fs_2`, ... (jefferson 0.3's layout; 0.4 merges them into one garbled tree), one
+//! filesystem the files in DIR itself, as before.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
