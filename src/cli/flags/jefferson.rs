@@ -53,9 +53,9 @@ pub const FLAGS: &[Flag] = &[
 const HEAD: &str = "Usage: jefferson [OPTIONS] FILE
 
   Extracts the JFFS2 filesystem in FILE (jffs2-tools' jefferson: the files Linux
-  shows, whatever the byte order; see jffs2-dump --extract). A FILE holding several
-  filesystems (jffs2-dump --find lists them) has each extracted into DIRECTORY/fs_1,
-  DIRECTORY/fs_2, ... in file order.
+  shows, whatever the byte order; see jffs2-dump --extract). A FILE holding
+  several filesystems (jffs2-dump --find lists them) has each extracted into
+  DIRECTORY/fs_1, DIRECTORY/fs_2, ... in file order.
 
 ";
 
