@@ -1,7 +1,8 @@
 //! JFFS2 filesystems inside larger files: `jffs2-dump --find`, and `--offset`/`--size` in
 //! every reading tool (`jffs2-dump` views and `--extract`, `jffs2-fsck`, `jffs2-convert`,
 //! `jffs2-mount`) giving what the same tool gives on the bytes cut out with dd; data after
-//! the end of a filesystem reported as such (`docs/spec/ecosystem.md` §9).
+//! the end of a filesystem reported as such (`docs/spec/ecosystem.md` §9); `--find
+//! --extract=DIR` writing each filesystem into `DIR/fs_N` as its window extracts.
 //!
 //! The mount test needs /dev/fuse and fusermount3 (Debian package fuse3) and root: skipped
 //! loudly without them, and fails under `CI=true`.
@@ -494,4 +495,59 @@ fn mount_a_window() {
     let x = d.path().join("x");
     extract(&[], &b.be, &x);
     assert_eq!(mounted.expect("mounted within 20 s"), tree(&x));
+}
+
+/// `--find --extract DIR`: every filesystem of the blob (little- then big-endian, noise
+/// around them) into `DIR/fs_N`, N as in the `--find` table, each what `--extract` reads in
+/// its window; DIR holds nothing else. `--json` is refused with it, and so is a non-empty DIR
+/// without `--force`.
+#[test]
+fn find_extract_writes_every_filesystem() {
+    let d = tempfile::tempdir().unwrap();
+    let b = blob(d.path());
+    let out = d.path().join("all");
+    let o = run(DUMP, &["--find", "--extract", s(&out), s(&b.path)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["fs_1", "fs_2"]);
+    for (i, (x, img)) in find(&b.path).iter().zip([&b.le, &b.be]).enumerate() {
+        let (start, end) = (x["start"].as_u64().unwrap(), x["end"].as_u64().unwrap());
+        let (off, size) = (
+            format!("--offset={start}"),
+            format!("--size={}", end - start),
+        );
+        let one = d.path().join(format!("w{i}"));
+        extract(&[&off, &size], &b.path, &one);
+        let whole = d.path().join(format!("i{i}"));
+        extract(&[], img, &whole);
+        let got = tree(&out.join(format!("fs_{}", i + 1)));
+        assert_eq!(got, tree(&one), "fs_{}", i + 1);
+        assert_eq!(got, tree(&whole), "fs_{}", i + 1);
+    }
+    assert_eq!(b.le_at, find(&b.path)[0]["start"].as_u64().unwrap());
+
+    let o = run(DUMP, &["--find", "--extract", s(&out), s(&b.path)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not empty"), "{}", stderr(&o));
+    let o = run(
+        DUMP,
+        &["--find", "--extract", s(&out), "--force", s(&b.path)],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "names that exist are refused: {}",
+        stderr(&o)
+    );
+    let fresh = d.path().join("json");
+    let o = run(
+        DUMP,
+        &["--find", "--json", "--extract", s(&fresh), s(&b.path)],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!fresh.exists());
 }

@@ -11,6 +11,9 @@
 //!   after the filesystem read as `--extract` reads it; as an ordinary user, devices in
 //!   `DIR.devtable`;
 //! * a hostile image: every refusal named, nothing written outside DIR, status 2;
+//! * two filesystems in one file (little- then big-endian; two generations of one tree with
+//!   the same inode numbers): `DIR/fs_1`, `DIR/fs_2`, each what `jffs2-dump --extract` reads
+//!   through its `--offset`/`--size` window; one filesystem still into DIR itself;
 //! * end to end: unblob (PyPI) and binwalk 3 (crates.io) run on a firmware blob (a header, an
 //!   image, trailing bytes) with our `jefferson` first in `PATH`; what they extracted is the
 //!   tree, both names of a hard link included (the Python jefferson keeps one).
@@ -638,4 +641,110 @@ fn hostile_names_are_refused_and_nothing_leaves_dest() {
     for outside in ["escaped", "through"] {
         assert!(!work.join(outside).exists() && !s.path().join(outside).exists());
     }
+}
+
+/// Every entry of an extracted tree but its host inode numbers.
+fn tree_of(dir: &Path) -> Vec<String> {
+    extract_common::snapshot(dir)
+        .into_iter()
+        .map(|(k, mut e)| {
+            e.ino = 0;
+            format!("{} {e:?}", String::from_utf8_lossy(&k))
+        })
+        .collect()
+}
+
+/// `jffs2-dump --extract DIR --offset START --size SIZE FILE` into `s.path()/name`.
+fn dump_window(s: &Setup, file: &Path, start: u64, size: u64, name: &str) -> PathBuf {
+    let dest = s.path().join(name);
+    let o = Command::new(env!("CARGO_BIN_EXE_jffs2-dump"))
+        .arg("--extract")
+        .arg(&dest)
+        .arg(format!("--offset={start}"))
+        .arg(format!("--size={size}"))
+        .arg(file)
+        .output()
+        .expect("run jffs2-dump");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    dest
+}
+
+/// Two filesystems back to back (`first` then `second`, each padded to 64 KiB blocks):
+/// jefferson writes `DIR/fs_1` and `DIR/fs_2` (jefferson 0.3's layout; 0.4 merges them into
+/// one garbled tree, `docs/spec/ecosystem.md` §1.2.1), each what `--extract` reads in its
+/// window, and nothing else in DIR.
+fn two_in_one(s: &Setup, first: &Path, second: &Path) -> (PathBuf, Vec<String>, Vec<String>) {
+    let a = std::fs::read(first).expect("first");
+    let b = std::fs::read(second).expect("second");
+    let both = s.path().join("both.bin");
+    std::fs::write(&both, [&a[..], &b[..]].concat()).expect("write");
+    let o = s.run(
+        s.path(),
+        &[OsStr::new("-d"), "out".as_ref(), both.as_os_str()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = s.path().join("out");
+    assert_eq!(extract_common::names_in(&out), ["fs_1", "fs_2"]);
+    let (al, bl) = (a.len() as u64, b.len() as u64);
+    let one = dump_window(s, &both, 0, al, "one");
+    let two = dump_window(s, &both, al, bl, "two");
+    assert_eq!(tree_of(&out.join("fs_1")), tree_of(&one));
+    assert_eq!(tree_of(&out.join("fs_2")), tree_of(&two));
+    (out, tree_of(&one), tree_of(&two))
+}
+
+#[test]
+fn little_and_big_endian_filesystems_each_into_fs_n() {
+    let s = Setup::new();
+    let le = s.image("le.img", &["-l", "-e", "0x10000", "-p"]);
+    std::fs::write(s.path().join("root/etc/extra"), b"only in the second\n").expect("extra");
+    let be = s.image("be.img", &["-b", "-e", "0x10000", "-p"]);
+    let (out, _, _) = two_in_one(&s, &le, &be);
+    assert_tree(&out.join("fs_1"));
+    assert_tree(&out.join("fs_2"));
+    assert!(!out.join("fs_1/etc/extra").exists());
+    assert_eq!(
+        std::fs::read(out.join("fs_2/etc/extra")).expect("extra"),
+        b"only in the second\n"
+    );
+}
+
+#[test]
+fn two_generations_with_the_same_inode_numbers_are_not_merged() {
+    let s = Setup::new();
+    let old = s.image("old.img", &["-l", "-e", "0x10000", "-p"]);
+    // The second generation: the same names (the same inode numbers), one file shorter, one
+    // added before the others in the walk.
+    std::fs::write(s.path().join("root/etc/config"), b"h=r\n").expect("config");
+    std::fs::write(s.path().join("root/bin/aaa"), b"new\n").expect("aaa");
+    let new = s.image("new.img", &["-l", "-e", "0x10000", "-p"]);
+    let (out, one, two) = two_in_one(&s, &old, &new);
+    assert_ne!(one, two);
+    assert_tree(&out.join("fs_1"));
+    assert_eq!(
+        std::fs::read(out.join("fs_1/etc/config")).expect("old config"),
+        b"hostname=router\n"
+    );
+    assert_eq!(
+        std::fs::read(out.join("fs_2/etc/config")).expect("new config"),
+        b"h=r\n"
+    );
+    assert_eq!(
+        std::fs::read(out.join("fs_2/bin/aaa")).expect("aaa"),
+        b"new\n"
+    );
+    assert!(!out.join("fs_1/bin/aaa").exists());
+}
+
+#[test]
+fn one_filesystem_still_goes_into_dir_itself() {
+    let s = Setup::new();
+    let img = s.image("fs.img", &["-l", "-e", "0x10000", "-p"]);
+    let o = s.run(
+        s.path(),
+        &[OsStr::new("-d"), "out".as_ref(), img.as_os_str()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_tree(&s.path().join("out"));
+    assert!(!s.path().join("out/fs_1").exists());
 }

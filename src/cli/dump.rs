@@ -2,7 +2,8 @@
 //! (`docs/spec/mtd-utils-spec.md` §6.1): `[-b|-l] [-c] [-v] [-e FILE [-r]] [-d LEN -o LEN] [-h] [-V]
 //! IMAGE`, with GNU getopt_long's grammar and jffs2dump's messages and exit codes; under the
 //! `jffs2-dump` name also the views and file access of `views` (`--json`, `--summary`,
-//! `--blocks`, `--map`, `--info`, `--list`, `--cat`, `--extract`); invoked as `jffs2reader`,
+//! `--blocks`, `--map`, `--info`, `--list`, `--cat`, `--extract`), `--find` (with `--extract`:
+//! every filesystem of the file into `DIR/fs_N`); invoked as `jffs2reader`,
 //! that tool's command line ([`views::reader_main`]).
 //!
 //! The text on stdout is jffs2dump's (the core's [`jffs2::dump`]). Where we differ, it is on
@@ -160,7 +161,7 @@ enum Command {
 
 fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     let drop_in = tool.name == "jffs2dump";
-    let o = match parse(tool, args, drop_in)? {
+    let mut o = match parse(tool, args, drop_in)? {
         Command::Run(o) => *o,
         Command::Exit(code) => return Ok(code),
     };
@@ -172,6 +173,12 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Exit> {
     let endian = o.endian.unwrap_or_else(Endian::host);
 
     let peel = o.datsize != 0 && o.oobsize != 0;
+    if let (true, Some(dir)) = (o.va.find, o.va.extract.clone()) {
+        match find::extract_all(tool, &image, &o.va, &dir)? {
+            find::Multi::Done(code) => return Ok(code),
+            find::Multi::Single => o.va.find = false,
+        }
+    }
     if o.va.find {
         return find::run(tool, &image, &o.va);
     }

@@ -2,8 +2,10 @@
 //! unblob and FACT run (`docs/spec/ecosystem.md` §1.2.1). Its command line
 //! (`[-d|--dest DIR] [-f|--force] [-v|-vv|-vvv] [-h|--help] FILE`) and the exit statuses those
 //! tools read are jefferson's (`-V`/`--version` is ours); the extraction is
-//! `jffs2-dump --extract`'s, run by the same code: the command line is translated and handed
-//! to [`super::dump::main`].
+//! `jffs2-dump --find --extract`'s, run by the same code: the command line is translated and
+//! handed to [`super::dump::main`]. A FILE holding several filesystems gives `DIR/fs_1`,
+//! `DIR/fs_2`, ... (jefferson 0.3's layout; 0.4 merges them into one garbled tree), one
+//! filesystem the files in DIR itself, as before.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -94,7 +96,10 @@ pub fn main(tool: &Tool, args: &[OsString]) -> i32 {
     if let Some(code) = check(tool, &file, &dest, a.force) {
         return code;
     }
-    let mut dump_args: Vec<OsString> = vec!["--extract".into(), dest.into_os_string()];
+    // Several filesystems in FILE: each into DEST/fs_N (jefferson 0.3's layout); one: DEST
+    // itself (`docs/spec/ecosystem.md` §1.2.1).
+    let mut dump_args: Vec<OsString> =
+        vec!["--find".into(), "--extract".into(), dest.into_os_string()];
     if a.force {
         dump_args.push("--force".into());
     }

@@ -138,3 +138,118 @@ fn write_json(
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
     writeln!(out)
 }
+
+/// What `--find --extract DIR` came to.
+pub(super) enum Multi {
+    /// Every filesystem found was extracted: the worst status.
+    Done(i32),
+    /// Under the `jefferson` name, fewer than two filesystems: the whole file is extracted
+    /// into DIR itself, as before (`docs/spec/ecosystem.md` §1.2.1).
+    Single,
+}
+
+/// `--find --extract DIR`: every filesystem [`find`] delimits extracted into `DIR/fs_N` (N as
+/// in the `--find` table), each read in place through its window (`--offset`/`--size`), as
+/// Linux shows it on its own. Under the `jefferson` name a file holding fewer than two is
+/// left to the plain `--extract` ([`Multi::Single`]): jefferson ≤0.3's `fs_N` layout only
+/// where there is more than one, 0.4's DIR itself otherwise (`docs/spec/ecosystem.md`
+/// §1.2.1).
+pub(super) fn extract_all(
+    tool: &Tool,
+    path: &Path,
+    a: &ViewArgs,
+    dir: &Path,
+) -> Result<Multi, Exit> {
+    if a.json {
+        tool.error(
+            "--find --extract writes files, one directory a filesystem: --json is not for it",
+        );
+        return Err(Exit(1));
+    }
+    let shown = path.display().to_string();
+    let window = a.window();
+    let found = {
+        let input = match ImageMap::open_in(path, window, None) {
+            Ok(m) => Ok(m),
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                let f = std::fs::File::open(path).map_err(|e| open_failed(&shown, &e));
+                f.and_then(|f| ImageMap::load_in(&f, window).map_err(|e| open_failed(&shown, &e)))
+            }
+            Err(e) => Err(open_failed(&shown, &e)),
+        }
+        .map_err(|msg| {
+            tool.error(&msg);
+            Exit(1)
+        })?;
+        let _t = input.trimmer(TRIM_LIMIT, TRIM_PERIOD);
+        find(input.file_bytes())
+    };
+    input_unchanged(tool, &shown)?;
+    if tool.name == "jefferson" && found.len() < 2 {
+        return Ok(Multi::Single);
+    }
+    if found.is_empty() {
+        tool.error(&format!("{shown}: no JFFS2 filesystem found"));
+        return Err(Exit(1));
+    }
+    prepare_dir(tool, dir, a.force)?;
+    let base = window.map_or(0, |w| w.offset);
+    let mut worst = 0;
+    for (i, f) in found.iter().enumerate() {
+        let sub = dir.join(format!("fs_{}", i + 1));
+        if a.verbose {
+            eprintln!(
+                "{}: {}: 0x{:08x}..0x{:08x} ({} endian) into {}",
+                tool.name,
+                shown,
+                base + f.start,
+                base + f.end,
+                f.endian.name(),
+                sub.display()
+            );
+        }
+        let mut one = a.clone();
+        one.find = false;
+        one.extract = Some(sub);
+        one.window = crate::cli::flags::Window {
+            offset: Some(base + f.start),
+            size: Some(f.end - f.start),
+        };
+        // Each filesystem is extracted whatever became of the ones before it.
+        let code = match super::views::run(tool, path, None, &one, &mut io::stdout()) {
+            Ok(c) | Err(Exit(c)) => c,
+        };
+        worst = worst.max(code);
+    }
+    Ok(Multi::Done(worst))
+}
+
+/// DIR for `--find --extract`: made (one level) when missing; an existing one must be a
+/// directory, and empty unless `--force`, as for `--extract`.
+fn prepare_dir(tool: &Tool, dir: &Path, force: bool) -> Result<(), Exit> {
+    let shown = dir.display();
+    let failed = |what: &str, e: &io::Error| {
+        tool.error(&format!("{what} {shown}: {}", io_text(e)));
+        Exit(1)
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => {
+            tool.error(&format!("{shown}: exists and is not a directory"));
+            Err(Exit(1))
+        }
+        Ok(_) => {
+            let mut entries = std::fs::read_dir(dir).map_err(|e| failed("read", &e))?;
+            if !force && entries.next().is_some() {
+                tool.error(&format!(
+                    "{shown}: the destination is not empty (--force merges into it, never replacing anything)"
+                ));
+                return Err(Exit(1));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::create_dir(dir).map_err(|e| failed("mkdir", &e))
+        }
+        Err(e) => Err(failed("stat", &e)),
+    }
+}

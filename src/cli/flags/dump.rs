@@ -308,7 +308,7 @@ pub const FLAGS: &[Flag] = &[
         key: "find",
         long: &["find"],
         id: OPT_FIND,
-        doc: "List every JFFS2 filesystem in the file (a full-flash dump, an update file): start and end offset, byte order, erase size, node and file counts, and whether it is a clean mkfs.jffs2 image or was written by the kernel (--json: one JSON document).",
+        doc: "List every JFFS2 filesystem in the file (a full-flash dump, an update file): start and end offset, byte order, erase size, node and file counts, and whether it is a clean mkfs.jffs2 image or was written by the kernel (--json: one JSON document). With --extract=DIR: every filesystem found is extracted, each read in place (as with --offset/--size), into DIR/fs_1, DIR/fs_2, ... numbered as --find lists them (DIR created if missing; must be empty unless --force).",
         section: VIEWS,
         names: OURS,
         rank: 28,
@@ -362,7 +362,8 @@ Views and files (jffs2-dump only; the byte order and erase size are detected unl
                               count from there (decimal, 0x hex, KiB/MiB/GiB)
      --find                   list every JFFS2 filesystem in the file: start and end,
                               byte order, erase size, node and file counts, clean mkfs
-                              image or kernel-written (--json: one document)
+                              image or kernel-written (--json: one document);
+                              with --extract=DIR, each one into DIR/fs_N (N as listed)
 Exit status of the views: 0; 1 on errors; 2 when --extract refused something or --cat
 met unreadable data (reported on standard error).
 

@@ -53,7 +53,9 @@ pub const FLAGS: &[Flag] = &[
 const HEAD: &str = "Usage: jefferson [OPTIONS] FILE
 
   Extracts the JFFS2 filesystem in FILE (jffs2-tools' jefferson: the files Linux
-  shows, whatever the byte order; see jffs2-dump --extract).
+  shows, whatever the byte order; see jffs2-dump --extract). A FILE holding
+  several filesystems (jffs2-dump --find lists them) has each extracted into
+  DIRECTORY/fs_1, DIRECTORY/fs_2, ... in file order.
 
 ";
 
@@ -79,7 +81,7 @@ mod tests {
     fn help_names_every_option() {
         check_table(FLAGS);
         check_help_kinds(FLAGS, true);
-        check_text(FLAGS, ALL, &help(), &["--extract"]);
+        check_text(FLAGS, ALL, &help(), &["--extract", "--find"]);
     }
 
     #[test]
