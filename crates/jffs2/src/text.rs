@@ -191,3 +191,14 @@ mod tests {
         );
     }
 }
+
+/// A size as mkfs.jffs2's `-e` takes it: `64KiB`, `1MiB`, else `0x…` bytes.
+pub fn erase_size_arg(v: u32) -> String {
+    if v % (1 << 20) == 0 {
+        format!("{}MiB", v >> 20)
+    } else if v % 1024 == 0 {
+        format!("{}KiB", v >> 10)
+    } else {
+        format!("0x{v:x}")
+    }
+}

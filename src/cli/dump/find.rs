@@ -24,15 +24,7 @@ pub(super) fn run(tool: &Tool, path: &Path, a: &ViewArgs) -> Result<i32, Exit> {
         Exit(1)
     };
     let window = a.window();
-    let input = match ImageMap::open_in(path, window, None) {
-        Ok(m) => Ok(m),
-        Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-            let f = std::fs::File::open(path).map_err(|e| open_failed(&shown, &e));
-            f.and_then(|f| ImageMap::load_in(&f, window).map_err(|e| open_failed(&shown, &e)))
-        }
-        Err(e) => Err(open_failed(&shown, &e)),
-    }
-    .map_err(failed)?;
+    let input = open_window(path, &shown, window).map_err(failed)?;
     let found = {
         let _t = input.trimmer(TRIM_LIMIT, TRIM_PERIOD);
         find(input.file_bytes())
@@ -52,19 +44,25 @@ pub(super) fn run(tool: &Tool, path: &Path, a: &ViewArgs) -> Result<i32, Exit> {
     Ok(0)
 }
 
-fn open_failed(shown: &str, e: &io::Error) -> String {
-    format!("open input file {shown}: {}", io_text(e))
+/// The window of the file at `path` mapped, or read when it cannot be mapped (a pipe); the
+/// error as the message to print.
+fn open_window(
+    path: &Path,
+    shown: &str,
+    window: Option<jffs2::mapped::Window>,
+) -> Result<ImageMap, String> {
+    match ImageMap::open_in(path, window, None) {
+        Ok(m) => Ok(m),
+        Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+            let f = std::fs::File::open(path).map_err(|e| open_failed(shown, &e))?;
+            ImageMap::load_in(&f, window).map_err(|e| open_failed(shown, &e))
+        }
+        Err(e) => Err(open_failed(shown, &e)),
+    }
 }
 
-/// The erase size as mkfs.jffs2 `-e` takes it.
-fn size_text(v: u32) -> String {
-    if v % (1 << 20) == 0 {
-        format!("{}MiB", v >> 20)
-    } else if v % 1024 == 0 {
-        format!("{}KiB", v >> 10)
-    } else {
-        format!("0x{v:x}")
-    }
+fn open_failed(shown: &str, e: &io::Error) -> String {
+    format!("open input file {shown}: {}", io_text(e))
 }
 
 fn written_by(f: &Found) -> String {
@@ -93,7 +91,7 @@ fn write_table(out: &mut dyn Write, shown: &str, base: u64, found: &[Found]) -> 
             base + f.end,
             f.end - f.start,
             f.endian.name(),
-            size_text(f.erase_size),
+            jffs2::text::erase_size_arg(f.erase_size),
             f.nodes,
             f.files,
             written_by(f)
@@ -169,15 +167,7 @@ pub(super) fn extract_all(
     let shown = path.display().to_string();
     let window = a.window();
     let found = {
-        let input = match ImageMap::open_in(path, window, None) {
-            Ok(m) => Ok(m),
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                let f = std::fs::File::open(path).map_err(|e| open_failed(&shown, &e));
-                f.and_then(|f| ImageMap::load_in(&f, window).map_err(|e| open_failed(&shown, &e)))
-            }
-            Err(e) => Err(open_failed(&shown, &e)),
-        }
-        .map_err(|msg| {
+        let input = open_window(path, &shown, window).map_err(|msg| {
             tool.error(&msg);
             Exit(1)
         })?;

@@ -130,16 +130,6 @@ pub struct ImageInfo {
     pub mkfs: MkfsCommand,
 }
 
-fn size_arg(v: u32) -> String {
-    if v % (1 << 20) == 0 {
-        format!("{}MiB", v >> 20)
-    } else if v % 1024 == 0 {
-        format!("{}KiB", v >> 10)
-    } else {
-        format!("0x{v:x}")
-    }
-}
-
 /// What the node walk finds: counts and the signs the command line is read from.
 struct NodeStats {
     nodes: BTreeMap<&'static str, u64>,
@@ -419,7 +409,7 @@ fn geometry_args(c: &CommandInput<'_>, cmd: &mut MkfsCommand) {
         "-o".to_string(),
         c.opts.output.clone(),
         "-e".to_string(),
-        size_arg(g.erase_size),
+        crate::text::erase_size_arg(g.erase_size),
         endian_flag(g.endian).into(),
     ]);
     let cm = c.detection.geometry.cleanmarker_size;
@@ -549,7 +539,7 @@ fn closing_notes(c: &CommandInput<'_>, cmd: &mut MkfsCommand) {
         cmd.notes.push(format!(
             "erase-block summaries: mkfs.jffs2 writes none; pass its output through \
              sumtool -e {} {}{} (or use jffs2-mkfs --summary)",
-            size_arg(g.erase_size),
+            crate::text::erase_size_arg(g.erase_size),
             endian_flag(g.endian),
             if s.cleanmarkers == 0 { " -n" } else { "" }
         ));
@@ -599,7 +589,7 @@ pub fn write_info(i: &ImageInfo, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "erase size:       {} (0x{:x} bytes; {})",
-        size_arg(g.erase_size),
+        crate::text::erase_size_arg(g.erase_size),
         g.erase_size,
         how(i.opts.erase_size_given, i.detection.confidence)
     )?;
