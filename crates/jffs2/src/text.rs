@@ -145,6 +145,17 @@ pub fn format_time(t: u32) -> String {
     )
 }
 
+/// A size as mkfs.jffs2's `-e` takes it: `64KiB`, `1MiB`, else `0x…` bytes.
+pub fn erase_size_arg(v: u32) -> String {
+    if v % (1 << 20) == 0 {
+        format!("{}MiB", v >> 20)
+    } else if v % 1024 == 0 {
+        format!("{}KiB", v >> 10)
+    } else {
+        format!("0x{v:x}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,16 +200,5 @@ mod tests {
             message("a\u{1b}[2Jb\u{202e}c\r"),
             "a\\x1b[2Jb\\xe2\\x80\\xaec\\r"
         );
-    }
-}
-
-/// A size as mkfs.jffs2's `-e` takes it: `64KiB`, `1MiB`, else `0x…` bytes.
-pub fn erase_size_arg(v: u32) -> String {
-    if v % (1 << 20) == 0 {
-        format!("{}MiB", v >> 20)
-    } else if v % 1024 == 0 {
-        format!("{}KiB", v >> 10)
-    } else {
-        format!("0x{v:x}")
     }
 }
