@@ -5,6 +5,7 @@
 #
 #   bench/mkfs-floor.sh [TREE] [RUNS] [THREADS]     (defaults: /usr/bin, 5, nproc)
 #   REF=0 bench/mkfs-floor.sh /usr/bin 7            (without mkfs.jffs2: 15 s a run)
+#   FLOOR_ARGS=--rtime bench/mkfs-floor.sh          (the floor also tries rtime where zlib fails)
 #
 # The floor (crates/jffs2/examples/zlib_floor2.rs) reads every file and compresses every
 # page with mkfs.jffs2's zlib call sequence, one stream per thread reset between pages:
@@ -31,7 +32,7 @@ REFBIN=$(command -v mkfs.jffs2 || echo /usr/sbin/mkfs.jffs2)
 ARGS=(-r "$TREE" -e 0x20000 -n -l)
 trap 'rm -f "$IMG" "$IMG.ref"' EXIT
 
-"$FLOOR" --threads "$THREADS" --verify "$TREE" >/dev/null 2>"$OUT/verify.txt" \
+"$FLOOR" --threads "$THREADS" ${FLOOR_ARGS:-} --verify "$TREE" >/dev/null 2>"$OUT/verify.txt" \
   || { cat "$OUT/verify.txt" >&2; echo "floor: bytes differ from jffs2::compress" >&2; exit 1; }
 echo "Machine: $(nproc) cores, $(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "Tree: $TREE; floor: $(cat "$OUT/verify.txt")"
@@ -40,7 +41,7 @@ echo "Options: ${ARGS[*]} -o $IMG; $RUNS alternating runs each (medians); floor 
 declare -a ow oc fw fc rw rc
 for i in $(seq "$RUNS"); do
   read -r w c _ < <(time_one "$OURS" "${ARGS[@]}" -o "$IMG"); ow+=("$w"); oc+=("$c")
-  read -r w c _ < <(time_one "$FLOOR" --threads "$THREADS" "$TREE"); fw+=("$w"); fc+=("$c")
+  read -r w c _ < <(time_one "$FLOOR" --threads "$THREADS" ${FLOOR_ARGS:-} "$TREE"); fw+=("$w"); fc+=("$c")
   if [ "${REF:-1}" != 0 ]; then
     read -r w c _ < <(time_one "$REFBIN" "${ARGS[@]}" -o "$IMG.ref"); rw+=("$w"); rc+=("$c")
     if [ "$i" = 1 ]; then
@@ -55,7 +56,7 @@ OW=$(med "${ow[@]}"); OC=$(med "${oc[@]}"); FW=$(med "${fw[@]}"); FC=$(med "${fc
 echo
 echo "| program | wall (median) | CPU user+sys (median) | wall / floor | CPU / floor |"
 echo "|---|---|---|---|---|"
-echo "| zlib floor, $THREADS threads | $FW s | $FC s | 1 | 1 |"
+echo "| zlib floor, $THREADS threads ${FLOOR_ARGS:-} | $FW s | $FC s | 1 | 1 |"
 echo "| jffs2-mkfs | $OW s | $OC s | **$(ratio "$OW" "$FW")** | **$(ratio "$OC" "$FC")** |"
 if [ "${REF:-1}" != 0 ]; then
   RW=$(med "${rw[@]}"); RC=$(med "${rc[@]}")
