@@ -25,3 +25,19 @@ time_runs() {
   printf '%s %s %s\n' "$(printf '%s\n' "${walls[@]}" | median)" \
     "$(printf '%s\n' "${cpus[@]}" | median)" "$peak"
 }
+
+# time_one CMD... : runs CMD once under /usr/bin/time (stdout and stderr to $OUT); prints
+# "wall cpu peak_rss_kib" like one run of time_runs. For alternating runs of several
+# commands, whose medians are then taken per command (machine drift hits all alike).
+time_one() {
+  local w u s rss t0 t1
+  t0=$(date +%s%N)
+  /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$@" >"$OUT/stdout.txt" 2>"$OUT/stderr.txt" || true
+  t1=$(date +%s%N)
+  read -r w u s rss < "$OUT/time.txt"
+  awk -v a="$t0" -v b="$t1" -v u="$u" -v s="$s" -v r="$rss" \
+    'BEGIN {printf "%.3f %.2f %d\n", (b - a) / 1e9, u + s, r}'
+}
+
+# ratio A B : A / B to three decimals ("n/a" when B is 0).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.3f", a / b; else printf "n/a"}'; }
