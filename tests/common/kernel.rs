@@ -331,23 +331,7 @@ for i in range(0, len(args), 4):
     for x in diffs[:30]:
         print(f"  DIFF {json.dumps(x, ensure_ascii=False)}")
 "#;
-    let mut cmd = Command::new("python3");
-    cmd.arg("-c")
-        .arg(script)
-        .arg(result)
-        .arg(harness_path().parent().unwrap());
-    for v in views {
-        cmd.arg(&v.label)
-            .arg(v.id)
-            .arg(if v.remount { "1" } else { "0" })
-            .arg(v.dir);
-    }
-    let out = cmd.output().expect("python3");
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    run_view_script(script, result, views)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -542,6 +526,12 @@ for i in range(0, len(args), 4):
     for x in diffs[:30]:
         print(f"  DIFF {json.dumps(x, ensure_ascii=False)}")
 "#;
+    run_view_script(script, result, views)
+}
+
+/// Runs a Python `script` over `views` (argv: the result file, the harness's directory, then
+/// label, id, remount flag and directory of each view); its stdout and stderr.
+fn run_view_script(script: &str, result: &Path, views: &[HostView]) -> String {
     let mut cmd = Command::new("python3");
     cmd.arg("-c")
         .arg(script)

@@ -124,10 +124,7 @@ impl EndMarker {
     /// The image as OpenWrt leaves it after the first mount: erased after the marker (the
     /// marker itself kept, so that the walk meets it where the scan did).
     fn blank(&self, img: &[u8]) -> Vec<u8> {
-        let mut v = img.to_vec();
-        let from = (self.offset as usize + scan::END_MARKER.len()).min(v.len());
-        v[from..].fill(0xFF);
-        v
+        erased_from(img, self.offset as usize + scan::END_MARKER.len())
     }
 
     fn finding(&self, es: u32) -> Finding {
@@ -149,6 +146,15 @@ impl EndMarker {
     }
 }
 
+/// A copy of `img` erased (0xFF) from byte `from` on: what fsck checks when the filesystem
+/// ends there (OpenWrt's end marker, data after the end).
+fn erased_from(img: &[u8], from: usize) -> Vec<u8> {
+    let mut v = img.to_vec();
+    let from = from.min(v.len());
+    v[from..].fill(0xFF);
+    v
+}
+
 /// The check of the filesystem in `img` (padded as flashed; `image_len` bytes as given).
 /// Data after the end of the filesystem (the next partition, a carver's tail;
 /// `docs/spec/ecosystem.md` §9) is no part of it: checked as erased, and noted once.
@@ -164,8 +170,7 @@ pub(crate) fn run(
     let Some(t) = scan::trailing_data(given, info.geometry.endian) else {
         return run_filesystem(img, image_len, info, all_ff, opts, progress);
     };
-    let mut cut = img.to_vec();
-    cut[t.offset as usize..].fill(0xFF);
+    let cut = erased_from(img, t.offset as usize);
     let mut report = run_filesystem(&cut, image_len, info, all_ff, opts, progress)?;
     report.findings.push(
         Finding::new(
