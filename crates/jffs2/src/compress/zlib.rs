@@ -19,9 +19,16 @@ const STREAM_END_SPACE: usize = 12;
 /// Compression level used by mkfs.jffs2 and the kernel (`deflateInit(&strm, 3)`).
 const LEVEL: u32 = 3;
 
+/// A thread's deflate stream (level 3, zlib header, window 15, memLevel 8) and the buffer it
+/// deflates into: both live as long as the thread, so a page costs neither an allocation
+/// of zeroed output nor a fresh stream, only the copy of what was produced.
+struct Deflater {
+    strm: Compress,
+    scratch: Vec<u8>,
+}
+
 thread_local! {
-    /// One deflate stream per thread (level 3, zlib header, window 15, memLevel 8).
-    static DEFLATE: RefCell<Option<Compress>> = const { RefCell::new(None) };
+    static DEFLATE: RefCell<Option<Deflater>> = const { RefCell::new(None) };
 }
 
 /// Compresses a prefix of `src` into at most `dstlen` bytes, exactly like
@@ -41,29 +48,46 @@ pub fn zlib_compress(src: &[u8], dstlen: usize) -> Option<(Vec<u8>, usize)> {
     if dstlen <= STREAM_END_SPACE {
         return None;
     }
-    let fresh = || Compress::new(Compression::new(LEVEL), true);
+    let fresh = || Deflater {
+        strm: Compress::new(Compression::new(LEVEL), true),
+        scratch: Vec::new(),
+    };
     DEFLATE
         .try_with(|cell| match cell.try_borrow_mut() {
             Ok(mut slot) => {
-                let strm = match slot.as_mut() {
-                    Some(s) => {
-                        s.reset();
-                        s
+                let d = match slot.as_mut() {
+                    Some(d) => {
+                        d.strm.reset();
+                        d
                     }
                     None => slot.insert(fresh()),
                 };
-                run_deflate(strm, src, dstlen)
+                d.run(src, dstlen)
             }
             // Only on re-entrance; a fresh stream gives the same bytes.
-            Err(_) => run_deflate(&mut fresh(), src, dstlen),
+            Err(_) => fresh().run(src, dstlen),
         })
         // Thread-local storage already torn down (thread exit): same bytes, fresh stream.
-        .unwrap_or_else(|_| run_deflate(&mut fresh(), src, dstlen))
+        .unwrap_or_else(|_| fresh().run(src, dstlen))
 }
 
-/// The call sequence of `jffs2_zlib_compress()` on a freshly initialised stream.
-fn run_deflate(strm: &mut Compress, src: &[u8], dstlen: usize) -> Option<(Vec<u8>, usize)> {
-    let mut out = vec![0u8; dstlen];
+impl Deflater {
+    /// The call sequence of `jffs2_zlib_compress()` on a freshly initialised stream; the
+    /// stream is built in `scratch` (grown to `dstlen` once) and copied out at its length.
+    fn run(&mut self, src: &[u8], dstlen: usize) -> Option<(Vec<u8>, usize)> {
+        if self.scratch.len() < dstlen {
+            self.scratch.resize(dstlen, 0);
+        }
+        let out = self.scratch.get_mut(..dstlen)?;
+        let (produced, consumed) = run_deflate(&mut self.strm, src, out)?;
+        Some((out.get(..produced)?.to_vec(), consumed))
+    }
+}
+
+/// Deflates a prefix of `src` into `out` (its length is the `dstlen` of
+/// [`zlib_compress`]) with mkfs.jffs2's calls; returns (bytes produced, bytes consumed).
+fn run_deflate(strm: &mut Compress, src: &[u8], out: &mut [u8]) -> Option<(usize, usize)> {
+    let dstlen = out.len();
     let limit = dstlen - STREAM_END_SPACE;
     loop {
         let (tin, tout) = (total_in(strm)?, total_out(strm)?);
@@ -89,11 +113,7 @@ fn run_deflate(strm: &mut Compress, src: &[u8], dstlen: usize) -> Option<(Vec<u8
         _ => return None,
     }
     let (tin, tout) = (total_in(strm)?, total_out(strm)?);
-    if tout >= tin {
-        return None;
-    }
-    out.truncate(tout);
-    Some((out, tin))
+    (tout < tin).then_some((tout, tin))
 }
 
 fn total_in(s: &Compress) -> Option<usize> {

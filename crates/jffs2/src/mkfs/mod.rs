@@ -4,9 +4,9 @@
 //! The work is split in three:
 //! 1. `plan` walks the tree in mkfs.jffs2's write order (`docs/spec/mtd-utils-spec.md` §3.5.2) and
 //!    fixes every inode number and hard link up front;
-//! 2. a reader thread reads the regular files in that order, page by page, and hands each
-//!    page to a pool of compressor threads *speculatively* — assuming the page will not
-//!    have to be split at an erase-block end;
+//! 2. `feed` has a pool of compressor threads read the regular files in that order, a batch
+//!    of pages per job, and compress each page *speculatively* — assuming it will not have
+//!    to be split at an erase-block end;
 //! 3. the calling thread lays the nodes out in order with the one [`BlockWriter`] (with
 //!    `--summary`, re-laid into summarised blocks as `jffs2-sumtool` does). When a
 //!    page does land on a block tail, it is compressed again, here, with the room that is
@@ -55,16 +55,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod feed;
 mod incremental;
 mod plan;
 
 pub use incremental::{incremental_max_ino, IncrementalScan};
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
 use crate::compress::{Compressed, Compressors, Stats, COMPR_NONE};
@@ -77,6 +76,7 @@ use crate::layout::SummarizingWriter;
 use crate::layout::{record_size, BlockWriter, EndPad, LayoutConfig};
 use crate::source::{acl_to_jffs2, SourceEntry, SourceTree};
 
+use feed::Feed;
 use plan::{Plan, Step};
 
 /// Files of this size or more are skipped, as mkfs.jffs2 does (`JFFS2_MAX_FILE_SIZE`).
@@ -220,16 +220,6 @@ pub enum MkfsError {
 pub use crate::layout::MAX_THREADS;
 
 /// One page of a file, with its speculative compression.
-struct Page {
-    data: Vec<u8>,
-    spec: Compressed,
-}
-
-/// Pages per compression job: one job (one pool task, one channel) per batch rather than
-/// per page keeps the thread hand-offs off the profile (per-page jobs cost ~12% of the
-/// CPU time in scheduler wake-ups on a 2-core machine).
-const BATCH_BYTES: usize = 64 * 1024;
-
 /// A regular file's data nodes as they are written.
 struct FileNodes {
     /// The fields every node of the file shares.
@@ -242,17 +232,6 @@ struct FileNodes {
     wrote: u64,
     /// The node encoding buffer (the builder's, lent for the file).
     buf: Vec<u8>,
-}
-
-/// What the reader thread sends, in write order.
-enum Item {
-    /// Consecutive pages of one file; the receiver yields them once compressed.
-    Pages(Receiver<Vec<Page>>),
-    /// The end of the current file; `Some(bytes read)` when that differs from the size it
-    /// was listed with (it changed while being read).
-    End(Option<u64>),
-    /// The current file could not be read (fatal).
-    Error(MkfsError),
 }
 
 /// Builds the image of `tree` into `out`: mkfs.jffs2's image, byte for byte, for the same tree
@@ -309,149 +288,44 @@ pub fn build<W: Write>(
         .map(|&id| tree.entries[id].size.min(MAX_FILE_SIZE))
         .sum();
 
-    std::thread::scope(|s| {
-        // Enough pages in flight to keep every core busy, few enough to bound memory
-        // (each page is at most page_size in and out).
-        let depth = (threads * 8).max(8);
-        let (tx, rx) = sync_channel::<Item>(depth);
-        let page_size = cfg.page_size as usize;
-        let files: Vec<(PathBuf, u64)> = plan
-            .files
-            .iter()
-            .map(|&id| (tree.entries[id].host_path.clone(), tree.entries[id].size))
-            .collect();
-        let pool = &pool;
-        // A thread the system refuses is an error, not a panic.
-        let reader = std::thread::Builder::new()
-            .name("jffs2-read".into())
-            .spawn_scoped(s, move || {
-                for (path, size) in files {
-                    if !read_file(&path, size, page_size, pool, &compressors, &tx) {
-                        return;
-                    }
-                }
-            })
-            .map_err(refused)?;
-        let mut b = Builder {
-            tree,
-            cfg,
-            w: Layout::new(
-                out,
-                LayoutConfig {
-                    endian: cfg.endian,
-                    erase_size: cfg.erase_size,
-                    cleanmarker: cfg.cleanmarker,
-                    summary: cfg.summary,
-                },
-            ),
-            sink,
-            rx,
-            stats: Stats::default(),
-            xattrs: HashMap::new(),
-            highest_xid: 0,
-            highest_xseqno: 0,
-            dirent_version: 0,
-            buf: Vec::with_capacity(8192),
-            done: 0,
-            total,
-        };
-        let result = b.run(&plan);
-        // Unblock the reader if we stopped early, then wait for it.
-        drop(b.rx);
-        let _ = reader.join();
-        let (stats, w) = (b.stats, b.w);
-        result?;
-        let (_, image_size) = w.finish(cfg.pad)?;
-        Ok(BuildReport {
-            image_size,
-            stats,
-            last_ino: plan.last_ino,
-        })
+    // Enough batches in flight to keep every core busy, few enough to bound memory.
+    let files: Vec<(PathBuf, u64)> = plan
+        .files
+        .iter()
+        .map(|&id| (tree.entries[id].host_path.clone(), tree.entries[id].size))
+        .collect();
+    let depth = (threads * 4).max(8);
+    let feed = Feed::new(files, cfg.page_size as usize, &pool, compressors, depth);
+    let mut b = Builder {
+        tree,
+        cfg,
+        w: Layout::new(
+            out,
+            LayoutConfig {
+                endian: cfg.endian,
+                erase_size: cfg.erase_size,
+                cleanmarker: cfg.cleanmarker,
+                summary: cfg.summary,
+            },
+        ),
+        sink,
+        feed,
+        stats: Stats::default(),
+        xattrs: HashMap::new(),
+        highest_xid: 0,
+        highest_xseqno: 0,
+        dirent_version: 0,
+        buf: Vec::with_capacity(8192),
+        done: 0,
+        total,
+    };
+    b.run(&plan)?;
+    let (_, image_size) = b.w.finish(cfg.pad)?;
+    Ok(BuildReport {
+        image_size,
+        stats: b.stats,
+        last_ino: plan.last_ino,
     })
-}
-
-/// Reads one file page by page and queues each page for compression. Returns false when
-/// the layout side has gone away or the file failed (the error is queued).
-fn read_file(
-    path: &std::path::Path,
-    size: u64,
-    page_size: usize,
-    pool: &rayon::ThreadPool,
-    compressors: &Arc<Compressors>,
-    tx: &std::sync::mpsc::SyncSender<Item>,
-) -> bool {
-    let err = |source| {
-        Item::Error(MkfsError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
-    };
-    let mut f = match File::open(path) {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = tx.send(err(e));
-            return false;
-        }
-    };
-    // mkfs.jffs2 read()s page_size bytes at a time until read() returns 0 (§3.6.3); a
-    // page size of 0 therefore reads nothing at all (§8 B-4). Here no more than the size the
-    // file was listed with is read (its inode's isize): a file that grows meanwhile has its
-    // first `size` bytes stored, one that shrinks what could be read; either is reported.
-    let mut total = 0u64;
-    let mut changed = false;
-    if let Some(per_batch) = BATCH_BYTES.checked_div(page_size) {
-        let per_batch = per_batch.max(1);
-        let mut eof = false;
-        while !eof {
-            let mut batch: Vec<Vec<u8>> = Vec::with_capacity(per_batch);
-            while batch.len() < per_batch {
-                let want = (page_size as u64).min(size.saturating_sub(total));
-                if want == 0 {
-                    // The listed size is read: mkfs.jffs2 would read once more (and get 0);
-                    // a byte there means the file grew.
-                    let mut probe = [0u8; 1];
-                    changed = matches!(f.read(&mut probe), Ok(1));
-                    eof = true;
-                    break;
-                }
-                let mut data = Vec::with_capacity(want as usize);
-                if let Err(e) = (&mut f).take(want).read_to_end(&mut data) {
-                    let _ = tx.send(err(e));
-                    return false;
-                }
-                let n = data.len() as u64;
-                total += n;
-                if n > 0 {
-                    batch.push(data);
-                }
-                if n < want {
-                    // The end came before the listed size: the file shrank.
-                    changed = true;
-                    eof = true;
-                    break;
-                }
-            }
-            if batch.is_empty() {
-                break;
-            }
-            let (ptx, prx) = sync_channel(1);
-            let c = Arc::clone(compressors);
-            pool.spawn(move || {
-                let pages = batch
-                    .into_iter()
-                    .map(|data| {
-                        let spec = c.compress(&data, data.len());
-                        Page { data, spec }
-                    })
-                    .collect();
-                let _ = ptx.send(pages);
-            });
-            if tx.send(Item::Pages(prx)).is_err() {
-                return false;
-            }
-        }
-    }
-    tx.send(Item::End(changed.then_some(total))).is_ok()
 }
 
 /// Where the nodes go: the plain layout, or (`--summary`) the plain layout re-laid into
@@ -505,7 +379,7 @@ struct Builder<'a, W: Write> {
     cfg: &'a MkfsConfig,
     w: Layout<W>,
     sink: &'a mut dyn Sink,
-    rx: Receiver<Item>,
+    feed: Feed<'a>,
     stats: Stats,
     /// xattr datums already written: (prefix, name, value) -> xid.
     xattrs: HashMap<(u8, Vec<u8>, Vec<u8>), u32>,
@@ -828,12 +702,6 @@ impl<'a, W: Write> Builder<'a, W> {
         r
     }
 
-    fn next_item(&mut self) -> Result<Item, MkfsError> {
-        self.rx
-            .recv()
-            .map_err(|_| MkfsError::Internal("file reader stopped early".into()))
-    }
-
     /// The data nodes of a regular file (§3.6.3). Returns the bytes written (headers and
     /// stored data, without padding), which `-v` prints.
     fn write_file_data(&mut self, id: usize, ino: u32) -> Result<u64, MkfsError> {
@@ -846,23 +714,15 @@ impl<'a, W: Write> Builder<'a, W> {
             wrote: 0,
             buf: std::mem::take(&mut self.buf),
         };
-        let read_instead;
-        loop {
-            let pages = match self.next_item()? {
-                Item::End(changed) => {
-                    read_instead = changed;
-                    break;
-                }
-                Item::Error(err) => return Err(err),
-                Item::Pages(rx) => rx
-                    .recv()
-                    .map_err(|_| MkfsError::Internal("compressor thread failed".into()))?,
-            };
-            for page in pages {
-                self.write_page(&mut f, page)?;
+        while let Some(batch) = self.feed.next_batch()? {
+            let mut start = 0;
+            for (len, spec) in batch.pages {
+                let page = batch.data.get(start..start + len).unwrap_or_default();
+                self.write_page(&mut f, page, spec)?;
+                start += len;
             }
         }
-        if let Some(read) = read_instead {
+        if let Some(read) = self.feed.end_file() {
             self.changed_size(id, &mut f, read)?;
         }
         let e = self.cfg.endian;
@@ -884,10 +744,15 @@ impl<'a, W: Write> Builder<'a, W> {
     }
 
     /// The data nodes of one page: as many as the erase blocks' room asks for.
-    fn write_page(&mut self, f: &mut FileNodes, page: Page) -> Result<(), MkfsError> {
+    fn write_page(
+        &mut self,
+        f: &mut FileNodes,
+        page: &[u8],
+        spec: Compressed,
+    ) -> Result<(), MkfsError> {
         let e = self.cfg.endian;
-        let len = page.data.len();
-        let mut spec = Some(page.spec);
+        let len = page.len();
+        let mut spec = Some(spec);
         let mut pos = 0usize;
         while pos < len {
             self.w.prepare(INODE_SIZE as u32 + MIN_DATA_LEN, 18)?;
@@ -898,7 +763,7 @@ impl<'a, W: Write> Builder<'a, W> {
                 // The speculative result is what mkfs.jffs2 computes whenever the
                 // whole page is offered and room is not the limit.
                 Some(s) if pos == 0 && space == len => s,
-                _ => self.cfg.compressors.compress(&page.data[pos..], space),
+                _ => self.cfg.compressors.compress(&page[pos..], space),
             };
             self.stats.add(&c.stats);
             for m in &c.stats.messages {
@@ -914,7 +779,7 @@ impl<'a, W: Write> Builder<'a, W> {
             };
             f.buf.clear();
             let data: &[u8] = if c.compr == COMPR_NONE {
-                &page.data[pos..pos + c.consumed]
+                &page[pos..pos + c.consumed]
             } else {
                 &c.data
             };
