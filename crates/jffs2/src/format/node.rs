@@ -229,6 +229,12 @@ impl InodeNode {
     /// Appends the inode node followed by `data` (unpadded). `csize` is taken from
     /// `data.len()`; `data_crc = crc(data)` (0 for no data, as mkfs leaves it).
     pub fn encode(&self, e: Endian, data: &[u8], out: &mut Vec<u8>) {
+        self.encode_with_crc(e, data, crc32(data), out);
+    }
+
+    /// [`InodeNode::encode`] with `data_crc` (which must be `crc(data)`) computed by the
+    /// caller: a writer that compresses on other threads has them compute it too.
+    pub fn encode_with_crc(&self, e: Endian, data: &[u8], data_crc: u32, out: &mut Vec<u8>) {
         let start = out.len();
         let csize = data.len() as u32;
         put_header(e, out, NODETYPE_INODE, INODE_SIZE as u32 + csize);
@@ -247,7 +253,7 @@ impl InodeNode {
         out.push(self.compr);
         out.push(self.usercompr);
         e.put_u16(out, self.flags);
-        e.put_u32(out, crc32(data));
+        e.put_u32(out, data_crc);
         let node_crc = crc32(&out[start..start + 60]);
         e.put_u32(out, node_crc);
         out.extend_from_slice(data);

@@ -14,7 +14,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
-use crate::compress::{Compressed, Compressors};
+use crate::compress::{Compressed, Compressors, COMPR_NONE};
+use crate::crc::crc32;
 
 use super::MkfsError;
 
@@ -27,8 +28,18 @@ const BATCH_BYTES: usize = 256 * 1024;
 pub(super) struct Batch {
     /// The pages' bytes, back to back; every page but a file's last is `page_size` long.
     pub data: Vec<u8>,
-    /// Per page, in order: its length and its compression as if the whole page fits.
-    pub pages: Vec<(usize, Compressed)>,
+    /// Per page, in order: its compression as if the whole page fits.
+    pub pages: Vec<Spec>,
+}
+
+/// One page of a [`Batch`] and its speculative compression.
+pub(super) struct Spec {
+    /// The page's length.
+    pub len: usize,
+    /// The compressor's result with the whole page as room.
+    pub c: Compressed,
+    /// The CRC of the bytes that node would store (its `data_crc`).
+    pub crc: u32,
 }
 
 /// What a job found besides the pages.
@@ -129,6 +140,12 @@ impl<'p> Feed<'p> {
         Ok(Some(read.batch))
     }
 
+    /// Drops a batch that is laid out on the pool: its buffers were allocated there, and
+    /// freeing them is the pool's work rather than the layout thread's.
+    pub fn recycle(&self, batch: Batch) {
+        self.pool.spawn(move || drop(batch));
+    }
+
     /// Ends the current file: `Some(bytes read)` when that differs from its listed size.
     pub fn end_file(&mut self) -> Option<u64> {
         let done = std::mem::take(&mut self.cur);
@@ -186,7 +203,16 @@ impl<'p> Feed<'p> {
             let read = read_at(&path, offset, want, probe).map(|(data, grew)| {
                 let pages = data
                     .chunks(page_size.max(1))
-                    .map(|page| (page.len(), c.compress(page, page.len())))
+                    .map(|page| {
+                        let c = c.compress(page, page.len());
+                        let stored = if c.compr == COMPR_NONE { page } else { &c.data };
+                        let crc = crc32(stored);
+                        Spec {
+                            len: page.len(),
+                            c,
+                            crc,
+                        }
+                    })
                     .collect();
                 Read {
                     batch: Batch { data, pages },

@@ -66,7 +66,8 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::compress::{Compressed, Compressors, Stats, COMPR_NONE};
+use crate::compress::{Compressors, Stats, COMPR_NONE};
+use crate::crc::crc32;
 use crate::format::{
     mode_to_dt, DirentNode, Endian, InodeNode, NodeKind, XattrNode, XrefNode, INODE_SIZE,
     MAX_NAME_LEN, MIN_DATA_LEN, XATTR_SIZE, XREF_SIZE,
@@ -76,7 +77,7 @@ use crate::layout::SummarizingWriter;
 use crate::layout::{record_size, BlockWriter, EndPad, LayoutConfig};
 use crate::source::{acl_to_jffs2, SourceEntry, SourceTree};
 
-use feed::Feed;
+use feed::{Feed, Spec};
 use plan::{Plan, Step};
 
 /// Files of this size or more are skipped, as mkfs.jffs2 does (`JFFS2_MAX_FILE_SIZE`).
@@ -716,11 +717,12 @@ impl<'a, W: Write> Builder<'a, W> {
         };
         while let Some(batch) = self.feed.next_batch()? {
             let mut start = 0;
-            for (len, spec) in batch.pages {
-                let page = batch.data.get(start..start + len).unwrap_or_default();
+            for spec in &batch.pages {
+                let page = batch.data.get(start..start + spec.len).unwrap_or_default();
                 self.write_page(&mut f, page, spec)?;
-                start += len;
+                start += spec.len;
             }
+            self.feed.recycle(batch);
         }
         if let Some(read) = self.feed.end_file() {
             self.changed_size(id, &mut f, read)?;
@@ -744,12 +746,7 @@ impl<'a, W: Write> Builder<'a, W> {
     }
 
     /// The data nodes of one page: as many as the erase blocks' room asks for.
-    fn write_page(
-        &mut self,
-        f: &mut FileNodes,
-        page: &[u8],
-        spec: Compressed,
-    ) -> Result<(), MkfsError> {
+    fn write_page(&mut self, f: &mut FileNodes, page: &[u8], spec: &Spec) -> Result<(), MkfsError> {
         let e = self.cfg.endian;
         let len = page.len();
         let mut spec = Some(spec);
@@ -759,11 +756,15 @@ impl<'a, W: Write> Builder<'a, W> {
             let remaining = len - pos;
             let room = (self.w.room(18) as usize).saturating_sub(INODE_SIZE);
             let space = room.min(remaining);
-            let c = match spec.take() {
+            let fresh;
+            let (c, crc) = match spec.take() {
                 // The speculative result is what mkfs.jffs2 computes whenever the
                 // whole page is offered and room is not the limit.
-                Some(s) if pos == 0 && space == len => s,
-                _ => self.cfg.compressors.compress(&page[pos..], space),
+                Some(s) if pos == 0 && space == len => (&s.c, Some(s.crc)),
+                _ => {
+                    fresh = self.cfg.compressors.compress(&page[pos..], space);
+                    (&fresh, None)
+                }
             };
             self.stats.add(&c.stats);
             for m in &c.stats.messages {
@@ -783,7 +784,8 @@ impl<'a, W: Write> Builder<'a, W> {
             } else {
                 &c.data
             };
-            node.encode(e, data, &mut f.buf);
+            let crc = crc.unwrap_or_else(|| crc32(data));
+            node.encode_with_crc(e, data, crc, &mut f.buf);
             self.w.write_node(&f.buf)?;
             f.wrote += (INODE_SIZE + data.len()) as u64;
             pos += c.consumed;
