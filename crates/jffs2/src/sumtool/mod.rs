@@ -943,15 +943,29 @@ fn sort_nodes(
     }
 }
 
+/// How many nodes ahead a walk over the input's nodes asks for a header.
+const AHEAD: usize = 8;
+
 /// Refs from this many on are checked on several threads.
 const PARALLEL_CHECK_FROM: usize = 4096;
 
 /// [`check_node`] of each ref that may be carried over (`None` for the others), split over
 /// up to 4 threads for a large input: the data CRCs cost about as much as the scan.
 fn check_nodes(img: &[u8], refs: &[NodeRef], e: Endian) -> Vec<Option<Result<u32, RejectReason>>> {
-    let one = |r: &NodeRef| match r.kind {
-        NodeKind::Cleanmarker | NodeKind::Summary | NodeKind::Padding => None,
-        kind => Some(check_node(img, r.offset, e, kind)),
+    // The refs from..to.
+    let run = |from: usize, to: usize| {
+        (from..to)
+            .map(|i| {
+                let r = refs.get(i)?;
+                if let Some(ahead) = refs.get(i + AHEAD) {
+                    crate::prefetch::prefetch(img, ahead.offset as usize);
+                }
+                match r.kind {
+                    NodeKind::Cleanmarker | NodeKind::Summary | NodeKind::Padding => None,
+                    kind => Some(check_node(img, r.offset, e, kind)),
+                }
+            })
+            .collect::<Vec<_>>()
     };
     let threads = if refs.len() >= PARALLEL_CHECK_FROM {
         std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
@@ -960,30 +974,25 @@ fn check_nodes(img: &[u8], refs: &[NodeRef], e: Endian) -> Vec<Option<Result<u32
     };
     let chunk = refs.len().div_ceil(threads).max(1);
     std::thread::scope(|s| {
-        let others: Vec<_> = refs
-            .chunks(chunk)
-            .skip(1)
-            .enumerate()
-            .map(|(i, c)| {
+        let others: Vec<_> = (1..threads)
+            .map(|n| {
+                let (from, to) = (
+                    (n * chunk).min(refs.len()),
+                    ((n + 1) * chunk).min(refs.len()),
+                );
                 let h = std::thread::Builder::new()
-                    .name(format!("sumtool-check-{}", i + 1))
-                    .spawn_scoped(s, move || c.iter().map(one).collect::<Vec<_>>());
-                (c, h)
+                    .name(format!("sumtool-check-{n}"))
+                    .spawn_scoped(s, move || run(from, to));
+                (from, to, h)
             })
             .collect();
-        let mut all: Vec<_> = refs
-            .chunks(chunk)
-            .next()
-            .unwrap_or(&[])
-            .iter()
-            .map(one)
-            .collect();
-        for (c, h) in others {
+        let mut all = run(0, chunk.min(refs.len()));
+        for (from, to, h) in others {
             match h.map(|h| h.join()) {
                 Ok(Ok(v)) => all.extend(v),
                 Ok(Err(p)) => std::panic::resume_unwind(p),
                 // No thread: checked here.
-                Err(_) => all.extend(c.iter().map(one)),
+                Err(_) => all.extend(run(from, to)),
             }
         }
         all
@@ -1016,7 +1025,11 @@ pub fn write<W: Write>(
         }
     }
     let mut s = Summarizer::new(out, cfg.endian, cfg.erase_size, cleanmarker);
-    for k in &a.kept {
+    for (i, k) in a.kept.iter().enumerate() {
+        // The summary record reads the node's header: rarely in the cache by now.
+        if let Some(ahead) = a.kept.get(i + AHEAD) {
+            crate::prefetch::prefetch(image, ahead.offset as usize);
+        }
         if !s.fits(k.totlen) {
             return Err(SumtoolError::NodeTooLarge {
                 offset: k.offset,
