@@ -54,7 +54,7 @@ case $TOOL in
     image "${1:-/usr/bin}"
     cargo build --release --quiet --bin jffs2-convert
     set -- "$REL/jffs2-convert" --no-progress -m priority -i "$IMG" -o "$OUTF"
-    MAIN="main (detect, scan, build, plan)"
+    MAIN="main (detect, scan, build, lay out)"
     ;;
   fsck)
     image "${1:-/usr/bin}"
@@ -66,13 +66,13 @@ case $TOOL in
     image "${1:-/usr/bin}"
     cargo build --release --quiet --bin jffs2-dump
     set -- "$REL/jffs2-dump" --extract="$OUTF" "$IMG"
-    MAIN="main (detect, scan, build, plan)"
+    MAIN="main (detect, scan, build, plan, file writes)"
     ;;
   sumtool)
     image "${1:-/usr/bin}"
     cargo build --release --quiet --bin jffs2-sumtool
     set -- "$REL/jffs2-sumtool" -i "$IMG" -o "$OUTF" -e 0x20000 -n -l
-    MAIN="main (scan, lay out)"
+    MAIN="main (map, scan, checks, lay out)"
     ;;
   run)
     MAIN="main (${1:?a label})"
