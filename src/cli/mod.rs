@@ -215,6 +215,7 @@ pub fn mkfs_main() -> i32 {
 /// under that one, `jefferson` (the Python extractor's command line) under that one.
 pub fn dump_main() -> i32 {
     let args: Vec<OsString> = std::env::args_os().collect();
+    name_pool("jffs2-dump");
     if invoked_as(args.first()) == "jefferson" {
         let tool = Tool {
             name: "jefferson".into(),
@@ -248,6 +249,16 @@ pub fn sumtool_main() -> i32 {
     sumtool::main(&tool, args.get(1..).unwrap_or(&[]))
 }
 
+/// Names the threads of rayon's global pool, which the check, the build and the extraction
+/// run on, `PREFIX-N`: per-thread CPU figures (bench/threads.sh) tell them from the main
+/// thread by name. The pool is otherwise rayon's default (`RAYON_NUM_THREADS` or one
+/// thread per core); building it can only fail if it exists already.
+fn name_pool(prefix: &'static str) {
+    let _ = rayon::ThreadPoolBuilder::new()
+        .thread_name(move |i| format!("{prefix}-{i}"))
+        .build_global();
+}
+
 /// Entry point of `jffs2-convert`.
 pub fn convert_main() -> i32 {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -273,6 +284,7 @@ pub fn fsck_main() -> i32 {
     let as_fsck = invoked_as(args.first()) == "fsck.jffs2";
     let name = if as_fsck { "fsck.jffs2" } else { "jffs2-fsck" };
     let tool = Tool { name: name.into() };
+    name_pool("jffs2-fsck");
     fsck::main(&tool, args.get(1..).unwrap_or(&[]), as_fsck)
 }
 

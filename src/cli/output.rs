@@ -723,14 +723,17 @@ impl Output {
         let (Ok(len), Ok(dup)) = (libc::off_t::try_from(len), r.file.try_clone()) else {
             return;
         };
-        let t = std::thread::spawn(move || {
-            // SAFETY: fallocate on a file descriptor this thread owns (`dup`); its result
-            // does not matter (the writes allocate whatever it did not).
-            unsafe {
-                libc::fallocate(dup.as_raw_fd(), 0, 0, len);
-            }
-        });
-        r.prealloc = Some(t);
+        let t = std::thread::Builder::new()
+            .name("prealloc".into())
+            .spawn(move || {
+                // SAFETY: fallocate on a file descriptor this thread owns (`dup`); its
+                // result does not matter (the writes allocate whatever it did not).
+                unsafe {
+                    libc::fallocate(dup.as_raw_fd(), 0, 0, len);
+                }
+            });
+        // Without a thread, no reservation: the writes allocate.
+        r.prealloc = t.ok();
     }
 
     /// The writer to write the image to.

@@ -84,6 +84,10 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         }
     };
     drop(infile);
+    // The output's pages are reserved on another core while the input is analysed: the
+    // output is about the input's size (its summaries add a few percent; the surplus is
+    // given back).
+    output.preallocate(input.file_len() as u64 + (input.file_len() as u64 >> 5));
     let watch = input.watch();
     // The input shrank while mapped (rebuilt in place): what was read of it is not its
     // contents; nothing derived from it is written.
@@ -106,7 +110,11 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     }
     // A write error (a full disk): sumtool's `sys_errmsg_die("write")`, naming the output as
     // jffs2-sumtool ("write OUT", then "error 28 (No space left on device)").
-    let result = sumtool::write(image, &analysis, &o.cfg, output.writer()).map(|(_, r)| r);
+    let result = output
+        .direct_writer()
+        .map_err(SumtoolError::Io)
+        .and_then(|w| sumtool::write_piped(image, &analysis, &o.cfg, w))
+        .map(|(_, r)| r);
     if let Some(f) = changed() {
         output.abandon();
         return Err(f);

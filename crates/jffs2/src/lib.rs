@@ -154,6 +154,7 @@ pub mod mapped;
 pub mod mkfs;
 pub mod mount;
 pub mod name;
+mod pipe;
 mod prefetch;
 pub mod progress;
 pub mod scan;

@@ -16,7 +16,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "utilities",
         &[
-            "crc", "compress", "text", "name", "input", "mapguard", "prefetch", "progress", "code",
+            "crc", "compress", "text", "name", "input", "mapguard", "pipe", "prefetch", "progress",
+            "code",
         ],
     ),
     // An image file mapped read-only, guarded against shrinking (over input and mapguard).

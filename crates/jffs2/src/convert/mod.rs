@@ -68,7 +68,6 @@ use crate::progress::Progress;
 use crate::scan::{Detection, Geometry, NodeRef, Scan, ScanOptions};
 
 mod losses;
-mod pipe;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -512,7 +511,8 @@ pub fn convert<W: Write + Send>(
     // Bytes go to `out` on a thread of their own; copied nodes straight from the image.
     std::thread::scope(|pipes| -> Result<(W, ConvertReport), ConvertError> {
         let w = BlockWriter::new(
-            pipe::Pipe::start(pipes, fs.image(), out).map_err(refused)?,
+            crate::pipe::Pipe::start(pipes, "jffs2-convert-write", fs.image(), out)
+                .map_err(refused)?,
             cfg.layout,
         );
         let mut writer = write::Writer::new(fs, cfg, w);

@@ -557,6 +557,72 @@ fn analyse_in_place_equals_analyse_of_bytes() {
     assert!(lines > ns.len());
 }
 
+/// The analysis with the detection beside a scan in the requested geometry (inputs of
+/// `SPECULATE_FROM` bytes on) equals the sequential one, whether the guess holds or not
+/// (other cleanmarkers, another erase size either way, another byte order), in a buffer
+/// padded in place as from bytes.
+#[test]
+fn speculating_analysis_equals_sequential() {
+    let ns = nodes(1300, 3500);
+    let cases = [
+        (16384, None, cfg(16384)),
+        (16384, Some(16), cfg(16384)),
+        (
+            16384,
+            Some(12),
+            SumtoolConfig {
+                force_erase_size: true,
+                ..cfg(8192)
+            },
+        ),
+        (
+            8192,
+            None,
+            SumtoolConfig {
+                force_erase_size: true,
+                ..cfg(65536)
+            },
+        ),
+        (8192, None, cfg(65536)),
+        (
+            8192,
+            None,
+            SumtoolConfig {
+                endian: Endian::Big,
+                ..cfg(8192)
+            },
+        ),
+    ];
+    for (es, cm, c) in cases {
+        let img = plain(&ns, es, cm, EndPad::None);
+        assert!(img.len() >= SPECULATE_FROM);
+        let seq = analyse_sequential(ImageBytes::Borrowed(&img), img.len(), &c);
+        for room in [0, 64 << 10, 1 << 20] {
+            let mut buf = img.clone();
+            buf.resize(img.len() + room, 0);
+            let got = analyse(ImageBytes::InPlace(&mut buf, img.len()), &c);
+            let (want, got) = match (&seq, got) {
+                (Ok(w), Ok(g)) => (w, g),
+                (Err(w), Err(g)) => {
+                    assert_eq!(w.to_string(), g.to_string());
+                    continue;
+                }
+                (w, g) => panic!("{es} {cm:?} {c:?}: {w:?} / {g:?}"),
+            };
+            assert_eq!(format!("{:?}", got.scan), format!("{:?}", want.scan));
+            assert_eq!(got.kept, want.kept);
+            assert_eq!(got.rejected, want.rejected);
+            assert_eq!(got.warnings, want.warnings);
+            assert_eq!(got.input_geometry, want.input_geometry);
+            let (a, _) = write(&buf[..got.held_len], &got, &c, Vec::new()).unwrap();
+            let (b, _) = write(&img, want, &c, Vec::new()).unwrap();
+            assert!(a == b, "{es} {cm:?} {c:?} room {room}: outputs differ");
+            let (p, _) = write_piped(&img, want, &c, Vec::new()).unwrap();
+            assert!(p == b, "{es} {cm:?} {c:?}: piped output differs");
+        }
+    }
+}
+
 #[test]
 fn mkfs_summary_writer_equals_plain_then_summarize() {
     // The SummarizingWriter (jffs2-mkfs --summary) against plain + summarize.

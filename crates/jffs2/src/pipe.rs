@@ -1,10 +1,11 @@
-//! The writing side of a conversion: the output's `write` system calls run on a thread of
-//! their own, and the bytes of nodes copied from the input are not copied in user space at
-//! all — the thread writes them straight from the input image.
+//! The writing side of a tool that copies nodes from its input (jffs2-convert,
+//! jffs2-sumtool): the output's `write` system calls run on a thread of their own, and the
+//! bytes of nodes copied from the input are not copied in user space at all — the thread
+//! writes them straight from the input image.
 //!
-//! A pristine conversion is a copy of most of the input: copying each node into a buffer
-//! and the buffer into the file cost twice the copy `cp` does (on tmpfs, the kernel's copy
-//! is as costly as everything else the conversion does). Here a write of bytes that lie in
+//! A pristine conversion or a summarised image is a copy of most of the input: copying each
+//! node into a buffer and the buffer into the file cost twice the copy `cp` does (on tmpfs,
+//! the kernel's copy is as costly as everything else the tool does). Here a write of bytes that lie in
 //! the image is kept as a reference to them ("kept"); a kept slice that continues the
 //! previous one (the next node of the input, or padding equal to the input's) makes it
 //! longer, so that an input laid out like the output is written with a few large calls.
@@ -85,18 +86,20 @@ pub(crate) struct Pipe<'scope, 'a, W: Write + Send> {
 }
 
 impl<'scope, 'a: 'scope, W: Write + Send + 'scope> Pipe<'scope, 'a, W> {
-    /// Starts the writing thread for `out` in `scope`; writes of bytes of `image` are kept.
+    /// Starts the writing thread, named `name`, for `out` in `scope`; writes of bytes of
+    /// `image` are kept.
     pub(crate) fn start<'env>(
         scope: &'scope Scope<'scope, 'env>,
+        name: &str,
         image: &'a [u8],
         mut out: W,
     ) -> io::Result<Pipe<'scope, 'a, W>> {
         let (tx, rx) = sync_channel::<Batch<'a>>(2);
         let (give_back, spare) = sync_channel::<Vec<u8>>(4);
         // A thread the system refuses is an error, not a panic.
-        let thread = std::thread::Builder::new()
-            .name("jffs2-convert-write".into())
-            .spawn_scoped(scope, move || -> io::Result<W> {
+        let thread = std::thread::Builder::new().name(name.into()).spawn_scoped(
+            scope,
+            move || -> io::Result<W> {
                 for batch in rx {
                     write_batch(&mut out, &batch)?;
                     for p in batch.pieces {
@@ -110,7 +113,8 @@ impl<'scope, 'a: 'scope, W: Write + Send + 'scope> Pipe<'scope, 'a, W> {
                 }
                 out.flush()?;
                 Ok(out)
-            })?;
+            },
+        )?;
         Ok(Pipe {
             image,
             pieces: Vec::new(),
@@ -344,7 +348,7 @@ mod tests {
         let img = image(40 << 20);
         let mut want = Vec::new();
         let got = std::thread::scope(|s| {
-            let mut p = Pipe::start(s, &img, Vec::new()).unwrap();
+            let mut p = Pipe::start(s, "test-write", &img, Vec::new()).unwrap();
             let mut at = 0usize;
             let mut k = 0usize;
             while at + 70_000 < img.len() {
@@ -418,7 +422,7 @@ mod tests {
     fn write_errors_come_back() {
         let img = image(1 << 20);
         let r = std::thread::scope(|s| -> io::Result<()> {
-            let mut p = Pipe::start(s, &img, Failing(100_000))?;
+            let mut p = Pipe::start(s, "test-write", &img, Failing(100_000))?;
             for _ in 0..200 {
                 p.write_all(&img[..500_000])?;
                 p.write_all(&[1, 2, 3])?;
