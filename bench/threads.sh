@@ -48,7 +48,7 @@ case $TOOL in
     THREADS=${2:-$(nproc)}
     cargo build --release --quiet --bin jffs2-mkfs
     set -- "$REL/jffs2-mkfs" -r "$TREE" -e 0x20000 -n -l -o "$OUTF" --threads "$THREADS"
-    MAIN="main (scan, plan, layout)"
+    MAIN="main (scan, plan, layout, block-end compressions)"
     ;;
   convert)
     image "${1:-/usr/bin}"
