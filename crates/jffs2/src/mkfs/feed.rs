@@ -12,7 +12,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::compress::{Compressed, Compressors, COMPR_NONE};
 use crate::crc::crc32;
@@ -43,7 +43,7 @@ pub(super) struct Spec {
 }
 
 /// What a job found besides the pages.
-struct Read {
+struct Loaded {
     batch: Batch,
     /// The file's last job only: whether a byte lies past the listed size.
     grew: bool,
@@ -54,7 +54,7 @@ struct Job {
     file: usize,
     want: u64,
     last: bool,
-    rx: Receiver<io::Result<Read>>,
+    rx: Receiver<io::Result<Loaded>>,
 }
 
 /// The files of a build, fed to the pool in write order.
@@ -64,6 +64,9 @@ pub(super) struct Feed<'p> {
     pool: &'p rayon::ThreadPool,
     compressors: Arc<Compressors>,
     depth: usize,
+    /// Read buffers of laid-out batches, for the next jobs: initialised once, never zeroed
+    /// again (at most one per job in flight, and one being laid out).
+    spare: Arc<Mutex<Vec<Vec<u8>>>>,
     queue: VecDeque<Job>,
     /// The next file to queue and the bytes of it already queued.
     next: (usize, u64),
@@ -95,6 +98,7 @@ impl<'p> Feed<'p> {
             pool,
             compressors,
             depth: depth.max(1),
+            spare: Arc::default(),
             queue: VecDeque::new(),
             next: (0, 0),
             cur: Current::default(),
@@ -140,10 +144,14 @@ impl<'p> Feed<'p> {
         Ok(Some(read.batch))
     }
 
-    /// Drops a batch that is laid out on the pool: its buffers were allocated there, and
-    /// freeing them is the pool's work rather than the layout thread's.
+    /// Takes back a laid-out batch: its read buffer goes to the next job; the rest is
+    /// dropped on the pool, where it was allocated, rather than on the layout thread.
     pub fn recycle(&self, batch: Batch) {
-        self.pool.spawn(move || drop(batch));
+        let Batch { data, pages } = batch;
+        if let Ok(mut spare) = self.spare.lock() {
+            spare.push(data);
+        }
+        self.pool.spawn(move || drop(pages));
     }
 
     /// Ends the current file: `Some(bytes read)` when that differs from its listed size.
@@ -195,12 +203,18 @@ impl<'p> Feed<'p> {
         offset: u64,
         want: u64,
         probe: Option<u64>,
-    ) -> Receiver<io::Result<Read>> {
+    ) -> Receiver<io::Result<Loaded>> {
         let (tx, rx) = sync_channel(1);
         let c = Arc::clone(&self.compressors);
         let page_size = self.page_size;
+        let spare = Arc::clone(&self.spare);
         self.pool.spawn(move || {
-            let read = read_at(&path, offset, want, probe).map(|(data, grew)| {
+            let buf = spare
+                .lock()
+                .ok()
+                .and_then(|mut s| s.pop())
+                .unwrap_or_default();
+            let read = read_at(buf, &path, offset, want, probe).map(|(data, grew)| {
                 let pages = data
                     .chunks(page_size.max(1))
                     .map(|page| {
@@ -214,7 +228,7 @@ impl<'p> Feed<'p> {
                         }
                     })
                     .collect();
-                Read {
+                Loaded {
                     batch: Batch { data, pages },
                     grew,
                 }
@@ -225,26 +239,28 @@ impl<'p> Feed<'p> {
     }
 }
 
-/// Reads up to `want` bytes of `path` from `offset` (fewer only at the end of the file),
-/// and whether a byte lies at `probe`.
+/// Reads up to `want` bytes of `path` from `offset` into `buf` (fewer only at the end of
+/// the file), and whether a byte lies at `probe`.
 fn read_at(
+    mut buf: Vec<u8>,
     path: &PathBuf,
     offset: u64,
     want: u64,
     probe: Option<u64>,
 ) -> io::Result<(Vec<u8>, bool)> {
     let f = File::open(path)?;
-    let mut data = vec![0u8; usize::try_from(want).map_err(io::Error::other)?];
+    // Only what a recycled buffer lacks is zeroed.
+    buf.resize(usize::try_from(want).map_err(io::Error::other)?, 0);
     let mut got = 0;
-    while got < data.len() {
-        match f.read_at(&mut data[got..], offset + got as u64) {
+    while got < buf.len() {
+        match f.read_at(&mut buf[got..], offset + got as u64) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    data.truncate(got);
+    buf.truncate(got);
     let grew = match probe {
         Some(at) if got as u64 == want => {
             let mut byte = [0u8; 1];
@@ -252,5 +268,5 @@ fn read_at(
         }
         _ => false,
     };
-    Ok((data, grew))
+    Ok((buf, grew))
 }
