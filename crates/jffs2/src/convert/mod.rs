@@ -995,6 +995,7 @@ impl<'a> Worker<'_, 'a> {
                     len: (e - s) as u32,
                     data: None,
                     spec: None,
+                    spec_crc: 0,
                 });
             }
             return Ready::Pieces(tmpl.clone(), chunks);
@@ -1013,11 +1014,14 @@ impl<'a> Worker<'_, 'a> {
                 let hi = (end - u64::from(dn.ofs)) as usize;
                 let Some(bytes) = data.get(lo..hi) else { break };
                 let spec = self.cfg.compressors.compress(bytes, bytes.len());
+                // Its data CRC too, here on the pool rather than on the writing thread.
+                let spec_crc = crate::crc::crc32(&spec.data);
                 chunks.push(Chunk {
                     ofs: at as u32,
                     len: bytes.len() as u32,
                     data: Some(bytes.to_vec()),
                     spec: Some(spec),
+                    spec_crc,
                 });
                 at = end;
             }

@@ -142,27 +142,58 @@ impl<'f, 'a, W: Write> Writer<'f, 'a, W> {
     }
 
     /// Writes a round in order; before a movable node that does not fit the block, later
-    /// movable nodes of the round fill its room ([`fill`]).
+    /// movable nodes of the round fill its room ([`Writer::fill`]).
     fn write_round(&mut self, round: &[Item], ready: Vec<Ready<'_>>) -> Result<(), ConvertError> {
-        let mut ready: Vec<Option<Ready>> = ready.into_iter().map(Some).collect();
-        for i in 0..ready.len() {
-            let (Some(r), Some(it)) = (ready[i].take(), round.get(i)) else {
+        let mut units = units(round, ready);
+        for i in 0..units.len() {
+            let Some((r, it)) = units.get_mut(i).and_then(Option::take) else {
                 continue;
             };
             if let Some((len, rec)) = movable(&r) {
-                let (_, rest) = ready.split_at_mut(i + 1);
-                fill(
-                    &mut self.w,
-                    rest,
-                    &round[i + 1..],
-                    len,
-                    rec,
-                    &mut self.report,
-                )?;
+                let (_, rest) = units.split_at_mut(i + 1);
+                self.fill(rest, len, rec)?;
             }
             self.write_ready(r, it)?;
         }
         Ok(())
+    }
+
+    /// Before a node of `need` bytes that does not fit the current block: fills the
+    /// block's room with later movable nodes of the round (the largest that fits, again and
+    /// again) for as long as the room is more than the kernel would count as wasted. The
+    /// kernel does not care where a node lies, only about versions: copies keep theirs, and
+    /// a rewritten chunk takes its fresh version when written, still above every node of
+    /// the input it supersedes and below its inode's closing metadata node, which comes
+    /// later. Without this, the room would be left as dirt or filled by splitting a data
+    /// node (compressed again on the writing thread). `rest`: the round's units after the
+    /// current one (`None` once written).
+    fn fill(
+        &mut self,
+        rest: &mut [Option<(Ready<'_>, &Item)>],
+        need: usize,
+        rec: u32,
+    ) -> Result<(), ConvertError> {
+        loop {
+            let room = self.w.room(rec) as usize;
+            if need <= room || room < SPLIT_MIN {
+                return Ok(());
+            }
+            let mut best: Option<(usize, usize)> = None;
+            for (j, u) in rest.iter().enumerate() {
+                if let Some((len, rec_j)) = u.as_ref().and_then(|(r, _)| movable(r)) {
+                    if len <= self.w.room(rec_j) as usize && best.is_none_or(|(_, l)| len > l) {
+                        best = Some((j, len));
+                    }
+                }
+            }
+            let taken = best
+                .and_then(|(j, _)| rest.get_mut(j))
+                .and_then(Option::take);
+            let Some((r, it)) = taken else {
+                return Ok(());
+            };
+            self.write_ready(r, it)?;
+        }
     }
 
     /// Writes one item's ready form `r` (`it`: the item, for the report).
@@ -226,6 +257,7 @@ impl<'f, 'a, W: Write> Writer<'f, 'a, W> {
             len: dn.size,
             data,
             spec: None,
+            spec_crc: 0,
         };
         self.chunk(tmpl, &chunk)
     }
@@ -411,61 +443,41 @@ fn round_len(pending: &VecDeque<Item>, closed: bool) -> Option<usize> {
     (closed && !pending.is_empty()).then_some(pending.len())
 }
 
+/// The round's ready forms as units of output, each with its item: rewritten data one
+/// unit per chunk, so that each chunk can fill a block tail on its own.
+fn units<'r, 'a>(round: &'r [Item], ready: Vec<Ready<'a>>) -> Vec<Option<(Ready<'a>, &'r Item)>> {
+    let mut out = Vec::with_capacity(ready.len());
+    for (r, it) in ready.into_iter().zip(round) {
+        match r {
+            Ready::Pieces(tmpl, chunks) if chunks.len() > 1 => out.extend(
+                chunks
+                    .into_iter()
+                    .map(|c| Some((Ready::Pieces(tmpl.clone(), vec![c]), it))),
+            ),
+            r => out.push(Some((r, it))),
+        }
+    }
+    out
+}
+
 /// Size and summary record size of a finished node whose place in the output is free: a
-/// copy that keeps its version (or a new xattr node), which no later decision depends on.
+/// copy that keeps its version (or a new xattr node), or one chunk of rewritten data
+/// compressed whole on the pool (or a hole), which takes a fresh version when written.
 fn movable(r: &Ready) -> Option<(usize, u32)> {
     match r {
         Ready::Node(b, rec) => Some((b.len(), *rec)),
         Ready::DataCopy(b, ..) => Some((b.len(), INODE_REC)),
-        _ => None,
-    }
-}
-
-/// Before a node of `need` bytes that does not fit the current block: fills the block's
-/// room with later movable nodes of the round (the largest that fits, again and again) for
-/// as long as the room is more than the kernel would count as wasted. The kernel does not
-/// care where a node lies, only about versions, and these keep theirs; without this, the
-/// room would be left as dirt or filled by splitting a data node (decompressed and
-/// compressed again on the writing thread). `items` are the round's items after the
-/// current one, `rest` their ready forms (`None` once written).
-fn fill<W: Write>(
-    w: &mut BlockWriter<W>,
-    rest: &mut [Option<Ready>],
-    items: &[Item],
-    need: usize,
-    rec: u32,
-    report: &mut ConvertReport,
-) -> io::Result<()> {
-    loop {
-        let room = w.room(rec) as usize;
-        if need <= room || room < SPLIT_MIN {
-            return Ok(());
-        }
-        let mut best: Option<(usize, usize)> = None;
-        for (j, r) in rest.iter().enumerate() {
-            if let Some((len, rec_j)) = r.as_ref().and_then(movable) {
-                if len <= w.room(rec_j) as usize && best.is_none_or(|(_, l)| len > l) {
-                    best = Some((j, len));
+        Ready::Pieces(_, chunks) => match chunks.as_slice() {
+            [c] => match (&c.data, &c.spec) {
+                (None, _) => Some((INODE_SIZE, INODE_REC)),
+                (Some(_), Some(s)) if s.consumed == c.len as usize => {
+                    Some((INODE_SIZE + s.data.len(), INODE_REC))
                 }
-            }
-        }
-        let Some((j, _)) = best else {
-            return Ok(());
-        };
-        let (bytes, rec_j) = match rest[j].take() {
-            Some(Ready::Node(b, r)) => (b, r),
-            Some(Ready::DataCopy(b, ..)) => (b, INODE_REC),
-            _ => return Ok(()),
-        };
-        match items.get(j) {
-            Some(Item::Copy { .. }) => report.copied += 1,
-            Some(Item::Data { .. }) => {
-                report.copied += 1;
-                report.kept_undecodable += 1;
-            }
-            _ => report.rewritten += 1,
-        }
-        emit(w, &bytes, rec_j, report)?;
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -509,11 +521,14 @@ pub(super) struct Chunk {
     pub(super) data: Option<Vec<u8>>,
     /// The whole chunk compressed in advance (used when it fits).
     pub(super) spec: Option<Compressed>,
+    /// The data CRC of `spec`'s bytes, computed with it.
+    pub(super) spec_crc: u32,
 }
 
-/// Writes a chunk as mkfs.jffs2 writes a page (§3.6.3 of the mtd-utils notes): a node as
-/// large as the block's room allows, the rest in the next block. `version` gives each
-/// node's version (fresh ones, or the copied node's own).
+/// Writes a chunk: its compression made on the pool, whole, if it fits the block's room;
+/// otherwise (nothing else of the round fitted the room) as mkfs.jffs2 writes a page
+/// (§3.6.3 of the mtd-utils notes): a node as large as the room allows, the rest in the
+/// next block. `version` gives each node's version (fresh ones, or the copied node's own).
 fn write_chunk<W: Write>(
     w: &mut BlockWriter<W>,
     cfg: &ConvertConfig,
@@ -547,8 +562,14 @@ fn write_chunk<W: Write>(
         let room = (w.room(INODE_REC) as usize).saturating_sub(INODE_SIZE);
         let space = room.min(len - pos);
         let fresh;
+        let mut crc = None;
         let c = match spec.take() {
-            Some(s) if pos == 0 && space == len && s.consumed == len => s,
+            // Compressed on the pool: written whole wherever it fits, even where the page
+            // uncompressed would not.
+            Some(s) if pos == 0 && s.consumed == len && s.data.len() <= room => {
+                crc = Some(chunk.spec_crc);
+                s
+            }
             // A small block tail is filled with data as it is: compressing "as much as fits"
             // takes zlib many partial flushes (mtd-utils' method, §4.2) on the thread that
             // lays the output out, for a few hundred bytes; the rest of the page is
@@ -578,7 +599,10 @@ fn write_chunk<W: Write>(
             ..tmpl.clone()
         };
         buf.clear();
-        node.encode(e, &c.data, buf);
+        match crc {
+            Some(crc) => node.encode_with_crc(e, &c.data, crc, buf),
+            None => node.encode(e, &c.data, buf),
+        }
         report.rewritten += 1;
         emit(w, buf, INODE_REC, report)?;
         pos += c.consumed;
