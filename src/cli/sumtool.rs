@@ -100,21 +100,28 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             Fatal(255)
         })
     };
-    let analysis = analyse(tool, &mut o, &mut input, &inpath, &changed)?;
+    let mut analysis = analyse(tool, &mut o, &mut input, &inpath, &changed)?;
     let image = &input.buf()[..analysis.held_len];
-    for w in &analysis.warnings {
-        tool.warning(&w.to_string());
-    }
     if o.verbose {
+        for w in &analysis.warnings {
+            tool.warning(&w.to_string());
+        }
         output = listing(tool, image, &analysis, output)?;
     }
     // A write error (a full disk): sumtool's `sys_errmsg_die("write")`, naming the output as
     // jffs2-sumtool ("write OUT", then "error 28 (No space left on device)").
+    // Without -v the nodes are checked as they are written (`write_piped_checking`), and the
+    // analysis's warnings, complete only then, are printed after it (before any error).
     let result = output
         .direct_writer()
         .map_err(SumtoolError::Io)
-        .and_then(|w| sumtool::write_piped(image, &analysis, &o.cfg, w))
+        .and_then(|w| sumtool::write_piped_checking(image, &mut analysis, &o.cfg, w))
         .map(|(_, r)| r);
+    if !o.verbose {
+        for w in &analysis.warnings {
+            tool.warning(&w.to_string());
+        }
+    }
     if let Some(f) = changed() {
         output.abandon();
         return Err(f);
@@ -314,7 +321,13 @@ fn analyse(
     // the command line is never overridden (that stays an error).
     // Each fallback sets its `*_given`, so it happens once: at most three analyses.
     loop {
-        match sumtool::analyse(ImageBytes::InPlace(input.buf_mut(), len), &o.cfg) {
+        let image = ImageBytes::InPlace(input.buf_mut(), len);
+        let analysed = if o.verbose {
+            sumtool::analyse(image, &o.cfg)
+        } else {
+            sumtool::analyse_unchecked(image, &o.cfg)
+        };
+        match analysed {
             Ok(a) => return Ok(a),
             Err(SumtoolError::EraseSizeMismatch {
                 detected,
