@@ -995,7 +995,12 @@ fn sort_one(
 }
 
 /// [`check_node`] of ref `i`, `None` for the kinds never carried over.
-fn check_ref(img: &[u8], refs: &[NodeRef], i: usize, e: Endian) -> Option<Result<u32, RejectReason>> {
+fn check_ref(
+    img: &[u8],
+    refs: &[NodeRef],
+    i: usize,
+    e: Endian,
+) -> Option<Result<u32, RejectReason>> {
     let r = refs.get(i)?;
     match r.kind {
         NodeKind::Cleanmarker | NodeKind::Summary | NodeKind::Padding => None,
@@ -1178,8 +1183,9 @@ pub fn write_piped_checking<W: Write + Send>(
     if !a.checks_pending {
         return write_piped(image, a, cfg, out);
     }
-    let want = usize::try_from(a.input_len)
-        .map_or(usize::MAX, |l| scan::flashed_len(l, a.input_geometry.erase_size));
+    let want = usize::try_from(a.input_len).map_or(usize::MAX, |l| {
+        scan::flashed_len(l, a.input_geometry.erase_size)
+    });
     if image.len() < want {
         // Analysed on a padded copy (the caller's buffer had no room): checked on one too.
         let mut padded = image.to_vec();
