@@ -76,6 +76,20 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         Command::Run(job) => *job,
         Command::Exit(code) => return Ok(code),
     };
+    // The output's pages are reserved on another core while the input is mapped and
+    // analysed: the output is about the input's size (its summaries add a few percent; the
+    // surplus is given back). A regular file's size is known before it is mapped (mapping
+    // it, populated, is a tenth of the run, with nothing else to do meanwhile); no more than
+    // an image can hold is reserved before the input is known to be one.
+    let estimate = |len: u64| len + (len >> 5);
+    let known = infile
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file() && m.len() > 0 && m.len() <= u64::from(u32::MAX))
+        .map(|m| m.len());
+    if let Some(len) = known {
+        output.preallocate(estimate(len));
+    }
     let mut input = match ImageMap::load(&infile) {
         Ok(i) => i,
         Err(e) => {
@@ -84,10 +98,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         }
     };
     drop(infile);
-    // The output's pages are reserved on another core while the input is analysed: the
-    // output is about the input's size (its summaries add a few percent; the surplus is
-    // given back).
-    output.preallocate(input.file_len() as u64 + (input.file_len() as u64 >> 5));
+    if known.is_none() {
+        output.preallocate(estimate(input.file_len() as u64));
+    }
     let watch = input.watch();
     // The input shrank while mapped (rebuilt in place): what was read of it is not its
     // contents; nothing derived from it is written.
