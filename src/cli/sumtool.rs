@@ -76,6 +76,20 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         Command::Run(job) => *job,
         Command::Exit(code) => return Ok(code),
     };
+    // The output's pages are reserved on another core while the input is mapped and
+    // analysed: the output is about the input's size (its summaries add a few percent; the
+    // surplus is given back). A regular file's size is known before it is mapped (mapping
+    // it, populated, is a tenth of the run, with nothing else to do meanwhile); no more than
+    // an image can hold is reserved before the input is known to be one.
+    let estimate = |len: u64| len + (len >> 5);
+    let known = infile
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file() && m.len() > 0 && m.len() <= u64::from(u32::MAX))
+        .map(|m| m.len());
+    if let Some(len) = known {
+        output.preallocate(estimate(len));
+    }
     let mut input = match ImageMap::load(&infile) {
         Ok(i) => i,
         Err(e) => {
@@ -84,10 +98,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         }
     };
     drop(infile);
-    // The output's pages are reserved on another core while the input is analysed: the
-    // output is about the input's size (its summaries add a few percent; the surplus is
-    // given back).
-    output.preallocate(input.file_len() as u64 + (input.file_len() as u64 >> 5));
+    if known.is_none() {
+        output.preallocate(estimate(input.file_len() as u64));
+    }
     let watch = input.watch();
     // The input shrank while mapped (rebuilt in place): what was read of it is not its
     // contents; nothing derived from it is written.
@@ -100,21 +113,28 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
             Fatal(255)
         })
     };
-    let analysis = analyse(tool, &mut o, &mut input, &inpath, &changed)?;
+    let mut analysis = analyse(tool, &mut o, &mut input, &inpath, &changed)?;
     let image = &input.buf()[..analysis.held_len];
-    for w in &analysis.warnings {
-        tool.warning(&w.to_string());
-    }
     if o.verbose {
+        for w in &analysis.warnings {
+            tool.warning(&w.to_string());
+        }
         output = listing(tool, image, &analysis, output)?;
     }
     // A write error (a full disk): sumtool's `sys_errmsg_die("write")`, naming the output as
     // jffs2-sumtool ("write OUT", then "error 28 (No space left on device)").
+    // Without -v the nodes are checked as they are written (`write_piped_checking`), and the
+    // analysis's warnings, complete only then, are printed after it (before any error).
     let result = output
         .direct_writer()
         .map_err(SumtoolError::Io)
-        .and_then(|w| sumtool::write_piped(image, &analysis, &o.cfg, w))
+        .and_then(|w| sumtool::write_piped_checking(image, &mut analysis, &o.cfg, w))
         .map(|(_, r)| r);
+    if !o.verbose {
+        for w in &analysis.warnings {
+            tool.warning(&w.to_string());
+        }
+    }
     if let Some(f) = changed() {
         output.abandon();
         return Err(f);
@@ -314,7 +334,13 @@ fn analyse(
     // the command line is never overridden (that stays an error).
     // Each fallback sets its `*_given`, so it happens once: at most three analyses.
     loop {
-        match sumtool::analyse(ImageBytes::InPlace(input.buf_mut(), len), &o.cfg) {
+        let image = ImageBytes::InPlace(input.buf_mut(), len);
+        let analysed = if o.verbose {
+            sumtool::analyse(image, &o.cfg)
+        } else {
+            sumtool::analyse_unchecked(image, &o.cfg)
+        };
+        match analysed {
             Ok(a) => return Ok(a),
             Err(SumtoolError::EraseSizeMismatch {
                 detected,

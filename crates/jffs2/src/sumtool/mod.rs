@@ -488,6 +488,9 @@ pub struct Analysis {
     pub dirt: BTreeMap<String, (usize, u64)>,
     /// Things to tell the user.
     pub warnings: Vec<Warning>,
+    /// [`analyse_unchecked`]: `kept` and `rejected` are filled (and the warning of the
+    /// rejected nodes added) by [`write_piped_checking`].
+    checks_pending: bool,
 }
 
 impl Analysis {
@@ -523,13 +526,32 @@ pub fn analyse<'a>(
     image: impl Into<ImageBytes<'a>>,
     cfg: &SumtoolConfig,
 ) -> Result<Analysis, SumtoolError> {
-    let image = image.into();
+    analyse_checking(image.into(), cfg, true)
+}
+
+/// [`analyse`] without the node checks (header, node and data CRCs of each node to carry
+/// over): [`write_piped_checking`] makes them as it lays the nodes out, while the writing
+/// thread writes what is laid out, and then completes the analysis. Until then
+/// [`Analysis::kept`] and [`Analysis::rejected`] are empty; the other fields, and every
+/// refusal, are those of [`analyse`].
+pub fn analyse_unchecked<'a>(
+    image: impl Into<ImageBytes<'a>>,
+    cfg: &SumtoolConfig,
+) -> Result<Analysis, SumtoolError> {
+    analyse_checking(image.into(), cfg, false)
+}
+
+fn analyse_checking(
+    image: ImageBytes<'_>,
+    cfg: &SumtoolConfig,
+    check: bool,
+) -> Result<Analysis, SumtoolError> {
     let len = image.bytes().len();
     check_config(cfg)?;
     if len >= SPECULATE_FROM && cfg.erase_size <= SPECULATE_ERASE_MAX {
-        analyse_speculating(image, len, cfg)
+        analyse_speculating(image, len, cfg, check)
     } else {
-        analyse_sequential(image, len, cfg)
+        analyse_sequential(image, len, cfg, check)
     }
 }
 
@@ -538,11 +560,12 @@ fn analyse_sequential(
     image: ImageBytes<'_>,
     len: usize,
     cfg: &SumtoolConfig,
+    check: bool,
 ) -> Result<Analysis, SumtoolError> {
     let g = input_geometry(image.bytes(), cfg)?;
     let want = crate::scan::flashed_len(len, g.geometry.erase_size);
     let (flashed, held) = image.pad(want);
-    let read = read_nodes(&flashed, &g.geometry, cfg);
+    let read = read_nodes(&flashed, &g.geometry, cfg, check);
     let mut a = conclude(&flashed, len as u64, g, read, cfg)?;
     a.held_len = held;
     Ok(a)
@@ -564,6 +587,7 @@ fn analyse_speculating(
     image: ImageBytes<'_>,
     len: usize,
     cfg: &SumtoolConfig,
+    check: bool,
 ) -> Result<Analysis, SumtoolError> {
     use std::borrow::Cow;
     let guess = Geometry {
@@ -580,7 +604,7 @@ fn analyse_speculating(
             .spawn_scoped(s, || input_geometry(input, cfg));
         match detecting {
             Ok(h) => {
-                let read = read_nodes(&flashed, &guess, cfg);
+                let read = read_nodes(&flashed, &guess, cfg, check);
                 match h.join() {
                     Ok(g) => (g, Some(read)),
                     Err(p) => std::panic::resume_unwind(p),
@@ -606,7 +630,7 @@ fn analyse_speculating(
     };
     let read = match guessed {
         Some(read) if g.geometry == guess => read,
-        _ => read_nodes(&view, &g.geometry, cfg),
+        _ => read_nodes(&view, &g.geometry, cfg, check),
     };
     let mut a = conclude(&view, len as u64, g, read, cfg)?;
     a.held_len = held;
@@ -752,7 +776,12 @@ fn contradicted_at(image: &[u8], cfg: &SumtoolConfig, cm_size: u32) -> Vec<u32> 
 }
 
 /// The mount scan of the input in `geometry`, and its nodes sorted for the output.
-fn read_nodes(flashed: &[u8], geometry: &Geometry, cfg: &SumtoolConfig) -> (Scan, SortedNodes) {
+fn read_nodes(
+    flashed: &[u8],
+    geometry: &Geometry,
+    cfg: &SumtoolConfig,
+    check: bool,
+) -> (Scan, SortedNodes) {
     let scan = scan::scan(
         flashed,
         geometry,
@@ -763,7 +792,7 @@ fn read_nodes(flashed: &[u8], geometry: &Geometry, cfg: &SumtoolConfig) -> (Scan
             end_marker: true,
         },
     );
-    let nodes = sort_nodes(flashed, &scan, geometry, cfg);
+    let nodes = sort_nodes(flashed, &scan, geometry, cfg, check);
     (scan, nodes)
 }
 
@@ -804,6 +833,7 @@ fn conclude(
         input_cleanmarker: nodes.input_cleanmarker,
         dirt,
         warnings,
+        checks_pending: nodes.checks_pending,
     })
 }
 
@@ -904,42 +934,77 @@ struct SortedNodes {
     rejected: Vec<Rejected>,
     /// The input's cleanmarker size, when it has cleanmarkers.
     input_cleanmarker: Option<u32>,
+    /// Not checked yet: `kept` and `rejected` are empty.
+    checks_pending: bool,
 }
 
 /// Sorts the scan's nodes: cleanmarkers, summaries and padding are dropped (the output gets
-/// its own), the others kept when [`check_node`] accepts them.
+/// its own), the others kept when [`check_node`] accepts them (with `check`; else left to
+/// [`write_piped_checking`]).
 fn sort_nodes(
     flashed: &[u8],
     scan: &Scan,
     geometry: &Geometry,
     cfg: &SumtoolConfig,
+    check: bool,
 ) -> SortedNodes {
-    let mut kept = Vec::new();
-    let mut rejected = Vec::new();
-    let mut input_cleanmarker = None;
-    let checked = check_nodes(flashed, &scan.refs, cfg.endian);
-    for (i, (r, c)) in scan.refs.iter().zip(checked).enumerate() {
-        if r.kind == NodeKind::Cleanmarker {
-            input_cleanmarker.get_or_insert(geometry.cleanmarker_size);
-        }
-        match c {
-            None => {}
-            Some(Ok(totlen)) => kept.push(Kept {
-                offset: r.offset,
-                totlen,
-                node: i,
-            }),
-            Some(Err(reason)) => rejected.push(Rejected {
-                offset: r.offset,
-                node: i,
-                reason,
-            }),
+    let mut sorted = SortedNodes {
+        kept: Vec::new(),
+        rejected: Vec::new(),
+        input_cleanmarker: scan
+            .refs
+            .iter()
+            .any(|r| r.kind == NodeKind::Cleanmarker)
+            .then_some(geometry.cleanmarker_size),
+        checks_pending: !check,
+    };
+    if check {
+        let checked = check_nodes(flashed, &scan.refs, cfg.endian);
+        for (i, c) in checked.into_iter().enumerate() {
+            if let Some(c) = c {
+                sort_one(&scan.refs, i, c, &mut sorted.kept, &mut sorted.rejected);
+            }
         }
     }
-    SortedNodes {
-        kept,
-        rejected,
-        input_cleanmarker,
+    sorted
+}
+
+/// Files ref `i`, checked, among the kept or the rejected nodes.
+fn sort_one(
+    refs: &[NodeRef],
+    i: usize,
+    checked: Result<u32, RejectReason>,
+    kept: &mut Vec<Kept>,
+    rejected: &mut Vec<Rejected>,
+) {
+    let Some(r) = refs.get(i) else {
+        return;
+    };
+    match checked {
+        Ok(totlen) => kept.push(Kept {
+            offset: r.offset,
+            totlen,
+            node: i,
+        }),
+        Err(reason) => rejected.push(Rejected {
+            offset: r.offset,
+            node: i,
+            reason,
+        }),
+    }
+}
+
+/// [`check_node`] of ref `i`, `None` for the kinds never carried over.
+fn check_ref(
+    img: &[u8],
+    refs: &[NodeRef],
+    i: usize,
+    e: Endian,
+) -> Option<Result<u32, RejectReason>> {
+    let r = refs.get(i)?;
+    match r.kind {
+        NodeKind::Cleanmarker | NodeKind::Summary | NodeKind::Padding => None,
+        kind => Some(check_node(img, r.offset, e, kind)),
     }
 }
 
@@ -956,14 +1021,10 @@ fn check_nodes(img: &[u8], refs: &[NodeRef], e: Endian) -> Vec<Option<Result<u32
     let run = |from: usize, to: usize| {
         (from..to)
             .map(|i| {
-                let r = refs.get(i)?;
                 if let Some(ahead) = refs.get(i + AHEAD) {
                     crate::prefetch::prefetch(img, ahead.offset as usize);
                 }
-                match r.kind {
-                    NodeKind::Cleanmarker | NodeKind::Summary | NodeKind::Padding => None,
-                    kind => Some(check_node(img, r.offset, e, kind)),
-                }
+                check_ref(img, refs, i, e)
             })
             .collect::<Vec<_>>()
     };
@@ -1015,6 +1076,24 @@ pub fn write<W: Write>(
     cfg: &SumtoolConfig,
     out: W,
 ) -> Result<(W, SumtoolReport), SumtoolError> {
+    let nodes = a.kept.iter().enumerate().map(|(i, k)| {
+        // The summary record reads the node's header: rarely in the cache by now.
+        if let Some(ahead) = a.kept.get(i + AHEAD) {
+            crate::prefetch::prefetch(image, ahead.offset as usize);
+        }
+        *k
+    });
+    lay_out(image, a, cfg, nodes, out)
+}
+
+/// [`write()`] of the nodes `nodes` gives, in order.
+fn lay_out<W: Write>(
+    image: &[u8],
+    a: &Analysis,
+    cfg: &SumtoolConfig,
+    nodes: impl Iterator<Item = Kept>,
+    out: W,
+) -> Result<(W, SumtoolReport), SumtoolError> {
     let cleanmarker = output_cleanmarker(a, cfg);
     if let Some(cm) = cleanmarker {
         if pad4_64(cm) >= u64::from(cfg.erase_size) {
@@ -1025,11 +1104,7 @@ pub fn write<W: Write>(
         }
     }
     let mut s = Summarizer::new(out, cfg.endian, cfg.erase_size, cleanmarker);
-    for (i, k) in a.kept.iter().enumerate() {
-        // The summary record reads the node's header: rarely in the cache by now.
-        if let Some(ahead) = a.kept.get(i + AHEAD) {
-            crate::prefetch::prefetch(image, ahead.offset as usize);
-        }
+    for k in nodes {
         if !s.fits(k.totlen) {
             return Err(SumtoolError::NodeTooLarge {
                 offset: k.offset,
@@ -1092,6 +1167,88 @@ pub fn write_piped<W: Write + Send>(
         let (pipe, report) = write(image, a, cfg, pipe)?;
         Ok((pipe.finish()?, report))
     })
+}
+
+/// [`write_piped`] of an [`analyse_unchecked`] analysis: each node is checked just before
+/// it is laid out, while the writing thread writes the blocks before it (the checks then
+/// cost no time of their own when the writing is the longer). Completes the analysis as
+/// [`analyse`] would have — every node checked, the warning of the rejected ones added last
+/// — whether the writing succeeds or not; the bytes written are those of [`write_piped`].
+pub fn write_piped_checking<W: Write + Send>(
+    image: &[u8],
+    a: &mut Analysis,
+    cfg: &SumtoolConfig,
+    out: W,
+) -> Result<(W, SumtoolReport), SumtoolError> {
+    if !a.checks_pending {
+        return write_piped(image, a, cfg, out);
+    }
+    let want = usize::try_from(a.input_len).map_or(usize::MAX, |l| {
+        scan::flashed_len(l, a.input_geometry.erase_size)
+    });
+    if image.len() < want {
+        // Analysed on a padded copy (the caller's buffer had no room): checked on one too.
+        let mut padded = image.to_vec();
+        padded.resize(want, 0xFF);
+        complete_checks(&padded, a, cfg.endian);
+        return write_piped(image, a, cfg, out);
+    }
+    let (mut kept, mut rejected) = (Vec::new(), Vec::new());
+    let result = {
+        let refs = &a.scan.refs;
+        let mut i = 0usize;
+        let mut nodes = std::iter::from_fn(|| {
+            while i < refs.len() {
+                if let Some(ahead) = refs.get(i + AHEAD) {
+                    crate::prefetch::prefetch(image, ahead.offset as usize);
+                }
+                let c = check_ref(image, refs, i, cfg.endian);
+                i += 1;
+                if let Some(c) = c {
+                    sort_one(refs, i - 1, c, &mut kept, &mut rejected);
+                    if c.is_ok() {
+                        return kept.last().copied();
+                    }
+                }
+            }
+            None
+        });
+        let written = std::thread::scope(|s| {
+            let pipe = crate::pipe::Pipe::start(s, "sumtool-write", image, out)?;
+            let (pipe, report) = lay_out(image, a, cfg, &mut nodes, pipe)?;
+            Ok((pipe.finish()?, report))
+        });
+        // Stopped early (an error): the other nodes are checked all the same.
+        nodes.for_each(drop);
+        written
+    };
+    a.kept = kept;
+    a.rejected = rejected;
+    a.checks_pending = false;
+    push_rejected_warning(a);
+    result
+}
+
+/// Checks every node of an [`analyse_unchecked`] analysis of `flashed`.
+fn complete_checks(flashed: &[u8], a: &mut Analysis, e: Endian) {
+    let checked = check_nodes(flashed, &a.scan.refs, e);
+    for (i, c) in checked.into_iter().enumerate() {
+        if let Some(c) = c {
+            sort_one(&a.scan.refs, i, c, &mut a.kept, &mut a.rejected);
+        }
+    }
+    a.checks_pending = false;
+    push_rejected_warning(a);
+}
+
+/// The warning of the rejected nodes, if any.
+fn push_rejected_warning(a: &mut Analysis) {
+    if let Some(first) = a.rejected.first() {
+        a.warnings.push(Warning::Rejected {
+            count: a.rejected.len(),
+            first: *first,
+        });
+    }
 }
 
 /// [`analyse`] then [`write()`].

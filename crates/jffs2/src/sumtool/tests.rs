@@ -86,7 +86,39 @@ fn cfg(es: u32) -> SumtoolConfig {
 }
 
 fn run(img: &[u8], c: &SumtoolConfig) -> (Vec<u8>, Analysis, SumtoolReport) {
-    summarize(img, c, Vec::new()).unwrap()
+    let r = summarize(img, c, Vec::new()).unwrap();
+    same_when_checked_while_writing(img, c);
+    r
+}
+
+/// What an analysis and a writing come to: the bytes (or the error), and the analysis.
+fn outcome(r: Result<(Vec<u8>, SumtoolReport), SumtoolError>, a: &Analysis) -> String {
+    let r = r.map(|(b, rep)| (crate::crc::crc32(&b), b.len(), rep));
+    format!("{r:?} {:?} {:?} {:?}", a.kept, a.rejected, a.warnings)
+}
+
+/// [`analyse_unchecked`] then [`write_piped_checking`] come to what [`analyse`] then
+/// [`write_piped`] do, whether the image is borrowed (checked on a padded copy) or padded
+/// in place.
+fn same_when_checked_while_writing(img: &[u8], c: &SumtoolConfig) {
+    let want = analyse(img, c).map(|a| {
+        let w = write_piped(&img[..a.held_len.min(img.len())], &a, c, Vec::new());
+        outcome(w, &a)
+    });
+    let want = want.map_err(|e| e.to_string());
+    let got = analyse_unchecked(img, c).map(|mut a| {
+        let w = write_piped_checking(&img[..a.held_len.min(img.len())], &mut a, c, Vec::new());
+        outcome(w, &a)
+    });
+    assert_eq!(got.map_err(|e| e.to_string()), want, "borrowed, {c:?}");
+    let mut buf = img.to_vec();
+    buf.resize(img.len() + (1 << 20), 0);
+    let got = analyse_unchecked(ImageBytes::InPlace(&mut buf, img.len()), c).map(|mut a| {
+        let held = a.held_len;
+        let w = write_piped_checking(&buf[..held], &mut a, c, Vec::new());
+        outcome(w, &a)
+    });
+    assert_eq!(got.map_err(|e| e.to_string()), want, "in place, {c:?}");
 }
 
 /// Every valid node of an image (full scan without summaries, so nodes are read), as bytes.
@@ -596,7 +628,8 @@ fn speculating_analysis_equals_sequential() {
     for (es, cm, c) in cases {
         let img = plain(&ns, es, cm, EndPad::None);
         assert!(img.len() >= SPECULATE_FROM);
-        let seq = analyse_sequential(ImageBytes::Borrowed(&img), img.len(), &c);
+        let seq = analyse_sequential(ImageBytes::Borrowed(&img), img.len(), &c, true);
+        same_when_checked_while_writing(&img, &c);
         for room in [0, 64 << 10, 1 << 20] {
             let mut buf = img.clone();
             buf.resize(img.len() + room, 0);
@@ -701,6 +734,7 @@ fn mutated_and_random_inputs_never_panic_and_outputs_stay_clean() {
                 ..cfg(8192)
             },
         ] {
+            same_when_checked_while_writing(&img, &c);
             if let Ok((out, a, _)) = summarize(&img, &c, Vec::new()) {
                 assert!(
                     out.len() as u64 >= a.input_len,
