@@ -119,6 +119,19 @@ const INFLATE_INITIAL: usize = 64 * 1024;
 /// over 32 KiB (which the kernel's `inflateInit2` rejects) is an error; the 256-byte window
 /// (CINFO 0) is inflated with a 512-byte window, which accepts the same valid streams.
 pub fn zlib_decompress(src: &[u8], dsize: usize) -> Result<Vec<u8>, ComprError> {
+    let mut out = Vec::new();
+    zlib_decompress_into(src, dsize, &mut out)?;
+    Ok(out)
+}
+
+/// [`zlib_decompress`] into `out` (its contents replaced): the same bytes and the same
+/// errors, without an allocation per node when `out` is reused (a check that only needs to
+/// know whether each node reads).
+pub(crate) fn zlib_decompress_into(
+    src: &[u8],
+    dsize: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), ComprError> {
     let window_bits = zlib_header(src)?;
     let input = &src[2..];
     // The fast path: libdeflate, for the 32 KiB window every writer uses, when it yields
@@ -131,12 +144,15 @@ pub fn zlib_decompress(src: &[u8], dsize: usize) -> Result<Vec<u8>, ComprError> 
     // gigabytes goes to zlib, which grows its buffer only as data comes; deflate expands at
     // most 1032:1).
     #[cfg(libdeflate)]
-    if window_bits == 15 && dsize <= FAST_MAX && dsize <= input.len().saturating_mul(1032) {
-        if let Some(out) = fast::inflate_exact(input, dsize) {
-            return Ok(out);
-        }
+    if window_bits == 15
+        && dsize <= FAST_MAX
+        && dsize <= input.len().saturating_mul(1032)
+        && fast::inflate_exact(input, dsize, out)
+    {
+        return Ok(());
     }
-    inflate_zlib(input, window_bits, dsize, src.len())
+    *out = inflate_zlib(input, window_bits, dsize, src.len())?;
+    Ok(())
 }
 
 /// The largest node output the libdeflate path allocates at once.
@@ -247,14 +263,14 @@ mod fast {
         static DECOMPRESSOR: Handle = Handle(unsafe { libdeflate_alloc_decompressor() });
     }
 
-    /// Inflates raw deflate data that must produce exactly `dsize` bytes (input after the
-    /// final block is ignored, as zlib does); `None` on any failure.
-    pub(super) fn inflate_exact(input: &[u8], dsize: usize) -> Option<Vec<u8>> {
+    /// Inflates raw deflate data that must produce exactly `dsize` bytes into `out` (input
+    /// after the final block is ignored, as zlib does); whether it did.
+    pub(super) fn inflate_exact(input: &[u8], dsize: usize, out: &mut Vec<u8>) -> bool {
         DECOMPRESSOR.with(|h| {
-            if h.0.is_null() {
-                return None;
+            out.clear();
+            if h.0.is_null() || out.try_reserve_exact(dsize).is_err() {
+                return false;
             }
-            let mut out: Vec<u8> = Vec::with_capacity(dsize);
             // SAFETY: `input` is valid for `input.len()` bytes and `out` has room for `dsize`
             // bytes; with a null `actual_out_nbytes_ret` libdeflate succeeds only after
             // writing exactly `dsize` bytes, so they are initialised when the length is set.
@@ -269,11 +285,11 @@ mod fast {
                     std::ptr::null_mut(),
                 );
                 if r != SUCCESS {
-                    return None;
+                    return false;
                 }
                 out.set_len(dsize);
             }
-            Some(out)
+            true
         })
     }
 }

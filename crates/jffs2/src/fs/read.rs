@@ -2,6 +2,7 @@
 //! (`docs/spec/kernel-jffs2-spec.md` §6.5, §1.9).
 
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::readinode::{DataNode, Inode};
 use super::{Fs, FsError, Md5, ReadError, RubinMode};
@@ -36,6 +37,41 @@ impl NodeData {
     }
 }
 
+/// The data nodes whose data CRC is known to pass, one bit per ref: as in the kernel, where
+/// a node checked once (`REF_NORMAL`) is not checked again, a CRC over the same bytes is
+/// computed once however often the node is read (by every `read_inode`, then by its data
+/// reads). Only passes are recorded; a failing node is checked again each time.
+pub(super) struct DataChecked(Box<[AtomicU64]>);
+
+impl DataChecked {
+    /// For `refs` refs, none checked.
+    pub(super) fn new(refs: usize) -> DataChecked {
+        DataChecked((0..refs.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn get(&self, idx: usize) -> bool {
+        self.0
+            .get(idx / 64)
+            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (idx % 64)) != 0)
+    }
+
+    fn set(&self, idx: usize) {
+        if let Some(w) = self.0.get(idx / 64) {
+            w.fetch_or(1 << (idx % 64), Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a node holds once its CRCs pass (see [`Fs::node_data`]).
+enum Payload<'i> {
+    /// A ZERO node of this many bytes.
+    Zeros(u32),
+    /// Uncompressed data, `dsize` bytes.
+    Stored(&'i [u8]),
+    /// Compressed data and the `dsize` it must decompress to.
+    Packed { compr: u8, data: (&'i [u8], usize) },
+}
+
 impl Fs<'_> {
     /// `jffs2_read_dnode` for a whole node (§6.5): re-checks the node CRC, fixes up the legacy
     /// ZERO node, checks the data CRC and decompresses to exactly `dsize` bytes.
@@ -47,6 +83,34 @@ impl Fs<'_> {
     /// * A compressed node with `dsize` over [`super::FsOptions::kmalloc_max`] cannot be read
     ///   (the kernel's `kmalloc(dsize)` fails), so decompression never allocates more.
     pub fn node_data(&self, dn: &DataNode) -> Result<NodeData, ReadError> {
+        match self.payload(dn)? {
+            Payload::Zeros(n) => Ok(NodeData::Zeros(n)),
+            Payload::Stored(d) => Ok(NodeData::Bytes(d.to_vec())),
+            Payload::Packed { compr, data } => {
+                let mut out = Vec::new();
+                self.unpack(compr, data, dn.offset, &mut out)?;
+                Ok(NodeData::Bytes(out))
+            }
+        }
+    }
+
+    /// [`Fs::node_data`] for a check that only needs to know whether a node reads: the same
+    /// result, the data decompressed into `buf` (reused from node to node, so nothing is
+    /// allocated per node) and not kept.
+    pub(crate) fn check_node_data(
+        &self,
+        dn: &DataNode,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), ReadError> {
+        match self.payload(dn)? {
+            Payload::Zeros(_) | Payload::Stored(_) => Ok(()),
+            Payload::Packed { compr, data } => self.unpack(compr, data, dn.offset, buf),
+        }
+    }
+
+    /// Everything [`Fs::node_data`] checks before decompressing, and the data to decompress
+    /// (to exactly the node's `dsize`, which `data` carries as its length when stored).
+    fn payload(&self, dn: &DataNode) -> Result<Payload<'_>, ReadError> {
         let off = dn.offset;
         let b = self
             .image
@@ -69,7 +133,7 @@ impl Fs<'_> {
             csize = 0;
         }
         if ri.compr == COMPR_ZERO {
-            return Ok(NodeData::Zeros(dsize));
+            return Ok(Payload::Zeros(dsize));
         }
         if ri.compr != COMPR_NONE && dsize > self.opts.kmalloc_max {
             return Err(ReadError::TooLarge { offset: off, dsize });
@@ -77,17 +141,23 @@ impl Fs<'_> {
         let data = b
             .get(INODE_SIZE..INODE_SIZE + csize as usize)
             .ok_or(ReadError::OutOfImage { offset: off })?;
-        let computed = crc32(data);
-        if computed != ri.data_crc {
-            return Err(ReadError::DataCrc {
-                offset: off,
-                stored: ri.data_crc,
-                computed,
-            });
+        let idx = self.ref_index(dn);
+        if !idx.is_some_and(|i| self.data_ok.get(i)) {
+            let computed = crc32(data);
+            if computed != ri.data_crc {
+                return Err(ReadError::DataCrc {
+                    offset: off,
+                    stored: ri.data_crc,
+                    computed,
+                });
+            }
+            if let Some(i) = idx {
+                self.data_ok.set(i);
+            }
         }
         if ri.compr == COMPR_NONE {
             return match data.get(..dsize as usize) {
-                Some(d) => Ok(NodeData::Bytes(d.to_vec())),
+                Some(d) => Ok(Payload::Stored(d)),
                 None => Err(ReadError::ShortUncompressed {
                     offset: off,
                     csize,
@@ -95,22 +165,70 @@ impl Fs<'_> {
                 }),
             };
         }
-        let err = |error| ReadError::Decompress { offset: off, error };
         // jffs2_decompress: "Older code had a bug where it would write non-zero 'usercompr'
         // fields": masked only for ids up to ZLIB.
         if ri.compr > COMPR_ZLIB && ri.usercompr != 0 {
-            return Err(err(ComprError::UnsupportedCompressor(ri.compr)));
+            return Err(ReadError::Decompress {
+                offset: off,
+                error: ComprError::UnsupportedCompressor(ri.compr),
+            });
         }
-        let n = dsize as usize;
-        let out = match (ri.compr, self.opts.rubin) {
+        Ok(Payload::Packed {
+            compr: ri.compr,
+            data: (data, dsize as usize),
+        })
+    }
+
+    /// The index of `dn`'s ref in the scan: `dn.node`, or for a node found some other way
+    /// (the fsck walk's) the ref at its offset, if the refs' order lets a binary search find
+    /// it (the scan's order is the image's, but for a summary's entries, which may be in any
+    /// order: then the node is not found, and its CRC merely computed again).
+    fn ref_index(&self, dn: &DataNode) -> Option<usize> {
+        let refs = &self.scan.refs;
+        let at = |i: usize| refs.get(i).is_some_and(|r| r.offset == dn.offset);
+        if at(dn.node) {
+            return Some(dn.node);
+        }
+        let i = refs.partition_point(|r| r.offset < dn.offset);
+        at(i).then_some(i)
+    }
+
+    /// Whether the data CRC of the node at ref `idx` (at `offset` in the image) is known to
+    /// pass.
+    pub(super) fn data_crc_known(&self, idx: usize, offset: u32) -> bool {
+        self.scan.refs.get(idx).is_some_and(|r| r.offset == offset) && self.data_ok.get(idx)
+    }
+
+    /// Records that the data CRC of the node at ref `idx` (at `offset`) passes.
+    pub(super) fn data_crc_passed(&self, idx: usize, offset: u32) {
+        if self.scan.refs.get(idx).is_some_and(|r| r.offset == offset) {
+            self.data_ok.set(idx);
+        }
+    }
+
+    /// Decompresses `data.0` (of the node at `offset`) with compressor `compr` into exactly
+    /// `data.1` bytes in `out`, its contents replaced.
+    fn unpack(
+        &self,
+        compr: u8,
+        (data, n): (&[u8], usize),
+        offset: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ReadError> {
+        let r = match (compr, self.opts.rubin) {
             (COMPR_RUBINMIPS | COMPR_DYNRUBIN, RubinMode::Unavailable) => {
-                Err(ComprError::UnsupportedCompressor(ri.compr))
+                Err(ComprError::UnsupportedCompressor(compr))
             }
-            (COMPR_RUBINMIPS, RubinMode::KernelSwapped) => dynrubin_decompress(data, n),
-            (COMPR_DYNRUBIN, RubinMode::KernelSwapped) => rubinmips_decompress(data, n),
-            (c, _) => compress::decompress(c, data, n),
+            (COMPR_RUBINMIPS, RubinMode::KernelSwapped) => {
+                dynrubin_decompress(data, n).map(|v| *out = v)
+            }
+            (COMPR_DYNRUBIN, RubinMode::KernelSwapped) => {
+                rubinmips_decompress(data, n).map(|v| *out = v)
+            }
+            (COMPR_ZLIB, _) => compress::zlib_decompress_into(data, n, out),
+            (c, _) => compress::decompress(c, data, n).map(|v| *out = v),
         };
-        out.map(NodeData::Bytes).map_err(err)
+        r.map_err(|error| ReadError::Decompress { offset, error })
     }
 
     /// The data node at `scan.refs[idx]`, if that ref is an inode node whose header can be

@@ -25,6 +25,8 @@
 //! or inserted shift the blocks after them), the one with the most block starts holding a
 //! node before its layout first breaks.
 
+use rayon::prelude::*;
+
 use super::Geometry;
 use crate::format::{hdr, NodeHeader, HEADER_SIZE};
 use crate::format::{pad4, Endian, MAGIC, NODETYPE_CLEANMARKER, NODETYPE_SUMMARY, SUM_MAGIC};
@@ -477,8 +479,10 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
     // Candidates.
     let sum_sizes = summary_sizes(img, &w.nodes, e);
     let cands = candidates(img, &w.nodes, &cms, &sum_sizes);
+    // Candidates are independent; each touches a page at every boundary of its size, which
+    // on a mapped image is the first read of much of it: one per core.
     let fits: Vec<Fit> = cands
-        .iter()
+        .par_iter()
         .map(|&c| evaluate(img, &w.nodes, c, e))
         .collect();
     let data_end = w
