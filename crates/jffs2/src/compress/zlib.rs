@@ -120,14 +120,14 @@ const INFLATE_INITIAL: usize = 64 * 1024;
 /// (CINFO 0) is inflated with a 512-byte window, which accepts the same valid streams.
 pub fn zlib_decompress(src: &[u8], dsize: usize) -> Result<Vec<u8>, ComprError> {
     let mut out = Vec::new();
-    zlib_decompress_into(src, dsize, &mut out)?;
+    zlib_decompress_append(src, dsize, &mut out)?;
     Ok(out)
 }
 
-/// [`zlib_decompress`] into `out` (its contents replaced): the same bytes and the same
-/// errors, without an allocation per node when `out` is reused (a check that only needs to
-/// know whether each node reads).
-pub(crate) fn zlib_decompress_into(
+/// [`zlib_decompress`] appending to `out` (left as it was on an error): the same bytes and
+/// the same errors, without an allocation per node when `out` has room (a buffer reused by a
+/// check that only needs to know whether each node reads, or shared by consecutive nodes).
+pub(crate) fn zlib_decompress_append(
     src: &[u8],
     dsize: usize,
     out: &mut Vec<u8>,
@@ -151,7 +151,12 @@ pub(crate) fn zlib_decompress_into(
     {
         return Ok(());
     }
-    *out = inflate_zlib(input, window_bits, dsize, src.len())?;
+    let v = inflate_zlib(input, window_bits, dsize, src.len())?;
+    if out.is_empty() {
+        *out = v;
+    } else {
+        out.extend_from_slice(&v);
+    }
     Ok(())
 }
 
@@ -263,31 +268,32 @@ mod fast {
         static DECOMPRESSOR: Handle = Handle(unsafe { libdeflate_alloc_decompressor() });
     }
 
-    /// Inflates raw deflate data that must produce exactly `dsize` bytes into `out` (input
-    /// after the final block is ignored, as zlib does); whether it did.
+    /// Inflates raw deflate data that must produce exactly `dsize` bytes, appended to `out`
+    /// (input after the final block is ignored, as zlib does); whether it did (`out` is left
+    /// as it was when not).
     pub(super) fn inflate_exact(input: &[u8], dsize: usize, out: &mut Vec<u8>) -> bool {
         DECOMPRESSOR.with(|h| {
-            out.clear();
+            let at = out.len();
             if h.0.is_null() || out.try_reserve_exact(dsize).is_err() {
                 return false;
             }
             // SAFETY: `input` is valid for `input.len()` bytes and `out` has room for `dsize`
-            // bytes; with a null `actual_out_nbytes_ret` libdeflate succeeds only after
-            // writing exactly `dsize` bytes, so they are initialised when the length is set.
-            // The decompressor is used by this thread only.
+            // bytes after its `at`; with a null `actual_out_nbytes_ret` libdeflate succeeds
+            // only after writing exactly `dsize` bytes, so they are initialised when the
+            // length is set. The decompressor is used by this thread only.
             unsafe {
                 let r = libdeflate_deflate_decompress(
                     h.0,
                     input.as_ptr().cast(),
                     input.len(),
-                    out.as_mut_ptr().cast(),
+                    out.as_mut_ptr().add(at).cast(),
                     dsize,
                     std::ptr::null_mut(),
                 );
                 if r != SUCCESS {
                     return false;
                 }
-                out.set_len(dsize);
+                out.set_len(at + dsize);
             }
             true
         })

@@ -619,7 +619,7 @@ pub struct Fs<'a> {
     problems: Vec<Problem>,
     log: Vec<KernelMsg>,
     /// The data nodes whose data CRC has passed, by ref index.
-    data_ok: read::DataChecked,
+    data_ok: refs::DataChecked,
 }
 
 /// The scan a model reads: borrowed from the caller, or owned by the model (what

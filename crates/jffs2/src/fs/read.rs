@@ -2,7 +2,6 @@
 //! (`docs/spec/kernel-jffs2-spec.md` §6.5, §1.9).
 
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::readinode::{DataNode, Inode};
 use super::{Fs, FsError, Md5, ReadError, RubinMode};
@@ -37,31 +36,6 @@ impl NodeData {
     }
 }
 
-/// The data nodes whose data CRC is known to pass, one bit per ref: as in the kernel, where
-/// a node checked once (`REF_NORMAL`) is not checked again, a CRC over the same bytes is
-/// computed once however often the node is read (by every `read_inode`, then by its data
-/// reads). Only passes are recorded; a failing node is checked again each time.
-pub(super) struct DataChecked(Box<[AtomicU64]>);
-
-impl DataChecked {
-    /// For `refs` refs, none checked.
-    pub(super) fn new(refs: usize) -> DataChecked {
-        DataChecked((0..refs.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
-    }
-
-    fn get(&self, idx: usize) -> bool {
-        self.0
-            .get(idx / 64)
-            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (idx % 64)) != 0)
-    }
-
-    fn set(&self, idx: usize) {
-        if let Some(w) = self.0.get(idx / 64) {
-            w.fetch_or(1 << (idx % 64), Ordering::Relaxed);
-        }
-    }
-}
-
 /// What a node holds once its CRCs pass (see [`Fs::node_data`]).
 enum Payload<'i> {
     /// A ZERO node of this many bytes.
@@ -83,13 +57,30 @@ impl Fs<'_> {
     /// * A compressed node with `dsize` over [`super::FsOptions::kmalloc_max`] cannot be read
     ///   (the kernel's `kmalloc(dsize)` fails), so decompression never allocates more.
     pub fn node_data(&self, dn: &DataNode) -> Result<NodeData, ReadError> {
+        let mut out = Vec::new();
+        match self.node_data_append(dn, &mut out)? {
+            Some(n) => Ok(NodeData::Zeros(n)),
+            None => Ok(NodeData::Bytes(out)),
+        }
+    }
+
+    /// [`Fs::node_data`] appending the node's bytes to `out` (left as it was on an error),
+    /// so that consecutive nodes can share one allocation; for a ZERO node (never
+    /// materialised: nothing appended) its length.
+    pub(crate) fn node_data_append(
+        &self,
+        dn: &DataNode,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<u32>, ReadError> {
         match self.payload(dn)? {
-            Payload::Zeros(n) => Ok(NodeData::Zeros(n)),
-            Payload::Stored(d) => Ok(NodeData::Bytes(d.to_vec())),
+            Payload::Zeros(n) => Ok(Some(n)),
+            Payload::Stored(d) => {
+                out.extend_from_slice(d);
+                Ok(None)
+            }
             Payload::Packed { compr, data } => {
-                let mut out = Vec::new();
-                self.unpack(compr, data, dn.offset, &mut out)?;
-                Ok(NodeData::Bytes(out))
+                self.unpack(compr, data, dn.offset, out)?;
+                Ok(None)
             }
         }
     }
@@ -104,7 +95,10 @@ impl Fs<'_> {
     ) -> Result<(), ReadError> {
         match self.payload(dn)? {
             Payload::Zeros(_) | Payload::Stored(_) => Ok(()),
-            Payload::Packed { compr, data } => self.unpack(compr, data, dn.offset, buf),
+            Payload::Packed { compr, data } => {
+                buf.clear();
+                self.unpack(compr, data, dn.offset, buf)
+            }
         }
     }
 
@@ -142,7 +136,7 @@ impl Fs<'_> {
             .get(INODE_SIZE..INODE_SIZE + csize as usize)
             .ok_or(ReadError::OutOfImage { offset: off })?;
         let idx = self.ref_index(dn);
-        if !idx.is_some_and(|i| self.data_ok.get(i)) {
+        if !idx.is_some_and(|i| self.data_crc_known(i, off)) {
             let computed = crc32(data);
             if computed != ri.data_crc {
                 return Err(ReadError::DataCrc {
@@ -152,7 +146,7 @@ impl Fs<'_> {
                 });
             }
             if let Some(i) = idx {
-                self.data_ok.set(i);
+                self.data_crc_passed(i, off);
             }
         }
         if ri.compr == COMPR_NONE {
@@ -179,35 +173,8 @@ impl Fs<'_> {
         })
     }
 
-    /// The index of `dn`'s ref in the scan: `dn.node`, or for a node found some other way
-    /// (the fsck walk's) the ref at its offset, if the refs' order lets a binary search find
-    /// it (the scan's order is the image's, but for a summary's entries, which may be in any
-    /// order: then the node is not found, and its CRC merely computed again).
-    fn ref_index(&self, dn: &DataNode) -> Option<usize> {
-        let refs = &self.scan.refs;
-        let at = |i: usize| refs.get(i).is_some_and(|r| r.offset == dn.offset);
-        if at(dn.node) {
-            return Some(dn.node);
-        }
-        let i = refs.partition_point(|r| r.offset < dn.offset);
-        at(i).then_some(i)
-    }
-
-    /// Whether the data CRC of the node at ref `idx` (at `offset` in the image) is known to
-    /// pass.
-    pub(super) fn data_crc_known(&self, idx: usize, offset: u32) -> bool {
-        self.scan.refs.get(idx).is_some_and(|r| r.offset == offset) && self.data_ok.get(idx)
-    }
-
-    /// Records that the data CRC of the node at ref `idx` (at `offset`) passes.
-    pub(super) fn data_crc_passed(&self, idx: usize, offset: u32) {
-        if self.scan.refs.get(idx).is_some_and(|r| r.offset == offset) {
-            self.data_ok.set(idx);
-        }
-    }
-
     /// Decompresses `data.0` (of the node at `offset`) with compressor `compr` into exactly
-    /// `data.1` bytes in `out`, its contents replaced.
+    /// `data.1` bytes appended to `out` (left as it was on an error).
     fn unpack(
         &self,
         compr: u8,
@@ -219,16 +186,20 @@ impl Fs<'_> {
             (COMPR_RUBINMIPS | COMPR_DYNRUBIN, RubinMode::Unavailable) => {
                 Err(ComprError::UnsupportedCompressor(compr))
             }
-            (COMPR_RUBINMIPS, RubinMode::KernelSwapped) => {
-                dynrubin_decompress(data, n).map(|v| *out = v)
+            (COMPR_RUBINMIPS, RubinMode::KernelSwapped) => dynrubin_decompress(data, n),
+            (COMPR_DYNRUBIN, RubinMode::KernelSwapped) => rubinmips_decompress(data, n),
+            (COMPR_ZLIB, _) => {
+                return compress::zlib_decompress_append(data, n, out)
+                    .map_err(|error| ReadError::Decompress { offset, error })
             }
-            (COMPR_DYNRUBIN, RubinMode::KernelSwapped) => {
-                rubinmips_decompress(data, n).map(|v| *out = v)
-            }
-            (COMPR_ZLIB, _) => compress::zlib_decompress_into(data, n, out),
-            (c, _) => compress::decompress(c, data, n).map(|v| *out = v),
+            (c, _) => compress::decompress(c, data, n),
         };
-        r.map_err(|error| ReadError::Decompress { offset, error })
+        match r {
+            Ok(v) if out.is_empty() => *out = v,
+            Ok(v) => out.extend_from_slice(&v),
+            Err(error) => return Err(ReadError::Decompress { offset, error }),
+        }
+        Ok(())
     }
 
     /// The data node at `scan.refs[idx]`, if that ref is an inode node whose header can be
