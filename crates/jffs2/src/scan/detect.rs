@@ -110,6 +110,76 @@ pub(super) fn walk(img: &[u8], e: Endian) -> Walk {
     w
 }
 
+/// Images at least this large are walked in two halves at once by [`walk_split`].
+const SPLIT_MIN: usize = 4 << 20;
+
+/// [`walk`], the two halves of `img` on two cores: the first page read of a mapped image is
+/// most of a walk's cost. The second half's walk starts at the middle, where the first
+/// half's walk may be inside a node; from the first position the first walk reaches that
+/// the second walk also stood on (any 4-aligned position not strictly inside one of its
+/// nodes: the walk only ever steps 4 bytes or over a node), the two walks are the same, so
+/// the first continues on its own only up to there. The nodes are those of [`walk`].
+pub(super) fn walk_split(img: &[u8], e: Endian) -> Walk {
+    if img.len() < SPLIT_MIN {
+        return walk(img, e);
+    }
+    walk_halves(img, e, img.len() / 2 / 4 * 4)
+}
+
+/// [`walk_split`] with the second half from `mid` (4-aligned).
+pub(super) fn walk_halves(img: &[u8], e: Endian, mid: usize) -> Walk {
+    let (mut w, second) = rayon::join(
+        || {
+            let mut w = Walk::default();
+            walk_range(img, e, 0, mid, &mut w);
+            w
+        },
+        || {
+            let mut w = Walk::default();
+            walk_range(img, e, mid, img.len(), &mut w);
+            w
+        },
+    );
+    loop {
+        // Where the first walk stands: past its last node, and at the middle at least.
+        let at = w
+            .nodes
+            .last()
+            .map_or(mid, |n| (n.ofs as usize + pad4(n.totlen) as usize).max(mid));
+        // The second walk's node `at` lies strictly inside, if any: the first walk goes on
+        // alone to its end (and past whatever it finds itself there).
+        let i = second.nodes.partition_point(|n| (n.ofs as usize) < at);
+        let inside = i
+            .checked_sub(1)
+            .and_then(|j| second.nodes.get(j))
+            .map(|n| n.ofs as usize + pad4(n.totlen) as usize)
+            .filter(|&end| end > at);
+        match inside {
+            Some(end) => {
+                let before = w.nodes.len();
+                walk_range(img, e, at, end.min(img.len()), &mut w);
+                if w.nodes.len() == before {
+                    // Nothing found up to `end`: the first walk now stands at `end`, which
+                    // the second walk reached too.
+                    let rest = second.nodes.partition_point(|n| (n.ofs as usize) < end);
+                    splice(&mut w, &second.nodes[rest..]);
+                    return w;
+                }
+            }
+            None => {
+                splice(&mut w, &second.nodes[i..]);
+                return w;
+            }
+        }
+    }
+}
+
+/// Appends `nodes` (found after what `w` holds) to `w`.
+fn splice(w: &mut Walk, nodes: &[Node]) {
+    w.node_bytes += nodes.iter().map(|n| u64::from(n.totlen)).sum::<u64>();
+    w.nodes.extend_from_slice(nodes);
+}
+
 /// [`walk`] for the nodes that start in `img[from..to]` (a node may end beyond `to`), from
 /// `from` or from the end of the last node `w` holds, whichever is further; found nodes are
 /// added to `w`.
@@ -163,7 +233,7 @@ pub(super) fn walks(img: &[u8]) -> (Walk, Walk) {
     } else {
         (Endian::Big, Endian::Little)
     };
-    let main = walk(img, first);
+    let main = walk_split(img, first);
     let mut other = Walk::default();
     let mut at = 0usize;
     for n in &main.nodes {
