@@ -588,7 +588,7 @@ impl<'a> Image<'a> {
     pub fn salvage(&self) -> (Fs<'_>, Option<MountFailure>) {
         // Its callers (the dump's views, extraction) look for data after the end next: the
         // two passes over the image side by side.
-        let (scan, _) = rayon::join(|| self.scan(), || self.trailing_data());
+        let (_, scan) = scan::detect::join2(|| self.trailing_data(), || self.scan());
         let failure = scan.failure.clone();
         (
             crate::fs::Fs::from_scan(self.flash(), scan, self.opts.fs),

@@ -25,8 +25,6 @@
 //! or inserted shift the blocks after them), the one with the most block starts holding a
 //! node before its layout first breaks.
 
-use rayon::prelude::*;
-
 use super::Geometry;
 use crate::format::{hdr, NodeHeader, HEADER_SIZE};
 use crate::format::{pad4, Endian, MAGIC, NODETYPE_CLEANMARKER, NODETYPE_SUMMARY, SUM_MAGIC};
@@ -128,7 +126,7 @@ pub(super) fn walk_split(img: &[u8], e: Endian) -> Walk {
 
 /// [`walk_split`] with the second half from `mid` (4-aligned).
 pub(super) fn walk_halves(img: &[u8], e: Endian, mid: usize) -> Walk {
-    let (mut w, second) = rayon::join(
+    let (mut w, second) = join2(
         || {
             let mut w = Walk::default();
             walk_range(img, e, 0, mid, &mut w);
@@ -172,6 +170,32 @@ pub(super) fn walk_halves(img: &[u8], e: Endian, mid: usize) -> Walk {
             }
         }
     }
+}
+
+/// Runs `a` on a thread of its own and `b` on this one, or both here when no thread can be
+/// had (a tool run under a thread limit works as before, one after the other). The detection
+/// runs before the tools set up their thread pools: rayon's global pool is not used here.
+pub(crate) fn join2<RA: Send, RB>(
+    a: impl FnOnce() -> RA + Send,
+    b: impl FnOnce() -> RB,
+) -> (RA, RB) {
+    let a = std::sync::Mutex::new(Some(a));
+    let take = || a.lock().ok().and_then(|mut g| g.take());
+    std::thread::scope(|s| {
+        let spawned = std::thread::Builder::new().spawn_scoped(s, || take().map(|f| f()));
+        let rb = b();
+        let ra = match spawned.map(|h| h.join()) {
+            Ok(Ok(Some(ra))) => Some(ra),
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            _ => None,
+        };
+        match ra.or_else(|| take().map(|f| f())) {
+            Some(ra) => (ra, rb),
+            // `a` ran on neither thread: cannot happen (it is taken once, and run by
+            // whoever took it); run nothing twice.
+            None => unreachable!("join2: the first closure was lost"),
+        }
+    })
 }
 
 /// Appends `nodes` (found after what `w` holds) to `w`.
@@ -550,11 +574,27 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
     let sum_sizes = summary_sizes(img, &w.nodes, e);
     let cands = candidates(img, &w.nodes, &cms, &sum_sizes);
     // Candidates are independent; each touches a page at every boundary of its size, which
-    // on a mapped image is the first read of much of it: one per core.
-    let fits: Vec<Fit> = cands
-        .par_iter()
-        .map(|&c| evaluate(img, &w.nodes, c, e))
-        .collect();
+    // on a mapped image is the first read of much of it: every other one on a second core.
+    let fits: Vec<Fit> = if img.len() < SPLIT_MIN {
+        cands
+            .iter()
+            .map(|&c| evaluate(img, &w.nodes, c, e))
+            .collect()
+    } else {
+        let half = |odd: usize| -> Vec<Fit> {
+            cands
+                .iter()
+                .skip(odd)
+                .step_by(2)
+                .map(|&c| evaluate(img, &w.nodes, c, e))
+                .collect()
+        };
+        let (even, odd) = join2(|| half(0), || half(1));
+        let mut odd = odd.into_iter();
+        even.into_iter()
+            .flat_map(|f| std::iter::once(f).chain(odd.next()))
+            .collect()
+    };
     let data_end = w
         .nodes
         .last()
