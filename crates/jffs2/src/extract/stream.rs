@@ -129,6 +129,10 @@ fn all_zero(b: &[u8]) -> bool {
     chunks.remainder().iter().all(|&x| x == 0)
 }
 
+/// The most nodes in one job: tiny nodes (a byte each) would otherwise make jobs, and the
+/// bookkeeping of their results, of a quarter of a million nodes.
+const JOB_NODES: usize = 512;
+
 /// The most a job's buffer is given before its nodes are read.
 const PREALLOC_MAX: u64 = 1 << 20;
 
@@ -266,7 +270,9 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
             let mut bytes = 0u64;
             while let Some(&k) = self.cursor.order.get(self.cursor.pos) {
                 let c = cost(file, k);
-                if !nodes.is_empty() && bytes + c > self.opts.job_bytes {
+                if !nodes.is_empty()
+                    && (bytes + c > self.opts.job_bytes || nodes.len() >= JOB_NODES)
+                {
                     break;
                 }
                 nodes.push(k);
