@@ -136,6 +136,9 @@ const JOB_NODES: usize = 512;
 /// The most a job's buffer is given before its nodes are read.
 const PREALLOC_MAX: u64 = 1 << 20;
 
+/// Where a node's bytes lie in its job's buffer (`None`: a hole), or why it cannot be read.
+type Span = Result<Option<(usize, usize)>, ReadError>;
+
 /// Node `k` of `file` alone.
 fn decode(fs: &Fs<'_>, file: &FileData, k: usize) -> Out {
     decode_job(fs, file, vec![k])
@@ -151,7 +154,7 @@ fn decode_job(fs: &Fs<'_>, file: &FileData, nodes: Vec<usize>) -> JobResult {
     // limit: a lying `dsize` must not allocate (the buffer grows as data actually comes).
     let room: u64 = nodes.iter().map(|&k| cost(file, k)).sum();
     let mut buf: Vec<u8> = Vec::with_capacity(room.min(PREALLOC_MAX) as usize);
-    let mut spans: Vec<(usize, Result<Option<(usize, usize)>, ReadError>)> = Vec::new();
+    let mut spans: Vec<(usize, Span)> = Vec::new();
     for k in nodes {
         let Some(dn) = file.nodes.get(k) else {
             spans.push((k, Ok(None)));
