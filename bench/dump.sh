@@ -23,7 +23,12 @@
 # tests/thirdparty.rs does). Without qemu/the kernel, or with BENCH_LINUX=0, the reference is
 # jffs2-dump's own tree, said so in the table.
 #
-# BENCH_SINGLE=0 skips the single-image part, BENCH_MULTI=0 the multi-image run;
+# Floor run (after the single-image part): `jffs2-dump --extract` against its floor, the
+# inflate floor on all cores plus the write floor (crates/jffs2/examples/write_floor.rs),
+# alternated RUNS times; prints extraction / floor.
+#
+# BENCH_SINGLE=0 skips the single-image part, BENCH_FLOOR=0 the floor run, BENCH_MULTI=0 the
+# multi-image run;
 # BENCH_PROFILE=debug uses debug builds (to try the script quickly, not for figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,16 +41,17 @@ SHM=${BENCH_SHM:-/dev/shm}
 mkdir -p "$OUT"
 if [ "${BENCH_PROFILE:-release}" = debug ]; then
   cargo build --quiet --bin jffs2-dump --bin jffs2-convert
-  cargo build --quiet -p jffs2 --example inflate_floor
+  cargo build --quiet -p jffs2 --example inflate_floor --example write_floor
   BIN=$PWD/target/debug
 else
   cargo build --release --quiet --bin jffs2-dump --bin jffs2-convert
-  cargo build --release --quiet -p jffs2 --example inflate_floor
+  cargo build --release --quiet -p jffs2 --example inflate_floor --example write_floor
   BIN=$PWD/target/release
 fi
 OURS=$BIN/jffs2-dump
 CONVERT=$BIN/jffs2-convert
 FLOOR_BIN=$BIN/examples/inflate_floor
+WRITE_FLOOR=$BIN/examples/write_floor
 CORES=$(nproc)
 IMG=$OUT/dump-bench.img
 mkfs.jffs2 -r "$TREE" -e 0x20000 -n -l -o "$IMG"
@@ -128,8 +134,50 @@ single_image_run() {
   rm -rf "$J" "$O" "$N"
 }
 
+# Extraction against its floor: our inflater's floor on all cores plus the write floor
+# (crates/jffs2/examples/write_floor.rs: the extracted tree, read into memory first, created
+# again on the same filesystem on one thread, as the extraction writes), run alternately
+# with the extraction RUNS times; the ratio of the medians: extraction / (inflate + write).
+floor_run() {
+  local T=$SHM/bench-floor-tree O=$SHM/bench-floor-ours W=$SHM/bench-floor-write
+  rm -rf "$T" "$O" "$W"
+  "$OURS" --extract="$T" "$IMG"
+  local iw=() ww=() wc=() ow=() oc=() f w c _
+  for _ in $(seq "$RUNS"); do
+    read -r f < <("$FLOOR_BIN" "$IMG" --ours 2>/dev/null)
+    iw+=("$f")
+    read -r w c < <("$WRITE_FLOOR" "$T" "$W" 2>"$OUT/write-floor.txt")
+    ww+=("$w"); wc+=("$c")
+    rm -rf "$O"
+    read -r w c _ < <(time_one "$OURS" --extract="$O" "$IMG")
+    ow+=("$w"); oc+=("$c")
+  done
+  rm -rf "$T" "$O" "$W"
+  local med IW WW WC OW OC FL
+  med() { printf '%s\n' "$@" | median; }
+  IW=$(med "${iw[@]}"); WW=$(med "${ww[@]}"); WC=$(med "${wc[@]}")
+  OW=$(med "${ow[@]}"); OC=$(med "${oc[@]}")
+  FL=$(awk -v i="$IW" -v c="$CORES" -v w="$WW" 'BEGIN {printf "%.3f", i / c + w}')
+  echo
+  echo "Extraction against its floor: $CORES cores, load before: $(cut -d' ' -f1-3 /proc/loadavg); $RUNS alternating runs (medians); write floor: $(cat "$OUT/write-floor.txt")"
+  echo
+  echo "| program | wall | CPU user+sys |"
+  echo "|---|---|---|"
+  echo "| inflate floor, one thread (our inflater) | $IW s | $IW s |"
+  echo "| write floor, one thread | $WW s | $WC s |"
+  echo "| floor: inflate / $CORES cores + write | $FL s | |"
+  echo "| jffs2-dump --extract | $OW s | $OC s |"
+  echo
+  echo "jffs2-dump --extract / floor: wall $OW s / $FL s = $(ratio "$OW" "$FL") (target <= 1.3);" \
+    "CPU $OC s / $(awk -v i="$IW" -v w="$WC" 'BEGIN {printf "%.3f", i + w}') s = $(ratio "$OC" "$(awk -v i="$IW" -v w="$WC" 'BEGIN {print i + w}')")"
+  echo "all runs (wall): extract ${ow[*]}; inflate floor ${iw[*]}; write floor ${ww[*]}"
+}
+
 if [ "${BENCH_SINGLE:-1}" != 0 ]; then
   single_image_run
+fi
+if [ "${BENCH_FLOOR:-1}" != 0 ]; then
+  floor_run
 fi
 
 # ---------------------------------------------------------------------------------------------

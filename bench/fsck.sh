@@ -8,8 +8,10 @@
 # checks everything (every CRC, every data node decompressed, the tree built as Linux
 # would); the "inflate floor" is the CPU time needed only to decompress the data of every
 # inode node on one thread (crates/jffs2/examples/inflate_floor.rs), shown as is and
-# divided by the number of cores. There is no mtd-utils fsck to compare with; the nearest
-# mtd-utils work, `jffs2dump -c` (CRC check of every node, no decompression), is shown too.
+# divided by the number of cores. jffs2-fsck and the floor of our own inflater run alternately
+# RUNS times; the ratio of their medians (tool / floor) is printed. There is no mtd-utils fsck
+# to compare with; the nearest mtd-utils work, `jffs2dump -c` (CRC check of every node, no
+# decompression), is shown too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -29,37 +31,47 @@ fi
 
 
 
-zf=() ff=()
-for _ in $(seq "$RUNS"); do
-  read -r z f < <("$FLOOR_BIN" "$IMG" 2>"$OUT/floor.txt")
-  zf+=("$z"); ff+=("$f")
-done
-# The floor: inflating with the system zlib (the kernel's and every other tool's inflater),
-# per core. FAST: the same with our own decompressor (libdeflate when linked), shown too.
-FLOOR=$(printf '%s\n' "${zf[@]}" | median)
+# The floors, once with the system zlib too (shown for reference).
+read -r FLOOR _ < <("$FLOOR_BIN" "$IMG" 2>"$OUT/floor.txt")
 FLOOR2=$(awk -v f="$FLOOR" -v c="$CORES" 'BEGIN {printf "%.3f", f / c}')
-FAST=$(printf '%s\n' "${ff[@]}" | median)
+# jffs2-fsck and the floor of our own inflater (libdeflate when linked) run alternately, so
+# that the machine's drift hits both alike; the ratio is of their medians.
+fw=() ow=() oc=() orss=0
+for _ in $(seq "$RUNS"); do
+  read -r f < <("$FLOOR_BIN" "$IMG" --ours 2>/dev/null)
+  fw+=("$f")
+  read -r w c r < <(time_one "$OURS" --no-progress "$IMG")
+  ow+=("$w"); oc+=("$c"); [ "$r" -gt "$orss" ] && orss=$r
+done
+FAST=$(printf '%s\n' "${fw[@]}" | median)
 FAST2=$(awk -v f="$FAST" -v c="$CORES" 'BEGIN {printf "%.3f", f / c}')
+OW=$(printf '%s\n' "${ow[@]}" | median)
+OC=$(printf '%s\n' "${oc[@]}" | median)
 SIZE=$(stat -c %s "$IMG")
 
-echo "Machine: $CORES cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); load before: $(cut -d' ' -f1-3 /proc/loadavg); runs: $RUNS (median)"
+echo "Machine: $CORES cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr); load before: $(cut -d' ' -f1-3 /proc/loadavg); runs: $RUNS (median; jffs2-fsck alternated with the floor)"
 echo "Image: $IMG ($SIZE bytes; $(cat "$OUT/floor.txt"))"
 echo
 echo "| command | wall | CPU user+sys | peak RSS | vs zlib floor ($FLOOR2 s) | vs our inflater's floor ($FAST2 s) | exit |"
 echo "|---|---|---|---|---|---|---|"
+rc=0
+"$OURS" --no-progress "$IMG" >/dev/null 2>&1 || rc=$?
+printf '| `%s` | %s s | %s s | %d MiB | %sx | **%sx** | %s |\n' "jffs2-fsck IMAGE" "$OW" "$OC" $((orss / 1024)) \
+  "$(ratio "$OW" "$FLOOR2")" "$(ratio "$OW" "$FAST2")" "$rc"
 row() {
   local label=$1; shift
   read -r wall cpu rss < <(time_runs /nonexistent "$@")
   local rc=0
   "$@" >/dev/null 2>&1 || rc=$?
-  printf '| `%s` | %s s | %s s | %d MiB | %.2fx | %.2fx | %s |\n' "$label" "$wall" "$cpu" $((rss / 1024)) \
-    "$(awk -v w="$wall" -v f="$FLOOR2" 'BEGIN {print w / f}')" \
-    "$(awk -v w="$wall" -v f="$FAST2" 'BEGIN {print w / f}')" "$rc"
+  printf '| `%s` | %s s | %s s | %d MiB | %sx | %sx | %s |\n' "$label" "$wall" "$cpu" $((rss / 1024)) \
+    "$(ratio "$wall" "$FLOOR2")" "$(ratio "$wall" "$FAST2")" "$rc"
 }
-row "jffs2-fsck IMAGE" "$OURS" --no-progress "$IMG"
 row "RAYON_NUM_THREADS=1 jffs2-fsck IMAGE" env RAYON_NUM_THREADS=1 "$OURS" --no-progress "$IMG"
 row "jffs2dump -c IMAGE (mtd-utils)" jffs2dump -c "$IMG"
 echo
+echo "jffs2-fsck / our inflater's floor on $CORES cores: wall $OW s / $FAST2 s = $(ratio "$OW" "$FAST2") (target <= 1.2);" \
+  "CPU $OC s / $FAST s = $(ratio "$OC" "$FAST")"
+echo "all runs (wall/CPU): jffs2-fsck ${ow[*]} / ${oc[*]}; floor (one thread) ${fw[*]}"
 echo "inflate floor: system zlib $FLOOR CPU seconds on one thread -> $FLOOR2 s on $CORES cores;" \
   "our inflater $FAST -> $FAST2 s;" \
   "memory target: image + 64 MiB = $(((SIZE >> 20) + 64)) MiB"

@@ -166,6 +166,8 @@ pub struct Image<'a> {
     /// Offsets of the nodes the detection found: prefetch hints for the scan.
     hints: Vec<u32>,
     opts: ImageOptions,
+    /// [`Image::trailing_data`], once found.
+    trailing: std::sync::OnceLock<Option<scan::TrailingData>>,
 }
 
 /// The outcome of recognising an input: its detection, the geometry to read it with (the
@@ -495,6 +497,7 @@ impl<'a> Image<'a> {
             geometry: r.geometry,
             hints: r.hints,
             opts: *opts,
+            trailing: std::sync::OnceLock::new(),
         }
     }
 
@@ -536,9 +539,12 @@ impl<'a> Image<'a> {
     /// Data after the end of the filesystem in the input (the next partition of a flash
     /// dump, a carver's tail): at least 4 KiB that is neither nodes nor 0xFF after the last
     /// node ([`crate::scan::trailing_data`]). It holds no node, so it changes no file; the
-    /// reports name it rather than count it as damage. One pass over the input.
+    /// reports name it rather than count it as damage. One pass over the input (made once,
+    /// and by [`Image::salvage`] beside its scan).
     pub fn trailing_data(&self) -> Option<scan::TrailingData> {
-        scan::trailing_data(self.file_bytes(), self.geometry.endian)
+        *self
+            .trailing
+            .get_or_init(|| scan::trailing_data(self.file_bytes(), self.geometry.endian))
     }
 
     /// Whether the mapped file shrank while it was read (its vanished pages then read as
@@ -580,7 +586,9 @@ impl<'a> Image<'a> {
     /// it), and the reason Linux would refuse, if any. The scan carries on past the point
     /// the kernel stops ([`Scan::failure`]).
     pub fn salvage(&self) -> (Fs<'_>, Option<MountFailure>) {
-        let scan = self.scan();
+        // Its callers (the dump's views, extraction) look for data after the end next: the
+        // two passes over the image side by side.
+        let (_, scan) = scan::detect::join2(|| self.trailing_data(), || self.scan());
         let failure = scan.failure.clone();
         (
             crate::fs::Fs::from_scan(self.flash(), scan, self.opts.fs),

@@ -45,6 +45,7 @@ pub use lzma::{lzma_compress, lzma_decompress, LZMA_DICT_SIZE, LZMA_NICE_LEN};
 pub use lzo::{lzo_compress, lzo_decompress};
 pub use rtime::{rtime_compress, rtime_decompress};
 pub use rubin::{dynrubin_compress, dynrubin_decompress, rubinmips_compress, rubinmips_decompress};
+pub(crate) use zlib::zlib_decompress_append;
 pub use zlib::{zlib_compress, zlib_decompress, zlib_decompress_reference};
 
 /// Compressor id: data stored uncompressed (`JFFS2_COMPR_NONE`).

@@ -139,6 +139,19 @@ const INFLATE_INITIAL: usize = 64 * 1024;
 /// over 32 KiB (which the kernel's `inflateInit2` rejects) is an error; the 256-byte window
 /// (CINFO 0) is inflated with a 512-byte window, which accepts the same valid streams.
 pub fn zlib_decompress(src: &[u8], dsize: usize) -> Result<Vec<u8>, ComprError> {
+    let mut out = Vec::new();
+    zlib_decompress_append(src, dsize, &mut out)?;
+    Ok(out)
+}
+
+/// [`zlib_decompress`] appending to `out` (left as it was on an error): the same bytes and
+/// the same errors, without an allocation per node when `out` has room (a buffer reused by a
+/// check that only needs to know whether each node reads, or shared by consecutive nodes).
+pub(crate) fn zlib_decompress_append(
+    src: &[u8],
+    dsize: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), ComprError> {
     let window_bits = zlib_header(src)?;
     let input = &src[2..];
     // The fast path: libdeflate, for the 32 KiB window every writer uses, when it yields
@@ -151,12 +164,20 @@ pub fn zlib_decompress(src: &[u8], dsize: usize) -> Result<Vec<u8>, ComprError> 
     // gigabytes goes to zlib, which grows its buffer only as data comes; deflate expands at
     // most 1032:1).
     #[cfg(libdeflate)]
-    if window_bits == 15 && dsize <= FAST_MAX && dsize <= input.len().saturating_mul(1032) {
-        if let Some(out) = fast::inflate_exact(input, dsize) {
-            return Ok(out);
-        }
+    if window_bits == 15
+        && dsize <= FAST_MAX
+        && dsize <= input.len().saturating_mul(1032)
+        && fast::inflate_exact(input, dsize, out)
+    {
+        return Ok(());
     }
-    inflate_zlib(input, window_bits, dsize, src.len())
+    let v = inflate_zlib(input, window_bits, dsize, src.len())?;
+    if out.is_empty() {
+        *out = v;
+    } else {
+        out.extend_from_slice(&v);
+    }
+    Ok(())
 }
 
 /// The largest node output the libdeflate path allocates at once.
@@ -267,33 +288,34 @@ mod fast {
         static DECOMPRESSOR: Handle = Handle(unsafe { libdeflate_alloc_decompressor() });
     }
 
-    /// Inflates raw deflate data that must produce exactly `dsize` bytes (input after the
-    /// final block is ignored, as zlib does); `None` on any failure.
-    pub(super) fn inflate_exact(input: &[u8], dsize: usize) -> Option<Vec<u8>> {
+    /// Inflates raw deflate data that must produce exactly `dsize` bytes, appended to `out`
+    /// (input after the final block is ignored, as zlib does); whether it did (`out` is left
+    /// as it was when not).
+    pub(super) fn inflate_exact(input: &[u8], dsize: usize, out: &mut Vec<u8>) -> bool {
         DECOMPRESSOR.with(|h| {
-            if h.0.is_null() {
-                return None;
+            let at = out.len();
+            if h.0.is_null() || out.try_reserve_exact(dsize).is_err() {
+                return false;
             }
-            let mut out: Vec<u8> = Vec::with_capacity(dsize);
             // SAFETY: `input` is valid for `input.len()` bytes and `out` has room for `dsize`
-            // bytes; with a null `actual_out_nbytes_ret` libdeflate succeeds only after
-            // writing exactly `dsize` bytes, so they are initialised when the length is set.
-            // The decompressor is used by this thread only.
+            // bytes after its `at`; with a null `actual_out_nbytes_ret` libdeflate succeeds
+            // only after writing exactly `dsize` bytes, so they are initialised when the
+            // length is set. The decompressor is used by this thread only.
             unsafe {
                 let r = libdeflate_deflate_decompress(
                     h.0,
                     input.as_ptr().cast(),
                     input.len(),
-                    out.as_mut_ptr().cast(),
+                    out.as_mut_ptr().add(at).cast(),
                     dsize,
                     std::ptr::null_mut(),
                 );
                 if r != SUCCESS {
-                    return None;
+                    return false;
                 }
-                out.set_len(dsize);
+                out.set_len(at + dsize);
             }
-            Some(out)
+            true
         })
     }
 }

@@ -8,8 +8,8 @@
 //! budget, so memory does not grow with file sizes and the output order never depends on the
 //! number of threads.
 //!
-//! Each node is read with [`Fs::node_data`], the kernel's `jffs2_read_dnode`: node CRC, data
-//! CRC, decompression to exactly `dsize` bytes, the kernel's allocation limit.
+//! Each node is read as [`Fs::node_data`] reads it, the kernel's `jffs2_read_dnode`: node CRC,
+//! data CRC, decompression to exactly `dsize` bytes, the kernel's allocation limit.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -42,7 +42,7 @@ impl Default for StreamOptions {
         StreamOptions {
             ahead_bytes: 8 << 20,
             ahead_jobs: 4096,
-            job_bytes: 64 << 10,
+            job_bytes: 256 << 10,
             held_bytes: 64 << 20,
             sequential: false,
         }
@@ -107,7 +107,8 @@ pub enum Chunk {
 #[derive(Debug, Clone)]
 enum Out {
     Zeros,
-    Data(Arc<Vec<u8>>),
+    /// Exactly the node's `dsize` bytes (in a buffer the nodes of one job share).
+    Data(Bytes),
     Error(ReadError),
 }
 
@@ -128,25 +129,66 @@ fn all_zero(b: &[u8]) -> bool {
     chunks.remainder().iter().all(|&x| x == 0)
 }
 
+/// The most nodes in one job: tiny nodes (a byte each) would otherwise make jobs, and the
+/// bookkeeping of their results, of a quarter of a million nodes.
+const JOB_NODES: usize = 512;
+
+/// The most a job's buffer is given before its nodes are read.
+const PREALLOC_MAX: u64 = 1 << 20;
+
+/// Where a node's bytes lie in its job's buffer (`None`: a hole), or why it cannot be read.
+type Span = Result<Option<(usize, usize)>, ReadError>;
+
+/// Node `k` of `file` alone.
 fn decode(fs: &Fs<'_>, file: &FileData, k: usize) -> Out {
-    let Some(dn) = file.nodes.get(k) else {
-        return Out::Zeros;
-    };
-    match fs.node_data(dn) {
-        // A ZERO node is never materialised: `node_data` returns its length only.
-        Ok(_) if dn.compr == COMPR_ZERO => Out::Zeros,
-        // Any other node comes back as exactly `dsize` bytes (`into_vec` only fills in zeros
-        // for ZERO nodes).
-        Ok(d) => {
-            let b = d.into_vec(0);
-            if all_zero(&b) {
-                Out::Zeros
-            } else {
-                Out::Data(Arc::new(b))
+    decode_job(fs, file, vec![k])
+        .pop()
+        .map_or(Out::Zeros, |(_, out)| out)
+}
+
+/// Nodes `nodes` of `file`, decompressed into one buffer (one allocation, and one free by
+/// the consumer, per job rather than per node: with a node of 4 KiB, per-node buffers
+/// allocated by the workers and freed by the consumer kept the allocator's locks busy).
+fn decode_job(fs: &Fs<'_>, file: &FileData, nodes: Vec<usize>) -> JobResult {
+    // Room for the sizes the nodes claim (a job's budget, or its one larger node), up to a
+    // limit: a lying `dsize` must not allocate (the buffer grows as data actually comes).
+    let room: u64 = nodes.iter().map(|&k| cost(file, k)).sum();
+    let mut buf: Vec<u8> = Vec::with_capacity(room.min(PREALLOC_MAX) as usize);
+    let mut spans: Vec<(usize, Span)> = Vec::new();
+    for k in nodes {
+        let Some(dn) = file.nodes.get(k) else {
+            spans.push((k, Ok(None)));
+            continue;
+        };
+        let at = buf.len();
+        let span = match fs.node_data_append(dn, &mut buf) {
+            // A ZERO node is never materialised; data that is all zeros is a hole too.
+            Ok(Some(_)) => Ok(None),
+            Ok(None) if all_zero(&buf[at..]) => {
+                buf.truncate(at);
+                Ok(None)
             }
-        }
-        Err(e) => Out::Error(e),
+            Ok(None) => Ok(Some((at, buf.len()))),
+            Err(e) => Err(e),
+        };
+        spans.push((k, span));
     }
+    let data = Arc::new(buf);
+    spans
+        .into_iter()
+        .map(|(k, span)| {
+            let out = match span {
+                Ok(None) => Out::Zeros,
+                Ok(Some((start, end))) => Out::Data(Bytes {
+                    data: Arc::clone(&data),
+                    start,
+                    end,
+                }),
+                Err(e) => Out::Error(e),
+            };
+            (k, out)
+        })
+        .collect()
 }
 
 /// Bytes a node occupies once decompressed (0 for a ZERO node, which is never materialised).
@@ -231,7 +273,9 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
             let mut bytes = 0u64;
             while let Some(&k) = self.cursor.order.get(self.cursor.pos) {
                 let c = cost(file, k);
-                if !nodes.is_empty() && bytes + c > self.opts.job_bytes {
+                if !nodes.is_empty()
+                    && (bytes + c > self.opts.job_bytes || nodes.len() >= JOB_NODES)
+                {
                     break;
                 }
                 nodes.push(k);
@@ -245,10 +289,7 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
             let tx = self.tx.clone();
             let fs = self.fs;
             scope.spawn(move |_| {
-                let out: JobResult = nodes
-                    .into_iter()
-                    .map(|k| (k, decode(fs, file, k)))
-                    .collect();
+                let out = decode_job(fs, file, nodes);
                 // The receiver is gone only when the consumer stopped early.
                 let _ = tx.send((seq, out));
             });
@@ -406,7 +447,12 @@ impl Held {
         if let Some(r) = self.received.get_mut(n) {
             *r = true;
         }
-        let c = cost(file, n);
+        // Held data keeps its whole job's buffer: charged as such, so that what the
+        // budget keeps is bounded however the nodes share buffers.
+        let c = match &out {
+            Out::Data(b) => cost(file, n).max(b.data.len() as u64),
+            _ => cost(file, n),
+        };
         self.bytes += c;
         self.nodes.insert(n, (out, c));
     }
@@ -451,9 +497,9 @@ fn fragment_chunk(out: Out, dn_ofs: u64, pos: u64, stop: u64) -> Chunk {
                 Chunk::Data {
                     offset: pos,
                     bytes: Bytes {
-                        data: d,
-                        start: a,
-                        end: b,
+                        data: d.data,
+                        start: d.start + a,
+                        end: d.start + b,
                     },
                 }
             } else {

@@ -104,6 +104,7 @@ pub(super) fn build_into<'a>(image: &'a [u8], mut held: BuildScan<'a>, opts: FsO
         BuildScan::Borrowed(s) => ScanRef::Borrowed(s),
         BuildScan::Owned(s) => ScanRef::Owned(s),
     };
+    let data_ok = super::refs::DataChecked::new(scan.refs.len());
     Fs {
         image,
         scan,
@@ -112,6 +113,7 @@ pub(super) fn build_into<'a>(image: &'a [u8], mut held: BuildScan<'a>, opts: FsO
         xattr,
         problems,
         log,
+        data_ok,
     }
 }
 

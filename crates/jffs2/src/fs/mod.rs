@@ -618,6 +618,8 @@ pub struct Fs<'a> {
     xattr: xattr::XattrIndex,
     problems: Vec<Problem>,
     log: Vec<KernelMsg>,
+    /// The data nodes whose data CRC has passed, by ref index.
+    data_ok: refs::DataChecked,
 }
 
 /// The scan a model reads: borrowed from the caller, or owned by the model (what

@@ -36,6 +36,16 @@ impl NodeData {
     }
 }
 
+/// What a node holds once its CRCs pass (see [`Fs::node_data`]).
+enum Payload<'i> {
+    /// A ZERO node of this many bytes.
+    Zeros(u32),
+    /// Uncompressed data, `dsize` bytes.
+    Stored(&'i [u8]),
+    /// Compressed data and the `dsize` it must decompress to.
+    Packed { compr: u8, data: (&'i [u8], usize) },
+}
+
 impl Fs<'_> {
     /// `jffs2_read_dnode` for a whole node (§6.5): re-checks the node CRC, fixes up the legacy
     /// ZERO node, checks the data CRC and decompresses to exactly `dsize` bytes.
@@ -47,6 +57,54 @@ impl Fs<'_> {
     /// * A compressed node with `dsize` over [`super::FsOptions::kmalloc_max`] cannot be read
     ///   (the kernel's `kmalloc(dsize)` fails), so decompression never allocates more.
     pub fn node_data(&self, dn: &DataNode) -> Result<NodeData, ReadError> {
+        let mut out = Vec::new();
+        match self.node_data_append(dn, &mut out)? {
+            Some(n) => Ok(NodeData::Zeros(n)),
+            None => Ok(NodeData::Bytes(out)),
+        }
+    }
+
+    /// [`Fs::node_data`] appending the node's bytes to `out` (left as it was on an error),
+    /// so that consecutive nodes can share one allocation; for a ZERO node (never
+    /// materialised: nothing appended) its length.
+    pub(crate) fn node_data_append(
+        &self,
+        dn: &DataNode,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<u32>, ReadError> {
+        match self.payload(dn)? {
+            Payload::Zeros(n) => Ok(Some(n)),
+            Payload::Stored(d) => {
+                out.extend_from_slice(d);
+                Ok(None)
+            }
+            Payload::Packed { compr, data } => {
+                self.unpack(compr, data, dn.offset, out)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// [`Fs::node_data`] for a check that only needs to know whether a node reads: the same
+    /// result, the data decompressed into `buf` (reused from node to node, so nothing is
+    /// allocated per node) and not kept.
+    pub(crate) fn check_node_data(
+        &self,
+        dn: &DataNode,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), ReadError> {
+        match self.payload(dn)? {
+            Payload::Zeros(_) | Payload::Stored(_) => Ok(()),
+            Payload::Packed { compr, data } => {
+                buf.clear();
+                self.unpack(compr, data, dn.offset, buf)
+            }
+        }
+    }
+
+    /// Everything [`Fs::node_data`] checks before decompressing, and the data to decompress
+    /// (to exactly the node's `dsize`, which `data` carries as its length when stored).
+    fn payload(&self, dn: &DataNode) -> Result<Payload<'_>, ReadError> {
         let off = dn.offset;
         let b = self
             .image
@@ -69,7 +127,7 @@ impl Fs<'_> {
             csize = 0;
         }
         if ri.compr == COMPR_ZERO {
-            return Ok(NodeData::Zeros(dsize));
+            return Ok(Payload::Zeros(dsize));
         }
         if ri.compr != COMPR_NONE && dsize > self.opts.kmalloc_max {
             return Err(ReadError::TooLarge { offset: off, dsize });
@@ -77,17 +135,23 @@ impl Fs<'_> {
         let data = b
             .get(INODE_SIZE..INODE_SIZE + csize as usize)
             .ok_or(ReadError::OutOfImage { offset: off })?;
-        let computed = crc32(data);
-        if computed != ri.data_crc {
-            return Err(ReadError::DataCrc {
-                offset: off,
-                stored: ri.data_crc,
-                computed,
-            });
+        let idx = self.ref_index(dn);
+        if !idx.is_some_and(|i| self.data_crc_known(i, off)) {
+            let computed = crc32(data);
+            if computed != ri.data_crc {
+                return Err(ReadError::DataCrc {
+                    offset: off,
+                    stored: ri.data_crc,
+                    computed,
+                });
+            }
+            if let Some(i) = idx {
+                self.data_crc_passed(i, off);
+            }
         }
         if ri.compr == COMPR_NONE {
             return match data.get(..dsize as usize) {
-                Some(d) => Ok(NodeData::Bytes(d.to_vec())),
+                Some(d) => Ok(Payload::Stored(d)),
                 None => Err(ReadError::ShortUncompressed {
                     offset: off,
                     csize,
@@ -95,22 +159,47 @@ impl Fs<'_> {
                 }),
             };
         }
-        let err = |error| ReadError::Decompress { offset: off, error };
         // jffs2_decompress: "Older code had a bug where it would write non-zero 'usercompr'
         // fields": masked only for ids up to ZLIB.
         if ri.compr > COMPR_ZLIB && ri.usercompr != 0 {
-            return Err(err(ComprError::UnsupportedCompressor(ri.compr)));
+            return Err(ReadError::Decompress {
+                offset: off,
+                error: ComprError::UnsupportedCompressor(ri.compr),
+            });
         }
-        let n = dsize as usize;
-        let out = match (ri.compr, self.opts.rubin) {
+        Ok(Payload::Packed {
+            compr: ri.compr,
+            data: (data, dsize as usize),
+        })
+    }
+
+    /// Decompresses `data.0` (of the node at `offset`) with compressor `compr` into exactly
+    /// `data.1` bytes appended to `out` (left as it was on an error).
+    fn unpack(
+        &self,
+        compr: u8,
+        (data, n): (&[u8], usize),
+        offset: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ReadError> {
+        let r = match (compr, self.opts.rubin) {
             (COMPR_RUBINMIPS | COMPR_DYNRUBIN, RubinMode::Unavailable) => {
-                Err(ComprError::UnsupportedCompressor(ri.compr))
+                Err(ComprError::UnsupportedCompressor(compr))
             }
             (COMPR_RUBINMIPS, RubinMode::KernelSwapped) => dynrubin_decompress(data, n),
             (COMPR_DYNRUBIN, RubinMode::KernelSwapped) => rubinmips_decompress(data, n),
+            (COMPR_ZLIB, _) => {
+                return compress::zlib_decompress_append(data, n, out)
+                    .map_err(|error| ReadError::Decompress { offset, error })
+            }
             (c, _) => compress::decompress(c, data, n),
         };
-        out.map(NodeData::Bytes).map_err(err)
+        match r {
+            Ok(v) if out.is_empty() => *out = v,
+            Ok(v) => out.extend_from_slice(&v),
+            Err(error) => return Err(ReadError::Decompress { offset, error }),
+        }
+        Ok(())
     }
 
     /// The data node at `scan.refs[idx]`, if that ref is an inode node whose header can be

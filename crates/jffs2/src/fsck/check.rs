@@ -167,11 +167,19 @@ pub(crate) fn run(
     progress: Option<ProgressFn<'_>>,
 ) -> Result<Report, FsckError> {
     let given = usize::try_from(image_len).map_or(img, |l| &img[..l.min(img.len())]);
-    let Some(t) = scan::trailing_data(given, info.geometry.endian) else {
-        return run_filesystem(img, image_len, info, all_ff, opts, progress);
+    // Both are passes over the whole image: side by side, the scan on the chance (nearly
+    // always taken) that the image holds nothing after its filesystem.
+    let (trailing, scanned) = rayon::join(
+        || scan::trailing_data(given, info.geometry.endian),
+        || scan::scan(img, &info.geometry, &ScanOptions::default()),
+    );
+    let Some(t) = trailing else {
+        return run_filesystem(img, scanned, image_len, info, all_ff, opts, progress);
     };
+    drop(scanned);
     let cut = erased_from(img, t.offset as usize);
-    let mut report = run_filesystem(&cut, image_len, info, all_ff, opts, progress)?;
+    let scanned = scan::scan(&cut, &info.geometry, &ScanOptions::default());
+    let mut report = run_filesystem(&cut, scanned, image_len, info, all_ff, opts, progress)?;
     report.findings.push(
         Finding::new(
             Code::DataAfterEnd,
@@ -183,9 +191,10 @@ pub(crate) fn run(
     Ok(report)
 }
 
-/// [`run`] on the filesystem alone.
+/// [`run`] on the filesystem alone, `scan` being the mount scan of `img`.
 fn run_filesystem(
     img: &[u8],
+    mut scan: scan::Scan,
     image_len: u64,
     info: GeometryInfo,
     all_ff: bool,
@@ -193,7 +202,6 @@ fn run_filesystem(
     progress: Option<ProgressFn<'_>>,
 ) -> Result<Report, FsckError> {
     let geom = info.geometry;
-    let mut scan = scan::scan(img, &geom, &ScanOptions::default());
     // OpenWrt's end-of-filesystem marker: OpenWrt's kernel erases its block and every later
     // one at the first mount, so what lies there is checked as erased (and summed up in one
     // finding about the marker).

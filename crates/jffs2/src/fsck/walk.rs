@@ -194,9 +194,10 @@ pub(crate) fn walk(
     let done = AtomicU64::new(0);
     (0..nblocks)
         .into_par_iter()
-        .map(|b| {
+        // One output buffer per thread for the data decompressed only to be checked.
+        .map_init(Vec::new, |buf, b| {
             let start = b * es;
-            let mut w = walk_block(img, start as u32, es as u32, fs, live);
+            let mut w = walk_block(img, start as u32, es as u32, fs, live, buf);
             // Every block's list is kept until the end: without the slack of its growth.
             w.nodes.shrink_to_fit();
             if let Some(p) = progress {
@@ -209,9 +210,17 @@ pub(crate) fn walk(
 }
 
 /// Walks one erase block, item by item, from `start` to `start + es`.
-fn walk_block(img: &[u8], start: u32, es: u32, fs: &Fs<'_>, live: &HashSet<u32>) -> BlockWalk {
+fn walk_block(
+    img: &[u8],
+    start: u32,
+    es: u32,
+    fs: &Fs<'_>,
+    live: &HashSet<u32>,
+    buf: &mut Vec<u8>,
+) -> BlockWalk {
     let mut bw = BlockWalker {
         img,
+        buf,
         end: start + es,
         e: fs.scan().geometry.endian,
         fs,
@@ -237,6 +246,8 @@ fn walk_block(img: &[u8], start: u32, es: u32, fs: &Fs<'_>, live: &HashSet<u32>)
 /// One block being walked: where it ends, how to read it, and what was found so far.
 struct BlockWalker<'a, 'f> {
     img: &'a [u8],
+    /// Where data is decompressed to be checked (reused from node to node).
+    buf: &'a mut Vec<u8>,
     end: u32,
     e: Endian,
     fs: &'a Fs<'f>,
@@ -313,7 +324,7 @@ impl BlockWalker<'_, '_> {
             e: self.e,
             fs: self.fs,
         };
-        let mut wn = ctx.check(nodetype, &mut self.w, &mut self.budget);
+        let mut wn = ctx.check(nodetype, &mut self.w, &mut self.budget, self.buf);
         let tail = &rest[totlen as usize..padded as usize];
         wn.bad_padding += tail.iter().filter(|&&c| c != 0xFF).count() as u32;
         if wn.body == Body::Summary && p + totlen == self.end {
@@ -379,7 +390,13 @@ struct NodeCtx<'a, 'f> {
 
 impl NodeCtx<'_, '_> {
     /// Checks the node, by its type.
-    fn check(&self, nodetype: u16, w: &mut BlockWalk, budget: &mut Budget<'_>) -> WNode {
+    fn check(
+        &self,
+        nodetype: u16,
+        w: &mut BlockWalk,
+        budget: &mut Budget<'_>,
+        buf: &mut Vec<u8>,
+    ) -> WNode {
         let mut n = WNode {
             offset: self.offset,
             nodetype,
@@ -391,7 +408,7 @@ impl NodeCtx<'_, '_> {
             stray_data_crc: None,
         };
         match nodetype | NODE_ACCURATE {
-            NODETYPE_INODE => self.inode(&mut n, w, budget),
+            NODETYPE_INODE => self.inode(&mut n, w, budget, buf),
             NODETYPE_DIRENT => self.dirent(&mut n),
             NODETYPE_XATTR => self.xattr(&mut n),
             NODETYPE_XREF => self.xref(&mut n),
@@ -417,7 +434,7 @@ impl NodeCtx<'_, '_> {
     }
 
     /// An inode node: its fields, lengths and data (decompressed within the budget).
-    fn inode(&self, n: &mut WNode, w: &mut BlockWalk, budget: &mut Budget<'_>) {
+    fn inode(&self, n: &mut WNode, w: &mut BlockWalk, budget: &mut Budget<'_>, buf: &mut Vec<u8>) {
         n.body = Body::Unreadable;
         let Some((ri, size)) = self.inode_fields(n) else {
             return;
@@ -440,7 +457,7 @@ impl NodeCtx<'_, '_> {
         if self.over_budget(n, w, budget, &ri, size) {
             return;
         }
-        self.decompress(n, w, &ri, size);
+        self.decompress(n, w, &ri, size, buf);
     }
 
     /// Decodes an inode node and checks its node CRC and lengths, setting its body; the node
@@ -558,8 +575,15 @@ impl NodeCtx<'_, '_> {
         true
     }
 
-    /// Reads the node's data as Linux would (`node_data`), recording what fails.
-    fn decompress(&self, n: &mut WNode, w: &mut BlockWalk, ri: &InodeNode, size: u32) {
+    /// Reads the node's data as Linux would (`node_data`, into `buf`), recording what fails.
+    fn decompress(
+        &self,
+        n: &mut WNode,
+        w: &mut BlockWalk,
+        ri: &InodeNode,
+        size: u32,
+        buf: &mut Vec<u8>,
+    ) {
         let dn = DataNode {
             node: usize::MAX,
             offset: self.offset,
@@ -570,9 +594,9 @@ impl NodeCtx<'_, '_> {
             compr: ri.compr,
             usercompr: ri.usercompr,
         };
-        match self.fs.node_data(&dn) {
-            // `node_data` returns exactly `size` bytes (zeros are not materialised).
-            Ok(_) => {
+        match self.fs.check_node_data(&dn, buf) {
+            // The data is exactly `size` bytes (zeros are not materialised).
+            Ok(()) => {
                 w.data_checked += 1;
                 w.data_bytes += u64::from(size);
             }

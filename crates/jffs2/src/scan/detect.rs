@@ -108,6 +108,102 @@ pub(super) fn walk(img: &[u8], e: Endian) -> Walk {
     w
 }
 
+/// Images at least this large are walked in two halves at once by [`walk_split`].
+const SPLIT_MIN: usize = 4 << 20;
+
+/// [`walk`], the two halves of `img` on two cores: the first page read of a mapped image is
+/// most of a walk's cost. The second half's walk starts at the middle, where the first
+/// half's walk may be inside a node; from the first position the first walk reaches that
+/// the second walk also stood on (any 4-aligned position not strictly inside one of its
+/// nodes: the walk only ever steps 4 bytes or over a node), the two walks are the same, so
+/// the first continues on its own only up to there. The nodes are those of [`walk`].
+pub(super) fn walk_split(img: &[u8], e: Endian) -> Walk {
+    if img.len() < SPLIT_MIN {
+        return walk(img, e);
+    }
+    walk_halves(img, e, img.len() / 2 / 4 * 4)
+}
+
+/// [`walk_split`] with the second half from `mid` (4-aligned).
+pub(super) fn walk_halves(img: &[u8], e: Endian, mid: usize) -> Walk {
+    let (mut w, second) = join2(
+        || {
+            let mut w = Walk::default();
+            walk_range(img, e, 0, mid, &mut w);
+            w
+        },
+        || {
+            let mut w = Walk::default();
+            walk_range(img, e, mid, img.len(), &mut w);
+            w
+        },
+    );
+    loop {
+        // Where the first walk stands: past its last node, and at the middle at least.
+        let at = w
+            .nodes
+            .last()
+            .map_or(mid, |n| (n.ofs as usize + pad4(n.totlen) as usize).max(mid));
+        // The second walk's node `at` lies strictly inside, if any: the first walk goes on
+        // alone to its end (and past whatever it finds itself there).
+        let i = second.nodes.partition_point(|n| (n.ofs as usize) < at);
+        let inside = i
+            .checked_sub(1)
+            .and_then(|j| second.nodes.get(j))
+            .map(|n| n.ofs as usize + pad4(n.totlen) as usize)
+            .filter(|&end| end > at);
+        match inside {
+            Some(end) => {
+                let before = w.nodes.len();
+                walk_range(img, e, at, end.min(img.len()), &mut w);
+                if w.nodes.len() == before {
+                    // Nothing found up to `end`: the first walk now stands at `end`, which
+                    // the second walk reached too.
+                    let rest = second.nodes.partition_point(|n| (n.ofs as usize) < end);
+                    splice(&mut w, &second.nodes[rest..]);
+                    return w;
+                }
+            }
+            None => {
+                splice(&mut w, &second.nodes[i..]);
+                return w;
+            }
+        }
+    }
+}
+
+/// Runs `a` on a thread of its own and `b` on this one, or both here when no thread can be
+/// had (a tool run under a thread limit works as before, one after the other). The detection
+/// runs before the tools set up their thread pools: rayon's global pool is not used here.
+pub(crate) fn join2<RA: Send, RB>(
+    a: impl FnOnce() -> RA + Send,
+    b: impl FnOnce() -> RB,
+) -> (RA, RB) {
+    let a = std::sync::Mutex::new(Some(a));
+    let take = || a.lock().ok().and_then(|mut g| g.take());
+    std::thread::scope(|s| {
+        let spawned = std::thread::Builder::new().spawn_scoped(s, || take().map(|f| f()));
+        let rb = b();
+        let ra = match spawned.map(|h| h.join()) {
+            Ok(Ok(Some(ra))) => Some(ra),
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            _ => None,
+        };
+        match ra.or_else(|| take().map(|f| f())) {
+            Some(ra) => (ra, rb),
+            // `a` ran on neither thread: cannot happen (it is taken once, and run by
+            // whoever took it); run nothing twice.
+            None => unreachable!("join2: the first closure was lost"),
+        }
+    })
+}
+
+/// Appends `nodes` (found after what `w` holds) to `w`.
+fn splice(w: &mut Walk, nodes: &[Node]) {
+    w.node_bytes += nodes.iter().map(|n| u64::from(n.totlen)).sum::<u64>();
+    w.nodes.extend_from_slice(nodes);
+}
+
 /// [`walk`] for the nodes that start in `img[from..to]` (a node may end beyond `to`), from
 /// `from` or from the end of the last node `w` holds, whichever is further; found nodes are
 /// added to `w`.
@@ -161,7 +257,7 @@ pub(super) fn walks(img: &[u8]) -> (Walk, Walk) {
     } else {
         (Endian::Big, Endian::Little)
     };
-    let main = walk(img, first);
+    let main = walk_split(img, first);
     let mut other = Walk::default();
     let mut at = 0usize;
     for n in &main.nodes {
@@ -477,10 +573,28 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
     // Candidates.
     let sum_sizes = summary_sizes(img, &w.nodes, e);
     let cands = candidates(img, &w.nodes, &cms, &sum_sizes);
-    let fits: Vec<Fit> = cands
-        .iter()
-        .map(|&c| evaluate(img, &w.nodes, c, e))
-        .collect();
+    // Candidates are independent; each touches a page at every boundary of its size, which
+    // on a mapped image is the first read of much of it: every other one on a second core.
+    let fits: Vec<Fit> = if img.len() < SPLIT_MIN {
+        cands
+            .iter()
+            .map(|&c| evaluate(img, &w.nodes, c, e))
+            .collect()
+    } else {
+        let half = |odd: usize| -> Vec<Fit> {
+            cands
+                .iter()
+                .skip(odd)
+                .step_by(2)
+                .map(|&c| evaluate(img, &w.nodes, c, e))
+                .collect()
+        };
+        let (even, odd) = join2(|| half(0), || half(1));
+        let mut odd = odd.into_iter();
+        even.into_iter()
+            .flat_map(|f| std::iter::once(f).chain(odd.next()))
+            .collect()
+    };
     let data_end = w
         .nodes
         .last()

@@ -4,7 +4,7 @@ use std::process::Command;
 
 use super::images::{fixtures_dir, made_images, make_tree};
 use super::*;
-use crate::scan::detect::{walk, walks};
+use crate::scan::detect::{walk, walk_halves, walks};
 use crate::scan::{as_flashed, detect};
 
 #[test]
@@ -181,6 +181,82 @@ fn split_walks_find_what_whole_walks_find() {
         "LE inside BE".into(),
         cat(&[&be.image[..half], &le.image, &be.image[half..]]),
     ));
+    // A node holding an image (a padding node here; a file of an image stored as is): a
+    // walk from inside it finds the nodes it holds, which the whole walk skips.
+    let holding = |e: Endian, inner: &[u8]| -> Vec<u8> {
+        let h = crate::format::NodeHeader {
+            magic: crate::format::MAGIC,
+            nodetype: crate::format::NODETYPE_PADDING,
+            totlen: 12 + inner.len() as u32,
+            hdr_crc: 0,
+        };
+        let mut v = Vec::new();
+        v.extend_from_slice(&e.u16_bytes(h.magic));
+        v.extend_from_slice(&e.u16_bytes(h.nodetype));
+        v.extend_from_slice(&e.u32_bytes(h.totlen));
+        v.extend_from_slice(&e.u32_bytes(h.computed_crc(e)));
+        v.extend_from_slice(inner);
+        v
+    };
+    images.push((
+        "LE image in a node, then LE".into(),
+        cat(&[&holding(Endian::Little, &le.image), &le.image]),
+    ));
+    images.push((
+        "BE image in a node, in BE".into(),
+        cat(&[
+            &be.image[..half],
+            &holding(Endian::Big, &be.image),
+            &be.image[half..],
+        ]),
+    ));
+    // …and where the node ends inside one of the nodes it holds (the image cut there, its
+    // rest after the node): from inside, a walk is in that node when the whole walk comes
+    // out of the outer one.
+    let lw = walk(&le.image, Endian::Little);
+    let cut_in = lw
+        .nodes
+        .iter()
+        .skip(lw.nodes.len() / 2)
+        .find(|n| n.totlen > 64)
+        .map_or(64, |n| n.ofs as usize + 32);
+    images.push((
+        "LE image in a node that ends inside one of its nodes".into(),
+        cat(&[
+            &holding(Endian::Little, &le.image[..cut_in]),
+            &le.image[cut_in..],
+        ]),
+    ));
+    // …and a node holding the start of another that holds an image: from just inside the
+    // outer node, a walk skips the inner one, whose image the whole walk reads.
+    let inner = holding(Endian::Little, &le.image);
+    let cut_at = 12 + (le.image.len() / 2 / 4 * 4);
+    images.push((
+        "LE image in a node in a node".into(),
+        cat(&[&holding(Endian::Little, &inner[..cut_at]), &inner[cut_at..]]),
+    ));
+    for (what, img) in &images {
+        // Walked in two halves from any middle: the nodes of one walk.
+        for e in [Endian::Little, Endian::Big] {
+            let want = walk(img, e);
+            // About a hundred middles spread over the image (an odd step, so that they fall
+            // at every kind of place in a node), and the first 64 words.
+            let step = (img.len() / 100 / 4 * 4).max(4) + 4;
+            let mids = (0..=img.len() / 4 * 4)
+                .step_by(step)
+                .chain((0..64).map(|k| 4 * k));
+            for mid in mids {
+                let got = walk_halves(img, e, mid);
+                assert!(
+                    got.nodes == want.nodes && got.node_bytes == want.node_bytes,
+                    "{what}, {}, halves at {mid}: {} nodes, a whole walk finds {}",
+                    e.name(),
+                    got.nodes.len(),
+                    want.nodes.len()
+                );
+            }
+        }
+    }
     for (what, img) in images {
         let (l, b) = walks(&img);
         for (got, e) in [(l, Endian::Little), (b, Endian::Big)] {
