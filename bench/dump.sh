@@ -24,7 +24,7 @@
 # jffs2-dump's own tree, said so in the table.
 #
 # Floor run (after the single-image part): `jffs2-dump --extract` against its floor, the
-# inflate floor on all cores plus the write floor (crates/jffs2/examples/write_floor.rs),
+# inflate floor on all cores plus the write floor (bench/floors/write_floor.rs),
 # alternated RUNS times; prints extraction / floor.
 #
 # BENCH_SINGLE=0 skips the single-image part, BENCH_FLOOR=0 the floor run, BENCH_MULTI=0 the
@@ -135,7 +135,7 @@ single_image_run() {
 }
 
 # Extraction against its floor: our inflater's floor on all cores plus the write floor
-# (crates/jffs2/examples/write_floor.rs: the extracted tree, read into memory first, created
+# (bench/floors/write_floor.rs: the extracted tree, read into memory first, created
 # again on the same filesystem on one thread, as the extraction writes), run alternately
 # with the extraction RUNS times; the ratio of the medians: extraction / (inflate + write).
 floor_run() {

@@ -7,7 +7,7 @@
 # The default IMAGE is made when missing with `mkfs.jffs2 -r /usr/bin -e 0x20000 -n -l`. jffs2-fsck
 # checks everything (every CRC, every data node decompressed, the tree built as Linux
 # would); the "inflate floor" is the CPU time needed only to decompress the data of every
-# inode node on one thread (crates/jffs2/examples/inflate_floor.rs), shown as is and
+# inode node on one thread (bench/floors/inflate_floor.rs), shown as is and
 # divided by the number of cores. jffs2-fsck and the floor of our own inflater run alternately
 # RUNS times; the ratio of their medians (tool / floor) is printed. There is no mtd-utils fsck
 # to compare with; the nearest mtd-utils work, `jffs2dump -c` (CRC check of every node, no

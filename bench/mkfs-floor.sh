@@ -7,7 +7,7 @@
 #   REF=0 bench/mkfs-floor.sh /usr/bin 7            (without mkfs.jffs2: 15 s a run)
 #   FLOOR_ARGS=--rtime bench/mkfs-floor.sh          (the floor also tries rtime where zlib fails)
 #
-# The floor (crates/jffs2/examples/zlib_floor2.rs) reads every file and compresses every
+# The floor (bench/floors/zlib_floor2.rs) reads every file and compresses every
 # page with mkfs.jffs2's zlib call sequence, one stream per thread reset between pages:
 # what any tool writing the same bytes must at least do. It is checked first (--verify) to
 # give the same bytes as jffs2-mkfs's compressor on every page of TREE. Images go to
