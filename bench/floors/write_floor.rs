@@ -264,36 +264,36 @@ fn create(dest: &Path, entries: &[Entry], e: &Entry, root: bool) -> std::io::Res
         }
         Kind::Symlink(target) => {
             std::os::unix::fs::symlink(target, &path)?;
-            let p = cpath(&path)?;
-            // SAFETY: `p` is a valid C string; the array is valid for the call.
-            unsafe {
-                if root {
-                    check(libc::lchown(p.as_ptr(), e.uid, e.gid))?;
-                }
-                check(libc::utimensat(
-                    libc::AT_FDCWD,
-                    p.as_ptr(),
-                    times(e).as_ptr(),
-                    libc::AT_SYMLINK_NOFOLLOW,
-                ))
-            }
+            own_and_time(&cpath(&path)?, e, root, libc::AT_SYMLINK_NOFOLLOW)
         }
         Kind::HardLink(first) => fs::hard_link(dest.join(&entries[*first].rel), &path),
         Kind::Fifo => {
             let p = cpath(&path)?;
-            // SAFETY: `p` is a valid C string; the array is valid for the call.
-            unsafe {
-                check(libc::mkfifo(p.as_ptr(), e.mode))?;
-                if root {
-                    check(libc::lchown(p.as_ptr(), e.uid, e.gid))?;
-                }
-                check(libc::utimensat(
-                    libc::AT_FDCWD,
-                    p.as_ptr(),
-                    times(e).as_ptr(),
-                    0,
-                ))
-            }
+            // SAFETY: `p` is a valid C string.
+            check(unsafe { libc::mkfifo(p.as_ptr(), e.mode) })?;
+            own_and_time(&p, e, root, 0)
         }
+    }
+}
+
+/// Gives the entry at `p` its owner (as root) and times, by path (`flags`: the `utimensat`
+/// flags, `AT_SYMLINK_NOFOLLOW` for a link itself).
+fn own_and_time(
+    p: &std::ffi::CStr,
+    e: &Entry,
+    root: bool,
+    flags: libc::c_int,
+) -> std::io::Result<()> {
+    // SAFETY: `p` is a valid C string; the array is valid for the call.
+    unsafe {
+        if root {
+            check(libc::lchown(p.as_ptr(), e.uid, e.gid))?;
+        }
+        check(libc::utimensat(
+            libc::AT_FDCWD,
+            p.as_ptr(),
+            times(e).as_ptr(),
+            flags,
+        ))
     }
 }

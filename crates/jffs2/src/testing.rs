@@ -393,3 +393,28 @@ impl Img {
         out
     }
 }
+
+/// A xorshift32 generator: reproducible, incompressible test data.
+pub struct XorShift(u32);
+
+impl XorShift {
+    /// A generator starting from `seed` (which must not be 0, the one fixed point).
+    pub fn new(seed: u32) -> Self {
+        XorShift(seed)
+    }
+
+    /// The next 32-bit value.
+    pub fn next_u32(&mut self) -> u32 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.0 = x;
+        x
+    }
+
+    /// `n` bytes: the low byte of each next value.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u32() as u8).collect()
+    }
+}

@@ -6,7 +6,7 @@ use crate::compress::COMPR_ZLIB;
 use crate::format::{dt, XattrNode, XrefNode};
 use crate::fs::{Tree, TreeOptions};
 use crate::scan::Geometry;
-use crate::testing::Img;
+use crate::testing::{Img, XorShift};
 use crate::{Image, ImageOptions};
 
 const LE: Endian = Endian::Little;
@@ -589,17 +589,8 @@ fn an_unmountable_image_converts_from_its_salvage() {
 fn rewritten_pages_fill_block_tails_and_keep_their_versions() {
     let mut i = new_img(LE);
     i.dir_inode(2, 1);
-    let mut state = 0x1234_5678u32;
-    let mut noise = |n: usize| -> Vec<u8> {
-        (0..n)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                state as u8
-            })
-            .collect()
-    };
+    let mut rng = XorShift::new(0x1234_5678);
+    let mut noise = |n: usize| rng.bytes(n);
     let (files, pages) = (8u32, 5u32);
     for f in 0..files {
         let ino = 3 + f;

@@ -398,16 +398,9 @@ mod tests {
     }
 
     fn noise(n: usize, seed: u32) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                // Never 0xFF, so that the noise is foreign from its first byte.
-                (x % 255) as u8
-            })
-            .collect()
+        let mut x = crate::testing::XorShift::new(seed | 1);
+        // Never 0xFF, so that the noise is foreign from its first byte.
+        (0..n).map(|_| (x.next_u32() % 255) as u8).collect()
     }
 
     #[test]

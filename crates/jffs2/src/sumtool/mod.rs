@@ -1154,7 +1154,7 @@ fn lay_out<W: Write>(
 }
 
 /// [`write()`], the output's `write` system calls on a thread of their own, the nodes written
-/// from `image` itself (no copy of them in memory; [`crate::pipe`]): for an output that is
+/// from `image` itself (no copy of them in memory): for an output that is
 /// a file, about half the time of [`write()`]. The bytes written are the same.
 pub fn write_piped<W: Write + Send>(
     image: &[u8],

@@ -9,6 +9,7 @@ use crate::format::{
 use crate::layout::{EndPad, LayoutConfig};
 use crate::scan::{BlockClass, SummaryUse};
 use crate::testing::Img;
+use crate::testing::XorShift;
 
 const E: Endian = Endian::Little;
 
@@ -41,15 +42,7 @@ fn inode(ino: u32, version: u32, data: &[u8]) -> Vec<u8> {
 
 /// Pseudo-random bytes (incompressible content for big nodes).
 fn noise(seed: u32, n: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect()
+    XorShift::new(seed.wrapping_mul(2_654_435_761).wrapping_add(1)).bytes(n)
 }
 
 /// A file system of `files` files of `size` bytes each, as a node list in write order.
