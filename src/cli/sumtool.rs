@@ -115,10 +115,9 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
     };
     let mut analysis = analyse(tool, &mut o, &mut input, &inpath, &changed)?;
     let image = &input.buf()[..analysis.held_len];
+    let warn = |a: &sumtool::Analysis| a.warnings.iter().for_each(|w| tool.warning(&w.to_string()));
     if o.verbose {
-        for w in &analysis.warnings {
-            tool.warning(&w.to_string());
-        }
+        warn(&analysis);
         output = listing(tool, image, &analysis, output)?;
     }
     // A write error (a full disk): sumtool's `sys_errmsg_die("write")`, naming the output as
@@ -131,9 +130,7 @@ fn run(tool: &Tool, args: &[OsString]) -> Result<i32, Fatal> {
         .and_then(|w| sumtool::write_piped_checking(image, &mut analysis, &o.cfg, w))
         .map(|(_, r)| r);
     if !o.verbose {
-        for w in &analysis.warnings {
-            tool.warning(&w.to_string());
-        }
+        warn(&analysis);
     }
     if let Some(f) = changed() {
         output.abandon();

@@ -588,7 +588,8 @@ impl<'a> Image<'a> {
     pub fn salvage(&self) -> (Fs<'_>, Option<MountFailure>) {
         // Its callers (the dump's views, extraction) look for data after the end next: the
         // two passes over the image side by side.
-        let (_, scan) = scan::detect::join2(|| self.trailing_data(), || self.scan());
+        let (_, scan) =
+            scan::detect::join2("jffs2-trailing", || self.trailing_data(), || self.scan());
         let failure = scan.failure.clone();
         (
             crate::fs::Fs::from_scan(self.flash(), scan, self.opts.fs),

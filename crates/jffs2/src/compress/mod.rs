@@ -46,6 +46,15 @@ pub use lzo::{lzo_compress, lzo_decompress};
 pub use rtime::{rtime_compress, rtime_decompress};
 pub use rubin::{dynrubin_compress, dynrubin_decompress, rubinmips_compress, rubinmips_decompress};
 pub(crate) use zlib::zlib_decompress_append;
+
+/// Appends `v` to `out`, taking `v`'s allocation when `out` is empty.
+pub(crate) fn append(out: &mut Vec<u8>, v: Vec<u8>) {
+    if out.is_empty() {
+        *out = v;
+    } else {
+        out.extend_from_slice(&v);
+    }
+}
 pub use zlib::{zlib_compress, zlib_decompress, zlib_decompress_reference};
 
 /// Compressor id: data stored uncompressed (`JFFS2_COMPR_NONE`).

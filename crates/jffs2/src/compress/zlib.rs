@@ -171,12 +171,7 @@ pub(crate) fn zlib_decompress_append(
     {
         return Ok(());
     }
-    let v = inflate_zlib(input, window_bits, dsize, src.len())?;
-    if out.is_empty() {
-        *out = v;
-    } else {
-        out.extend_from_slice(&v);
-    }
+    super::append(out, inflate_zlib(input, window_bits, dsize, src.len())?);
     Ok(())
 }
 

@@ -194,11 +194,10 @@ impl Fs<'_> {
             }
             (c, _) => compress::decompress(c, data, n),
         };
-        match r {
-            Ok(v) if out.is_empty() => *out = v,
-            Ok(v) => out.extend_from_slice(&v),
-            Err(error) => return Err(ReadError::Decompress { offset, error }),
-        }
+        compress::append(
+            out,
+            r.map_err(|error| ReadError::Decompress { offset, error })?,
+        );
         Ok(())
     }
 

@@ -127,6 +127,7 @@ pub(super) fn walk_split(img: &[u8], e: Endian) -> Walk {
 /// [`walk_split`] with the second half from `mid` (4-aligned).
 pub(super) fn walk_halves(img: &[u8], e: Endian, mid: usize) -> Walk {
     let (mut w, second) = join2(
+        "jffs2-detect",
         || {
             let mut w = Walk::default();
             walk_range(img, e, 0, mid, &mut w);
@@ -172,17 +173,21 @@ pub(super) fn walk_halves(img: &[u8], e: Endian, mid: usize) -> Walk {
     }
 }
 
-/// Runs `a` on a thread of its own and `b` on this one, or both here when no thread can be
-/// had (a tool run under a thread limit works as before, one after the other). The detection
-/// runs before the tools set up their thread pools: rayon's global pool is not used here.
+/// Runs `a` on a thread of its own (named `name`) and `b` on this one, or both here when no
+/// thread can be had (a tool run under a thread limit works as before, one after the other).
+/// The detection runs before the tools set up their thread pools: rayon's global pool is not
+/// used here.
 pub(crate) fn join2<RA: Send, RB>(
+    name: &str,
     a: impl FnOnce() -> RA + Send,
     b: impl FnOnce() -> RB,
 ) -> (RA, RB) {
     let a = std::sync::Mutex::new(Some(a));
     let take = || a.lock().ok().and_then(|mut g| g.take());
     std::thread::scope(|s| {
-        let spawned = std::thread::Builder::new().spawn_scoped(s, || take().map(|f| f()));
+        let spawned = std::thread::Builder::new()
+            .name(name.into())
+            .spawn_scoped(s, || take().map(|f| f()));
         let rb = b();
         let ra = match spawned.map(|h| h.join()) {
             Ok(Ok(Some(ra))) => Some(ra),
@@ -589,7 +594,7 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
                 .map(|&c| evaluate(img, &w.nodes, c, e))
                 .collect()
         };
-        let (even, odd) = join2(|| half(0), || half(1));
+        let (even, odd) = join2("jffs2-detect", || half(0), || half(1));
         let mut odd = odd.into_iter();
         even.into_iter()
             .flat_map(|f| std::iter::once(f).chain(odd.next()))

@@ -598,22 +598,11 @@ fn analyse_speculating(
     let (flashed, held) = image.pad(crate::scan::flashed_len(len, cfg.erase_size));
     // Padding never shortens: the input is the first `len` bytes.
     let input = flashed.get(..len).unwrap_or(&flashed);
-    let (g, guessed) = std::thread::scope(|s| {
-        let detecting = std::thread::Builder::new()
-            .name("sumtool-detect".into())
-            .spawn_scoped(s, || input_geometry(input, cfg));
-        match detecting {
-            Ok(h) => {
-                let read = read_nodes(&flashed, &guess, cfg, check);
-                match h.join() {
-                    Ok(g) => (g, Some(read)),
-                    Err(p) => std::panic::resume_unwind(p),
-                }
-            }
-            // No thread: one after the other.
-            Err(_) => (input_geometry(input, cfg), None),
-        }
-    });
+    let (g, guessed) = scan::detect::join2(
+        "sumtool-detect",
+        || input_geometry(input, cfg),
+        || read_nodes(&flashed, &guess, cfg, check),
+    );
     let g = g?;
     let want = crate::scan::flashed_len(len, g.geometry.erase_size);
     let (view, held) = match (&flashed, flashed.get(..want)) {
@@ -629,7 +618,7 @@ fn analyse_speculating(
         }
     };
     let read = match guessed {
-        Some(read) if g.geometry == guess => read,
+        read if g.geometry == guess => read,
         _ => read_nodes(&view, &g.geometry, cfg, check),
     };
     let mut a = conclude(&view, len as u64, g, read, cfg)?;
@@ -816,13 +805,7 @@ fn conclude(
         warnings.push(Warning::UnreadData { blocks: unread });
     }
     after_end_marker(flashed, input_len, &scan, &mut warnings);
-    if let Some(first) = nodes.rejected.first() {
-        warnings.push(Warning::Rejected {
-            count: nodes.rejected.len(),
-            first: *first,
-        });
-    }
-    Ok(Analysis {
+    let mut a = Analysis {
         detection,
         input_geometry: geometry,
         scan,
@@ -834,7 +817,10 @@ fn conclude(
         dirt,
         warnings,
         checks_pending: nodes.checks_pending,
-    })
+    };
+    // Last of the warnings: the rejected nodes (none yet when the checks are pending).
+    push_rejected_warning(&mut a);
+    Ok(a)
 }
 
 /// Refuses an input with a node type the kernel would not mount read-write (INCOMPAT, or
@@ -959,14 +945,30 @@ fn sort_nodes(
         checks_pending: !check,
     };
     if check {
-        let checked = check_nodes(flashed, &scan.refs, cfg.endian);
-        for (i, c) in checked.into_iter().enumerate() {
-            if let Some(c) = c {
-                sort_one(&scan.refs, i, c, &mut sorted.kept, &mut sorted.rejected);
-            }
-        }
+        check_all(
+            flashed,
+            &scan.refs,
+            cfg.endian,
+            &mut sorted.kept,
+            &mut sorted.rejected,
+        );
     }
     sorted
+}
+
+/// [`check_nodes`] of every ref, each filed among the kept or the rejected nodes.
+fn check_all(
+    img: &[u8],
+    refs: &[NodeRef],
+    e: Endian,
+    kept: &mut Vec<Kept>,
+    rejected: &mut Vec<Rejected>,
+) {
+    for (i, c) in check_nodes(img, refs, e).into_iter().enumerate() {
+        if let Some(c) = c {
+            sort_one(refs, i, c, kept, rejected);
+        }
+    }
 }
 
 /// Files ref `i`, checked, among the kept or the rejected nodes.
@@ -1076,14 +1078,34 @@ pub fn write<W: Write>(
     cfg: &SumtoolConfig,
     out: W,
 ) -> Result<(W, SumtoolReport), SumtoolError> {
-    let nodes = a.kept.iter().enumerate().map(|(i, k)| {
-        // The summary record reads the node's header: rarely in the cache by now.
+    lay_out(image, a, cfg, kept_ahead(image, a), out)
+}
+
+/// The kept nodes of `a`, each asking for the header of the one `AHEAD` of it: the summary
+/// record reads the node's header, rarely in the cache by then.
+fn kept_ahead<'a>(image: &'a [u8], a: &'a Analysis) -> impl Iterator<Item = Kept> + 'a {
+    a.kept.iter().enumerate().map(move |(i, k)| {
         if let Some(ahead) = a.kept.get(i + AHEAD) {
             crate::prefetch::prefetch(image, ahead.offset as usize);
         }
         *k
-    });
-    lay_out(image, a, cfg, nodes, out)
+    })
+}
+
+/// [`lay_out`] with the output's `write` system calls on a thread of their own (the nodes
+/// written from `image` itself).
+fn lay_out_piped<W: Write + Send>(
+    image: &[u8],
+    a: &Analysis,
+    cfg: &SumtoolConfig,
+    nodes: impl Iterator<Item = Kept>,
+    out: W,
+) -> Result<(W, SumtoolReport), SumtoolError> {
+    std::thread::scope(|s| {
+        let pipe = crate::pipe::Pipe::start(s, "sumtool-write", image, out)?;
+        let (pipe, report) = lay_out(image, a, cfg, nodes, pipe)?;
+        Ok((pipe.finish()?, report))
+    })
 }
 
 /// [`write()`] of the nodes `nodes` gives, in order.
@@ -1162,11 +1184,7 @@ pub fn write_piped<W: Write + Send>(
     cfg: &SumtoolConfig,
     out: W,
 ) -> Result<(W, SumtoolReport), SumtoolError> {
-    std::thread::scope(|s| {
-        let pipe = crate::pipe::Pipe::start(s, "sumtool-write", image, out)?;
-        let (pipe, report) = write(image, a, cfg, pipe)?;
-        Ok((pipe.finish()?, report))
-    })
+    lay_out_piped(image, a, cfg, kept_ahead(image, a), out)
 }
 
 /// [`write_piped`] of an [`analyse_unchecked`] analysis: each node is checked just before
@@ -1213,11 +1231,7 @@ pub fn write_piped_checking<W: Write + Send>(
             }
             None
         });
-        let written = std::thread::scope(|s| {
-            let pipe = crate::pipe::Pipe::start(s, "sumtool-write", image, out)?;
-            let (pipe, report) = lay_out(image, a, cfg, &mut nodes, pipe)?;
-            Ok((pipe.finish()?, report))
-        });
+        let written = lay_out_piped(image, a, cfg, &mut nodes, out);
         // Stopped early (an error): the other nodes are checked all the same.
         nodes.for_each(drop);
         written
@@ -1231,12 +1245,7 @@ pub fn write_piped_checking<W: Write + Send>(
 
 /// Checks every node of an [`analyse_unchecked`] analysis of `flashed`.
 fn complete_checks(flashed: &[u8], a: &mut Analysis, e: Endian) {
-    let checked = check_nodes(flashed, &a.scan.refs, e);
-    for (i, c) in checked.into_iter().enumerate() {
-        if let Some(c) = c {
-            sort_one(&a.scan.refs, i, c, &mut a.kept, &mut a.rejected);
-        }
-    }
+    check_all(flashed, &a.scan.refs, e, &mut a.kept, &mut a.rejected);
     a.checks_pending = false;
     push_rejected_warning(a);
 }
