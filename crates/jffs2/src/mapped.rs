@@ -14,8 +14,11 @@
 //!   dropping and faulting the pages again doubled the wall time of a conversion that copies
 //!   nodes.
 //! * [`ImageMap::load_trimmed`] (jffs2-fsck) and [`ImageMap::trimmer`] (`Image`, jffs2-dump)
-//!   have a [`Trimmer`] drop them, so that the input costs a few MiB of memory rather than
-//!   its size (`docs/SECURITY.md`'s bound). [`ImageMap::release`] drops the resident pages
+//!   have a [`Trimmer`] drop them, so that the input costs a bounded amount of memory rather
+//!   than its size (`docs/SECURITY.md`'s bound): a few MiB for jffs2-dump, which reads the
+//!   image about once; for jffs2-fsck, which reads it five times over, only once the process
+//!   holds more than the image and 48 MiB (a model large next to its image), so that the
+//!   passes do not fault the same pages in again. [`ImageMap::release`] drops the resident pages
 //!   (`madvise(MADV_DONTNEED)`: the mapping is private and never written, so a later access
 //!   simply maps the page again from the page cache, with the same contents), and a trimmer
 //!   does so whenever the resident part has grown by a given amount, while the scan, the
@@ -73,6 +76,13 @@ use crate::mapguard::MapGuard;
 /// Resident pages of a [`ImageMap::load_trimmed`] input above which they are dropped, and
 /// how often (in the process's CPU time) that is checked.
 const TRIM_LIMIT: usize = 16 << 20;
+/// ... but only while the whole process holds more than the input's size and this much:
+/// jffs2-fsck reads the image five times over (detection, scan, inode reads, tree walk,
+/// flash walk), and dropping its pages between those passes made each fault them in again,
+/// a tenth of its time on a 128 MiB image. The pages go only when the model is large next to
+/// the image (many tiny nodes or entries), which keeps the peak within `docs/SECURITY.md`'s
+/// bound of twice the image and 64 MiB.
+const TRIM_KEEP: usize = 48 << 20;
 const TRIM_PERIOD: Duration = Duration::from_millis(2);
 
 /// Spare room after a [`ImageMap::load`] input for the padding to whole erase blocks (see
@@ -291,8 +301,8 @@ impl ImageMap {
         Self::load_with(file, window, Pages::Populate)
     }
 
-    /// [`ImageMap::load`], the mapped file's resident pages dropped as they accumulate (not
-    /// populated).
+    /// [`ImageMap::load`], the mapped file's resident pages dropped as they accumulate while
+    /// the process holds more than the file and a few tens of MiB (not populated).
     pub fn load_trimmed(file: &File) -> io::Result<ImageMap> {
         Self::load_with(file, None, Pages::Trim)
     }
@@ -307,10 +317,16 @@ impl ImageMap {
             if let Ok(mut map) = ImageMap::map(file, (off, size), size, SPARE, pages) {
                 map.watch.file = file.try_clone().ok().map(|f| (f, off + size as u64));
                 if pages == Pages::Trim {
+                    let keep = map.file_part.saturating_add(TRIM_KEEP);
                     // SAFETY: the file part is this map's private, read-only file mapping,
                     // never written; `drop` stops the trimmer before the unmapping.
                     map.trimmer = Some(unsafe {
-                        Trimmer::for_file_pages(map.base, map.file_part, TRIM_LIMIT, TRIM_PERIOD)
+                        Trimmer::for_file_pages(
+                            map.base,
+                            map.file_part,
+                            (TRIM_LIMIT, keep),
+                            TRIM_PERIOD,
+                        )
                     });
                 }
                 return Ok(map);
@@ -546,13 +562,15 @@ impl ImageMap {
     pub fn trimmer(&self, limit: usize, period: Duration) -> Trimmer<'_> {
         // SAFETY: the file part is this map's private, read-only file mapping, never
         // written, and the returned value borrows the map, so it stops before the unmapping.
-        unsafe { Trimmer::for_file_pages(self.base, self.file_part, limit, period) }
+        unsafe { Trimmer::for_file_pages(self.base, self.file_part, (limit, 0), period) }
     }
 }
 
 impl<'a> Trimmer<'a> {
     /// A trimmer (see [`ImageMap::trimmer`]) for a private, read-only mapping of a file;
-    /// `len` bytes from `base` (a page boundary).
+    /// `len` bytes from `base` (a page boundary). `(limit, keep)`: the pages are dropped when
+    /// the file-backed resident size grew by more than `limit` and the process's resident
+    /// size is above `keep`.
     ///
     /// # Safety
     ///
@@ -562,7 +580,7 @@ impl<'a> Trimmer<'a> {
     unsafe fn for_file_pages(
         base: *mut u8,
         len: usize,
-        limit: usize,
+        (limit, keep): (usize, usize),
         period: Duration,
     ) -> Trimmer<'a> {
         let mut t = Trimmer {
@@ -574,7 +592,7 @@ impl<'a> Trimmer<'a> {
         if len == 0 {
             return t;
         }
-        if let Some(timer) = cpu_timer::start(base as usize, len, limit, period) {
+        if let Some(timer) = cpu_timer::start(base as usize, len, (limit, keep), period) {
             t.timer = Some(timer);
             return t;
         }
@@ -585,12 +603,10 @@ impl<'a> Trimmer<'a> {
             .spawn(move || {
                 let statm = File::open("/proc/self/statm").ok();
                 let fd = statm.as_ref().map_or(-1, AsRawFd::as_raw_fd);
-                let base = cpu_timer::file_resident(fd).unwrap_or(0);
+                let base = cpu_timer::resident(fd).map_or(0, |r| r.1);
                 while !s.load(Ordering::Relaxed) {
                     std::thread::park_timeout(period);
-                    let over = cpu_timer::file_resident(fd)
-                        .is_none_or(|now| now.saturating_sub(base) > limit);
-                    if over {
+                    if cpu_timer::over(fd, base, limit, keep) {
                         // SAFETY: as in `release`; the mapping outlives this thread, which
                         // `Trimmer` joins before the borrow of the map ends.
                         unsafe {
@@ -616,6 +632,7 @@ mod cpu_timer {
     static ADDR: AtomicUsize = AtomicUsize::new(0);
     static LEN: AtomicUsize = AtomicUsize::new(0);
     static LIMIT: AtomicUsize = AtomicUsize::new(0);
+    static KEEP: AtomicUsize = AtomicUsize::new(0);
     static BASE: AtomicUsize = AtomicUsize::new(0);
     static STATM: AtomicI32 = AtomicI32::new(-1);
     static PAGE: AtomicUsize = AtomicUsize::new(4096);
@@ -627,9 +644,10 @@ mod cpu_timer {
         libc::SIGRTMIN() + 7
     }
 
-    /// File-backed resident bytes of the process from `/proc/self/statm` (its third
-    /// field), read through `fd` with `pread`: async-signal-safe, no allocation.
-    pub(super) fn file_resident(fd: libc::c_int) -> Option<usize> {
+    /// Resident bytes of the process, all and file-backed, from `/proc/self/statm` (its
+    /// second and third fields), read through `fd` with `pread`: async-signal-safe, no
+    /// allocation.
+    pub(super) fn resident(fd: libc::c_int) -> Option<(usize, usize)> {
         if fd < 0 {
             return None;
         }
@@ -637,13 +655,21 @@ mod cpu_timer {
         // SAFETY: a valid buffer of that length.
         let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
         let n = usize::try_from(n).ok()?;
-        let mut fields = buf.get(..n)?.split(|&b| b == b' ');
-        let shared = fields.nth(2)?;
-        let mut pages = 0usize;
-        for &c in shared.iter().take_while(|c| c.is_ascii_digit()) {
-            pages = pages.checked_mul(10)?.checked_add(usize::from(c - b'0'))?;
-        }
-        Some(pages.saturating_mul(PAGE.load(SeqCst)))
+        let mut fields = buf.get(..n)?.split(|&b| b == b' ').skip(1);
+        let bytes = |field: &[u8]| -> Option<usize> {
+            let mut pages = 0usize;
+            for &c in field.iter().take_while(|c| c.is_ascii_digit()) {
+                pages = pages.checked_mul(10)?.checked_add(usize::from(c - b'0'))?;
+            }
+            Some(pages.saturating_mul(PAGE.load(SeqCst)))
+        };
+        Some((bytes(fields.next()?)?, bytes(fields.next()?)?))
+    }
+
+    /// Whether the pages are to be dropped: the file-backed resident size grew by more than
+    /// `limit` from `base`, and the whole is above `keep` (or `/proc` cannot tell).
+    pub(super) fn over(fd: libc::c_int, base: usize, limit: usize, keep: usize) -> bool {
+        resident(fd).is_none_or(|(all, file)| file.saturating_sub(base) > limit && all > keep)
     }
 
     extern "C" fn handler(_sig: libc::c_int) {
@@ -652,11 +678,8 @@ mod cpu_timer {
         let errno = unsafe { *libc::__errno_location() };
         IN_HANDLER.fetch_add(1, SeqCst);
         if ACTIVE.load(SeqCst) {
-            let over = match file_resident(STATM.load(SeqCst)) {
-                Some(now) => now.saturating_sub(BASE.load(SeqCst)) > LIMIT.load(SeqCst),
-                None => true,
-            };
-            if over {
+            let (base, limit) = (BASE.load(SeqCst), LIMIT.load(SeqCst));
+            if over(STATM.load(SeqCst), base, limit, KEEP.load(SeqCst)) {
                 // SAFETY: while ACTIVE, [ADDR, ADDR+LEN) is the trimmer's private read-only
                 // file mapping (stop() clears ACTIVE and waits for running handlers before
                 // the mapping can go away).
@@ -679,7 +702,7 @@ mod cpu_timer {
     pub(super) fn start(
         addr: usize,
         len: usize,
-        limit: usize,
+        (limit, keep): (usize, usize),
         period: Duration,
     ) -> Option<libc::timer_t> {
         if CLAIMED.swap(true, SeqCst) {
@@ -716,10 +739,11 @@ mod cpu_timer {
         }
         PAGE.store(super::page_size(), SeqCst);
         STATM.store(fd, SeqCst);
-        BASE.store(file_resident(fd).unwrap_or(0), SeqCst);
+        BASE.store(resident(fd).map_or(0, |r| r.1), SeqCst);
         ADDR.store(addr, SeqCst);
         LEN.store(len, SeqCst);
         LIMIT.store(limit, SeqCst);
+        KEEP.store(keep, SeqCst);
         ACTIVE.store(true, SeqCst);
         // SAFETY: zeroed is a valid sigevent; the fields set are those SIGEV_SIGNAL reads.
         let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };

@@ -213,17 +213,19 @@ fn run_filesystem(
 
     let fs = fs::Fs::from_scan(img, &mut scan, Default::default());
     // The inodes first: the walk must know which data nodes Linux shows (always
-    // decompressed) from dead ones (decompressed within a budget).
-    let ((inodes, status), full_scan) = rayon::join(
-        || read_inodes(&fs),
-        || full_scan_cost(img, &geom, facts.any_summary, facts.totals.bytes_read),
-    );
-    let live = live_offsets(&status);
-
-    let (walks, (tree, first, tree_counts)) = rayon::join(
-        || walk::walk(img, &fs, es, &live, progress),
+    // decompressed) from dead ones (decompressed within a budget). The tree walk goes beside
+    // them, filling the gaps between their chunks, so that the flash walk has every core.
+    let (((inodes, status), full_scan), (tree, first, tree_counts)) = rayon::join(
+        || {
+            rayon::join(
+                || read_inodes(&fs),
+                || full_scan_cost(img, &geom, facts.any_summary, facts.totals.bytes_read),
+            )
+        },
         || walk_tree(&fs, opts.compare.is_some()),
     );
+    let live = live_offsets(&status);
+    let walks = walk::walk(img, &fs, es, &live, progress);
     drop(live);
 
     let mut cx = Ctx {
@@ -364,13 +366,15 @@ impl ScanFacts {
     }
 }
 
-/// Offsets of the nodes a live inode shows: the data nodes Linux decompresses.
-fn live_offsets(status: &HashMap<u32, Status>) -> HashSet<u32> {
-    status
+/// Offsets of the nodes a live inode shows (the data nodes Linux decompresses), sorted.
+fn live_offsets(status: &HashMap<u32, Status>) -> Vec<u32> {
+    let mut live: Vec<u32> = status
         .iter()
         .filter(|(_, s)| matches!(s, Status::Used(_)))
         .map(|(&o, _)| o)
-        .collect()
+        .collect();
+    live.sort_unstable();
+    live
 }
 
 /// Walks the directory tree for each inode's first path and the counts; the entries
