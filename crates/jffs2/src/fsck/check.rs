@@ -215,17 +215,15 @@ fn run_filesystem(
     // The inodes first: the walk must know which data nodes Linux shows (always
     // decompressed) from dead ones (decompressed within a budget). The tree walk goes beside
     // them, filling the gaps between their chunks, so that the flash walk has every core.
-    let (((inodes, status), full_scan), (tree, first, tree_counts)) = rayon::join(
-        || {
-            rayon::join(
-                || read_inodes(&fs),
-                || full_scan_cost(img, &geom, facts.any_summary, facts.totals.bytes_read),
-            )
-        },
-        || walk_tree(&fs, opts.compare.is_some()),
+    let ((inodes, status), full_scan) = rayon::join(
+        || read_inodes(&fs),
+        || full_scan_cost(img, &geom, facts.any_summary, facts.totals.bytes_read),
     );
     let live = live_offsets(&status);
-    let walks = walk::walk(img, &fs, es, &live, progress);
+    let (walks, (tree, first, tree_counts)) = rayon::join(
+        || walk::walk(img, &fs, es, &live, progress),
+        || walk_tree(&fs, opts.compare.is_some()),
+    );
     drop(live);
 
     let mut cx = Ctx {
