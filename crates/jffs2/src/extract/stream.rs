@@ -72,6 +72,16 @@ impl Bytes {
     pub fn is_empty(&self) -> bool {
         self.start == self.end
     }
+
+    /// Whether `other` lies in the same buffer.
+    pub(crate) fn same_buffer(&self, other: &Bytes) -> bool {
+        Arc::ptr_eq(&self.data, &other.data)
+    }
+
+    /// The size of the whole buffer these bytes keep alive.
+    pub(crate) fn buffer_len(&self) -> usize {
+        self.data.capacity()
+    }
 }
 
 /// A piece of a file, in offset order.
