@@ -852,10 +852,7 @@ impl<'p> Writer<'p> {
         // Finished (metadata) once its data is written.
         self.queue.push(Item {
             entry: i,
-            work: Work::File {
-                target,
-                name,
-            },
+            work: Work::File { target, name },
         });
         Ok(())
     }
