@@ -181,13 +181,14 @@ fn times_of(fd: RawFd) -> io::Result<[libc::timespec; 2]> {
     ])
 }
 
-/// Directories kept open along the current path at least (the rest are opened again when
-/// needed); more when the descriptor limit allows ([`max_open`]).
+/// Descriptors kept open at least: directories along the current path (the rest are opened
+/// again when needed) and, an eighth of them, entries waiting to be finished ([`Queue`]);
+/// more when the descriptor limit allows ([`max_open`]).
 const MAX_OPEN: usize = 128;
 
-/// How many directories to keep open: half the soft descriptor limit, at least
-/// [`MAX_OPEN`], and never more than a path of `PATH_MAX` bytes can hold (2048), so that a
-/// deep tree is not opened again and again from its root while it is unwound.
+/// How many descriptors to keep open (see [`MAX_OPEN`]): half the soft descriptor limit, at
+/// least [`MAX_OPEN`], and never more than a path of `PATH_MAX` bytes can hold (2048), so
+/// that a deep tree is not opened again and again from its root while it is unwound.
 fn max_open() -> usize {
     let mut r = libc::rlimit {
         rlim_cur: 0,
