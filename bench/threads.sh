@@ -66,7 +66,7 @@ case $TOOL in
     image "${1:-/usr/bin}"
     cargo build --release --quiet --bin jffs2-dump
     set -- "$REL/jffs2-dump" --extract="$OUTF" "$IMG"
-    MAIN="main (detect, scan, build, plan, file writes)"
+    MAIN="main (detect, scan, build, plan, file creation and metadata)"
     ;;
   sumtool)
     image "${1:-/usr/bin}"

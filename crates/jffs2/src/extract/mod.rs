@@ -48,6 +48,7 @@
 
 mod list;
 mod plan;
+mod queue;
 mod stream;
 mod write;
 

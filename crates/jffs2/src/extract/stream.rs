@@ -11,7 +11,7 @@
 //! Each node is read as [`Fs::node_data`] reads it, the kernel's `jffs2_read_dnode`: node CRC,
 //! data CRC, decompression to exactly `dsize` bytes, the kernel's allocation limit.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -71,6 +71,16 @@ impl Bytes {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.start == self.end
+    }
+
+    /// Whether `other` lies in the same buffer.
+    pub(crate) fn same_buffer(&self, other: &Bytes) -> bool {
+        Arc::ptr_eq(&self.data, &other.data)
+    }
+
+    /// The size of the whole buffer these bytes keep alive.
+    pub(crate) fn buffer_len(&self) -> usize {
+        self.data.capacity()
     }
 }
 
@@ -365,11 +375,7 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
             let k = f.node;
             // Make node k's data available.
             self.make_available(index, file, &mut held, k);
-            let out = held
-                .nodes
-                .get(&k)
-                .map(|(o, _)| o.clone())
-                .unwrap_or(Out::Zeros);
+            let out = held.get(k).cloned().unwrap_or(Out::Zeros);
             let dn_ofs = file.nodes.get(k).map(|n| u64::from(n.ofs)).unwrap_or(0);
             sink(fragment_chunk(out, dn_ofs, pos, stop))?;
             pos = stop;
@@ -392,7 +398,7 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
     /// Makes node `k` of file `index` available in `held`: received from the workers, or
     /// decompressed here (sequential mode, or dropped for the held budget).
     fn make_available(&mut self, index: usize, file: &FileData, held: &mut Held, k: usize) {
-        if held.nodes.contains_key(&k) {
+        if held.get(k).is_some() {
             return;
         }
         let seen = held.received.get(k).copied().unwrap_or(true);
@@ -411,7 +417,7 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
                 }
             }
         }
-        if !held.nodes.contains_key(&k) {
+        if held.get(k).is_none() {
             // Sequential mode, or dropped for the held budget: decompress here.
             held.insert(file, k, decode(self.fs, file, k));
         }
@@ -420,8 +426,11 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
 
 /// The decompressed nodes of the file being read, kept for its fragments still to come.
 struct Held {
-    /// Node results by node index, with their cost.
-    nodes: HashMap<usize, (Out, u64)>,
+    /// Node results by node index, with their cost (indexed, not hashed: this is the
+    /// extraction's own thread, which every file goes through).
+    nodes: Vec<Option<(Out, u64)>>,
+    /// The indices of `nodes` that hold something.
+    full: Vec<usize>,
     /// The sum of the costs in `nodes`.
     bytes: u64,
     /// Whether each node's result has been received (or decompressed here).
@@ -435,11 +444,17 @@ impl Held {
     fn new(file: &FileData) -> Held {
         let (_, last) = node_order(file);
         Held {
-            nodes: HashMap::new(),
+            nodes: vec![None; file.nodes.len()],
+            full: Vec::new(),
             bytes: 0,
             received: vec![false; file.nodes.len()],
             last,
         }
+    }
+
+    /// Node `k`'s result, if held.
+    fn get(&self, k: usize) -> Option<&Out> {
+        self.nodes.get(k)?.as_ref().map(|(o, _)| o)
     }
 
     /// Holds node `n`'s result, marking it received.
@@ -453,21 +468,32 @@ impl Held {
             Out::Data(b) => cost(file, n).max(b.data.len() as u64),
             _ => cost(file, n),
         };
+        // A node the file does not have is never asked for (it reads as a hole).
+        let Some(slot) = self.nodes.get_mut(n) else {
+            return;
+        };
+        match slot.replace((out, c)) {
+            Some((_, old)) => self.bytes -= old,
+            None => self.full.push(n),
+        }
         self.bytes += c;
-        self.nodes.insert(n, (out, c));
     }
 
     /// After fragment `fi` (of node `k`) is emitted: drops node `k` if no later fragment uses
     /// it, and everything when over `budget` bytes.
     fn used(&mut self, k: usize, fi: usize, budget: u64) {
         if self.last.get(k) == Some(&fi) {
-            if let Some((_, c)) = self.nodes.remove(&k) {
+            if let Some((_, c)) = self.nodes.get_mut(k).and_then(Option::take) {
                 self.bytes -= c;
             }
         }
         // Over budget: drop what is held (it is decompressed again if needed).
         if self.bytes > budget {
-            self.nodes.clear();
+            for n in self.full.drain(..) {
+                if let Some(slot) = self.nodes.get_mut(n) {
+                    *slot = None;
+                }
+            }
             self.bytes = 0;
         }
     }

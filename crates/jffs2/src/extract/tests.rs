@@ -477,3 +477,128 @@ fn merged_directories_keep_their_own_mode_and_times() {
     let m = std::fs::symlink_metadata(&fresh).unwrap();
     assert_eq!(m.mode() & 0o7777, 0o7777);
 }
+
+/// A tree of directories, files of many sizes (several nodes, holes), symbolic links and hard
+/// links, with times.
+fn mixed_tree() -> Vec<u8> {
+    let mut img = new_img().inode_mtime(1_000_000);
+    img.inode_parts(1, 1, DIR, 0, 0, 0, COMPR_NONE, &[]);
+    let mut ino = 2u32;
+    for d in 0..4u32 {
+        let dir = ino;
+        img.dir(1, dir, format!("d{d}").as_bytes(), dir);
+        ino += 1;
+        let first = ino;
+        for k in 0..30u32 {
+            let size = (k * k * 97 + d * 13) % 40_000 + 1;
+            let data: Vec<u8> = (0..size)
+                .map(|b| {
+                    if (b / 4096) % 5 == 3 {
+                        0
+                    } else {
+                        (b * 7 + k) as u8
+                    }
+                })
+                .collect();
+            for (j, part) in data.chunks(4096).enumerate() {
+                img.data(ino, j as u32 + 1, size, j as u32 * 4096, part);
+            }
+            img.dirent(dir, ino, ino, dt::REG, format!("f{k:02}").as_bytes());
+            ino += 1;
+        }
+        let target = b"f00";
+        img.inode_parts(ino, 1, LNK, 3, 0, 3, COMPR_NONE, target)
+            .dirent(dir, ino, ino, dt::LNK, b"link");
+        // A further name of the directory's first file, and of one in the previous directory.
+        img.dirent(dir, ino + 1, first, dt::REG, b"zz-hard");
+        if d > 0 {
+            img.dirent(dir, ino + 2, first - 34, dt::REG, b"zz-hard-up");
+        }
+        ino += 3;
+    }
+    img.build()
+}
+
+/// Everything an extraction made below `root`: path, type and mode, size, times, links,
+/// content (or link target).
+fn tree_listing(root: &std::path::Path) -> Vec<(String, u32, u64, i64, u64, Vec<u8>)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let body = if m.is_dir() {
+                stack.push(p.clone());
+                Vec::new()
+            } else if m.file_type().is_symlink() {
+                std::fs::read_link(&p)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes()
+            } else {
+                std::fs::read(&p).unwrap()
+            };
+            let rel = p.strip_prefix(root).unwrap().display().to_string();
+            out.push((rel, m.mode(), m.size(), m.mtime(), m.nlink(), body));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// File data is written on the pool: the tree and the report are the same as on one thread
+/// (whatever the stream's budgets), and every time is the image's (no write after it is set).
+#[test]
+fn extraction_on_the_pool_equals_one_thread() {
+    let image = mixed_tree();
+    let parent = tempfile::tempdir().unwrap();
+    let modes = [
+        StreamOptions {
+            sequential: true,
+            ..StreamOptions::default()
+        },
+        StreamOptions::default(),
+        StreamOptions {
+            held_bytes: 0,
+            ahead_bytes: 1,
+            job_bytes: 1,
+            ahead_jobs: 1,
+            ..StreamOptions::default()
+        },
+    ];
+    let mut seen = Vec::new();
+    for (k, stream) in modes.into_iter().enumerate() {
+        let dest = parent.path().join(format!("out{k}"));
+        let report = with_fs(&image, |fs| {
+            let plan = Plan::build(fs, false).unwrap();
+            let opts = ExtractOptions {
+                owners: false,
+                stream,
+                ..ExtractOptions::default()
+            };
+            extract(fs, &plan, &dest, &opts).unwrap()
+        });
+        assert!(report.refused.is_empty(), "{:?}", report.refused);
+        assert!(
+            report.metadata_errors.is_empty(),
+            "{:?}",
+            report.metadata_errors
+        );
+        assert_eq!(
+            (report.files, report.hard_links, report.symlinks),
+            (120, 7, 4)
+        );
+        let tree = tree_listing(&dest);
+        for (path, mode, _, mtime, _, _) in &tree {
+            let link = mode & libc::S_IFMT == libc::S_IFLNK;
+            assert!(
+                link || (1_000_000..1_001_000).contains(mtime),
+                "{path}: {mtime}"
+            );
+        }
+        seen.push((tree, report.data_bytes, report.hole_bytes));
+    }
+    assert!(seen.iter().all(|s| *s == seen[0]));
+}

@@ -6,8 +6,10 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::plan::{Entry, EntryKind, FileData, Plan};
+use super::queue::{Item, Queue, Target, Work};
 use super::stream::{stream, Bytes, Chunk, Reader, StreamOptions};
 use super::{default_devtable, Refusal};
 use crate::fs::{Fs, ReadError};
@@ -179,13 +181,14 @@ fn times_of(fd: RawFd) -> io::Result<[libc::timespec; 2]> {
     ])
 }
 
-/// Directories kept open along the current path at least (the rest are opened again when
-/// needed); more when the descriptor limit allows ([`max_open`]).
+/// Descriptors kept open at least: directories along the current path (the rest are opened
+/// again when needed) and, an eighth of them, entries waiting to be finished ([`Queue`]);
+/// more when the descriptor limit allows ([`max_open`]).
 const MAX_OPEN: usize = 128;
 
-/// How many directories to keep open: half the soft descriptor limit, at least
-/// [`MAX_OPEN`], and never more than a path of `PATH_MAX` bytes can hold (2048), so that a
-/// deep tree is not opened again and again from its root while it is unwound.
+/// How many descriptors to keep open (see [`MAX_OPEN`]): half the soft descriptor limit, at
+/// least [`MAX_OPEN`], and never more than a path of `PATH_MAX` bytes can hold (2048), so
+/// that a deep tree is not opened again and again from its root while it is unwound.
 fn max_open() -> usize {
     let mut r = libc::rlimit {
         rlim_cur: 0,
@@ -263,26 +266,28 @@ fn timespecs(atime: u32, mtime: u32) -> [libc::timespec; 2] {
     [t(atime), t(mtime)]
 }
 
-/// Writes a file's data in large `pwritev`s, skipping holes.
-struct FileWriter {
-    fd: RawFd,
+/// Hands a file's data to the [`Queue`] in large batches (one `pwritev` each), skipping
+/// holes.
+struct FileWriter<'q> {
+    target: Arc<Target>,
+    queue: &'q mut Queue,
     pending: Vec<Bytes>,
     start: u64,
     len: u64,
     written: u64,
 }
 
-impl FileWriter {
-    fn push(&mut self, offset: u64, b: Bytes) -> io::Result<()> {
+impl FileWriter<'_> {
+    fn push(&mut self, offset: u64, b: Bytes) {
         if b.is_empty() {
-            return Ok(());
+            return;
         }
         if !self.pending.is_empty()
             && (self.start + self.len != offset
                 || self.len >= FLUSH_BYTES
                 || self.pending.len() >= MAX_IOV)
         {
-            self.flush()?;
+            self.flush();
         }
         if self.pending.is_empty() {
             self.start = offset;
@@ -290,54 +295,13 @@ impl FileWriter {
         }
         self.len += b.len() as u64;
         self.pending.push(b);
-        Ok(())
     }
 
-    fn flush(&mut self) -> io::Result<()> {
-        let mut iov: Vec<libc::iovec> = self
-            .pending
-            .iter()
-            .map(|b| libc::iovec {
-                iov_base: b.as_slice().as_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
-            })
-            .collect();
-        let mut off = self.start;
-        let mut i = 0usize;
-        while i < iov.len() {
-            let cnt = libc::c_int::try_from(iov.len() - i).unwrap_or(libc::c_int::MAX);
-            let at = libc::off_t::try_from(off)
-                .map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
-            // SAFETY: the iovecs point into `self.pending`, alive for the call.
-            let n = unsafe { libc::pwritev(self.fd, iov[i..].as_ptr(), cnt, at) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            if n == 0 {
-                return Err(io::Error::from(io::ErrorKind::WriteZero));
-            }
-            let mut n = n as usize;
-            off += n as u64;
-            while n > 0 && i < iov.len() {
-                if n >= iov[i].iov_len {
-                    n -= iov[i].iov_len;
-                    i += 1;
-                } else {
-                    // SAFETY: advancing within the same buffer.
-                    iov[i].iov_base = unsafe { iov[i].iov_base.cast::<u8>().add(n) }.cast();
-                    iov[i].iov_len -= n;
-                    n = 0;
-                }
-            }
-        }
+    fn flush(&mut self) {
+        let pieces = std::mem::take(&mut self.pending);
+        self.queue.submit(&self.target, self.start, pieces);
         self.written += self.len;
-        self.pending.clear();
         self.len = 0;
-        Ok(())
     }
 }
 
@@ -358,6 +322,8 @@ struct Writer<'p> {
     devtable_lines: usize,
     euid: u32,
     egid: u32,
+    /// Writes handed out and the finishing steps waiting for them.
+    queue: Queue,
 }
 
 impl<'p> Writer<'p> {
@@ -503,8 +469,18 @@ impl<'p> Writer<'p> {
     /// capabilities. The descriptor's `/proc/self/fd` entry reaches that very inode (a
     /// symbolic link itself, not its target).
     fn finish_at(&mut self, i: usize, dir: RawFd, name: &CStr, ftype: libc::mode_t) {
+        // Opened now, finished in turn (after the files created before it).
+        let fd = open_created(dir, name, ftype);
+        self.queue.push(Item {
+            entry: i,
+            work: Work::At { fd, ftype },
+        });
+    }
+
+    /// [`Writer::finish_at`]'s work on the `O_PATH` descriptor `fd` of entry `i`.
+    fn finish_path(&mut self, i: usize, fd: io::Result<OwnedFd>, ftype: libc::mode_t) {
         let meta = self.plan.entries[i].meta.clone();
-        let fd = match open_created(dir, name, ftype) {
+        let fd = match fd {
             Ok(fd) => fd,
             Err(err) => {
                 self.meta_error(i, "open", &err);
@@ -614,20 +590,27 @@ impl<'p> Writer<'p> {
         }
     }
 
-    /// Finalises the directory at the top of the stack and pops it.
-    fn pop(&mut self) -> io::Result<()> {
+    /// Pops the directory at the top of the stack, to be finalised in turn (after the files
+    /// created before it: removing one that could not be written changes its times).
+    fn pop(&mut self) {
         let top = self.stack.len() - 1;
         let fd = self.level_fd(top);
-        let Some(level) = self.stack.pop() else {
-            return Ok(());
+        let Some(mut level) = self.stack.pop() else {
+            return;
         };
-        if level.fd.is_some() {
+        let owned = level.fd.take();
+        if owned.is_some() {
             self.open -= 1;
         }
         self.shallow = self.shallow.min(self.stack.len().max(1));
-        self.finish_level(level.entry, level.existed, fd);
-        drop(level);
-        Ok(())
+        let fd = fd.and_then(|_| owned.ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF)));
+        self.queue.push(Item {
+            entry: level.entry,
+            work: Work::Dir {
+                existed: level.existed,
+                fd,
+            },
+        });
     }
 
     /// Finalises a directory whose subtree is done: the image's metadata if this extraction
@@ -650,12 +633,68 @@ impl<'p> Writer<'p> {
         }
     }
 
-    /// Pops (and finalises) directories until the stack holds `depth` levels.
-    fn pop_to(&mut self, depth: usize) -> io::Result<()> {
+    /// Pops directories until the stack holds `depth` levels.
+    fn pop_to(&mut self, depth: usize) {
         while self.stack.len() > depth.max(1) {
-            self.pop()?;
+            self.pop();
+        }
+    }
+
+    /// Runs the finishing steps whose writes are done, in order: all of them (waiting for
+    /// the writes) when `all`, when more are waiting than descriptors allow, or once a write
+    /// failed. A failed file is removed and stops the extraction: the steps after it are
+    /// run all the same (files written whole are kept, the others removed).
+    fn settle(&mut self, all: bool) -> Result<(), ExtractError> {
+        loop {
+            let wait = all || self.queue.len() > self.queue.max_items || self.queue.failed();
+            let Some(item) = self.queue.next(wait) else {
+                return Ok(());
+            };
+            if let Err(e) = self.apply(item) {
+                while let Some(item) = self.queue.next(true) {
+                    let _ = self.apply(item);
+                }
+                return Err(e);
+            }
+        }
+    }
+
+    /// Runs one finishing step (see [`Writer::settle`]).
+    fn apply(&mut self, item: Item) -> Result<(), ExtractError> {
+        let i = item.entry;
+        match item.work {
+            Work::File { target, name } => {
+                if let Some(source) = target.take_error() {
+                    self.remove(i, &name);
+                    return Err(ExtractError::Write {
+                        path: self.plan.path(i),
+                        source,
+                    });
+                }
+                self.finish_fd(i, target.raw());
+            }
+            Work::At { fd, ftype } => self.finish_path(i, fd, ftype),
+            Work::Dir { existed, fd } => match fd {
+                Ok(fd) => self.finish_level(i, existed, Ok(fd.as_raw_fd())),
+                Err(e) => self.finish_level(i, existed, Err(e)),
+            },
         }
         Ok(())
+    }
+
+    /// Removes file `i`, named `name` in its parent, whose data could not all be written:
+    /// it was sized first, so what is missing (a full disk) would read as zeros under the
+    /// right size; better no file than a plausible-looking truncated copy. A failure leaves
+    /// it (the write error is reported anyway).
+    fn remove(&mut self, i: usize, name: &CStr) {
+        let parent = self.plan.entries.get(i).map_or(0, |e| e.parent);
+        if let Ok(dir) = self.dir_fd(parent) {
+            // SAFETY: an open directory and a NUL-terminated name in it (the file this
+            // extraction created with O_EXCL).
+            unsafe {
+                libc::unlinkat(dir.raw(), name.as_ptr(), 0);
+            }
+        }
     }
 
     fn make_dir(&mut self, i: usize, e: &Entry) -> bool {
@@ -757,8 +796,10 @@ impl<'p> Writer<'p> {
             self.create_error(i, "truncate", &err);
             return Ok(());
         }
+        let target = Target::new(fd);
         let mut w = FileWriter {
-            fd: fd.as_raw_fd(),
+            target: Arc::clone(&target),
+            queue: &mut self.queue,
             pending: Vec::new(),
             start: 0,
             len: 0,
@@ -766,38 +807,38 @@ impl<'p> Writer<'p> {
         };
         let mut holes = 0u64;
         let mut bad: Option<(u64, u64, ReadError)> = None;
-        let res = reader.read_file(findex, |c| match c {
-            Chunk::Data { offset, bytes } => w.push(offset, bytes),
-            Chunk::Zeros { len, .. } => {
-                holes += len;
-                Ok(())
-            }
-            Chunk::Unreadable { offset, len, error } => {
-                match &mut bad {
+        let res = reader.read_file(findex, |c| {
+            match c {
+                // A write failed: the extraction stops (this file is removed, unfinished).
+                Chunk::Data { .. } if w.queue.failed() => {
+                    return Err(io::Error::other("an earlier write failed"));
+                }
+                Chunk::Data { offset, bytes } => w.push(offset, bytes),
+                Chunk::Zeros { len, .. } => holes += len,
+                Chunk::Unreadable { offset, len, error } => match &mut bad {
                     Some((_, n, _)) => *n += len,
                     None => bad = Some((offset, len, error)),
-                }
-                Ok(())
+                },
             }
+            Ok(())
         });
-        let res = res.and_then(|()| w.flush());
-        if let Err(source) = res {
-            // The file was sized first, so what could not be written (a full disk) would read
-            // as zeros under the right size: remove it rather than leave a plausible-looking
-            // truncated copy. The extraction stops here (exit 1); what was completed stays.
-            drop(fd);
-            // SAFETY: `pfd` is the open parent directory, `name` a NUL-terminated name in it
-            // (the file this call created with O_EXCL); a failure leaves the file, reported
-            // with the write error anyway.
-            unsafe {
-                libc::unlinkat(pfd, name.as_ptr(), 0);
-            }
+        if res.is_ok() {
+            w.flush();
+        }
+        let written = w.written;
+        if let Err(stop) = res {
+            self.queue.wait_for(&target);
+            let source = target.take_error().unwrap_or(stop);
+            drop(target);
+            self.remove(i, &name);
+            // The first failure in plan order is the one reported.
+            self.settle(true)?;
             return Err(super::ExtractError::Write {
                 path: self.plan.path(i),
                 source,
             });
         }
-        self.report.data_bytes += w.written;
+        self.report.data_bytes += written;
         self.report.hole_bytes += holes;
         self.report.files += 1;
         self.state[i] = State::Created;
@@ -809,11 +850,25 @@ impl<'p> Writer<'p> {
                 error,
             });
         }
-        self.finish_fd(i, fd.as_raw_fd());
+        // Finished (metadata) once its data is written.
+        self.queue.push(Item {
+            entry: i,
+            work: Work::File { target, name },
+        });
         Ok(())
     }
 
-    fn make_link(&mut self, i: usize, e: &Entry, first: usize) {
+    fn make_link(&mut self, i: usize, e: &Entry, first: usize) -> Result<(), ExtractError> {
+        // Linked once written and finished: a file removed for a failed write must not
+        // stay under its other name.
+        if self.queue.holds_file(first) {
+            self.settle(true)?;
+        }
+        self.link(i, e, first);
+        Ok(())
+    }
+
+    fn link(&mut self, i: usize, e: &Entry, first: usize) {
         match self.state.get(first).copied() {
             Some(State::Created) => {}
             Some(State::InTable) => {
@@ -1074,14 +1129,12 @@ pub fn extract(
         w.create_all(&files, reader)
     });
     // Finalise every directory still open, the destination last.
-    let popped = w.pop_to(1);
+    w.pop_to(1);
+    let settled = w.settle(true);
     let fd = w.level_fd(0);
     w.finish_level(0, root_existed, fd);
     result?;
-    popped.map_err(|source| ExtractError::Write {
-        path: Vec::new(),
-        source,
-    })?;
+    settled?;
     w.write_devtable(dir)?;
     Ok(w.report)
 }
@@ -1096,6 +1149,11 @@ impl<'p> Writer<'p> {
     ) -> Writer<'p> {
         // SAFETY: no preconditions.
         let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        // The descriptor cap covers the directories kept open and the files and entries
+        // waiting to be finished.
+        let cap = max_open();
+        let waiting = cap / 8;
+        let dirs_open = cap - waiting;
         let mut w = Writer {
             plan,
             opts,
@@ -1106,7 +1164,7 @@ impl<'p> Writer<'p> {
             }],
             open: 1,
             shallow: 1,
-            max_open: max_open(),
+            max_open: dirs_open,
             state: vec![State::Pending; plan.entries.len()],
             report: ExtractReport {
                 refused: plan.refused.clone(),
@@ -1116,6 +1174,7 @@ impl<'p> Writer<'p> {
             devtable_lines: 0,
             euid,
             egid,
+            queue: Queue::new(opts.stream.sequential, waiting),
         };
         if let Some(s) = w.state.first_mut() {
             *s = State::Created;
@@ -1140,11 +1199,8 @@ impl<'p> Writer<'p> {
                 }
                 skip_below = None;
             }
-            self.pop_to(e.depth as usize)
-                .map_err(|source| ExtractError::Write {
-                    path: plan.path(i),
-                    source,
-                })?;
+            self.pop_to(e.depth as usize);
+            self.settle(false)?;
             if self.stack.last().map(|l| l.entry) != Some(e.parent) {
                 // The parent was not created: skip (its refusal is reported).
                 continue;
@@ -1162,7 +1218,7 @@ impl<'p> Writer<'p> {
                     self.make_file(i, e, f, next_file, reader)?;
                     next_file += 1;
                 }
-                EntryKind::HardLink { first } => self.make_link(i, e, *first),
+                EntryKind::HardLink { first } => self.make_link(i, e, *first)?,
                 EntryKind::Symlink(t) => self.make_symlink(i, e, t),
                 EntryKind::Char(..)
                 | EntryKind::Block(..)

@@ -1,0 +1,296 @@
+//! File data written by rayon's workers while the extraction's own thread goes on creating
+//! entries, and the finishing steps (metadata) that must wait for those writes.
+//!
+//! The extraction's thread opens and sizes each file, then hands its data out as batches
+//! ([`Queue::submit`]): one `pwritev` each, run on the pool (the copy into the page cache is
+//! most of an extraction's serial time otherwise). What must follow a file's data — its
+//! owner, mode, xattrs and times (a write after `futimens` would change the time) — and every
+//! other finishing step after it (symbolic links', devices', directories') wait in order in
+//! [`Queue`] items, so that they run, and report, in the same order whatever the thread
+//! count. Memory stays bounded: the buffers of batches not yet written count against
+//! [`WRITE_BUDGET`], beyond which handing out waits.
+
+use std::collections::VecDeque;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use super::stream::Bytes;
+
+/// Bytes of decompressed buffers held by batches handed out and not yet written.
+const WRITE_BUDGET: u64 = 8 << 20;
+
+/// A file being written: its descriptor, shared by its batches.
+pub(super) struct Target {
+    fd: OwnedFd,
+    /// Batches handed out and not yet written (or failed).
+    left: AtomicUsize,
+    /// The first write error.
+    error: Mutex<Option<io::Error>>,
+}
+
+impl Target {
+    pub(super) fn new(fd: OwnedFd) -> Arc<Target> {
+        Arc::new(Target {
+            fd,
+            left: AtomicUsize::new(0),
+            error: Mutex::new(None),
+        })
+    }
+
+    pub(super) fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// The write error, if one of its batches failed.
+    pub(super) fn take_error(&self) -> Option<io::Error> {
+        self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    fn failed(&self) -> bool {
+        self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+}
+
+/// What the workers and the extraction's thread share.
+struct Shared {
+    /// Bytes (of [`WRITE_BUDGET`]) held by batches not yet written.
+    bytes: Mutex<u64>,
+    /// Signalled when a batch is done.
+    done: Condvar,
+    /// A batch failed: the extraction stops handing out.
+    failed: AtomicBool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, u64> {
+        self.bytes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A finishing step waiting for the writes handed out before it.
+pub(super) enum Work {
+    /// A regular file: its metadata once its data is written (or its removal if a write
+    /// failed).
+    File {
+        target: Arc<Target>,
+        /// Its name in its parent (for the removal).
+        name: CString,
+    },
+    /// A symbolic link, device, FIFO or socket just created: its `O_PATH` descriptor (see
+    /// `Writer::finish_at`), or why it could not be opened.
+    At {
+        fd: io::Result<OwnedFd>,
+        ftype: libc::mode_t,
+    },
+    /// A directory whose subtree is done.
+    Dir {
+        existed: Option<[libc::timespec; 2]>,
+        fd: io::Result<OwnedFd>,
+    },
+}
+
+/// A finishing step of plan entry `entry`.
+pub(super) struct Item {
+    pub entry: usize,
+    pub work: Work,
+}
+
+/// Batches handed out and the finishing steps waiting for them, in plan order.
+pub(super) struct Queue {
+    shared: Arc<Shared>,
+    items: VecDeque<Item>,
+    /// Most items waiting (each holds a descriptor).
+    pub max_items: usize,
+    /// Write on the calling thread (the stream's sequential mode).
+    inline: bool,
+}
+
+impl Queue {
+    pub(super) fn new(inline: bool, max_items: usize) -> Queue {
+        Queue {
+            shared: Arc::new(Shared {
+                bytes: Mutex::new(0),
+                done: Condvar::new(),
+                failed: AtomicBool::new(false),
+            }),
+            items: VecDeque::new(),
+            max_items: max_items.max(1),
+            inline,
+        }
+    }
+
+    /// Writes `pieces` at `start` of `target`, on the pool (once the budget allows) or here.
+    pub(super) fn submit(&mut self, target: &Arc<Target>, start: u64, pieces: Vec<Bytes>) {
+        if pieces.is_empty() {
+            return;
+        }
+        if self.inline {
+            if !target.failed() {
+                if let Err(e) = write_at(target.raw(), start, &pieces) {
+                    fail(&self.shared, target, e);
+                }
+            }
+            return;
+        }
+        let cost = cost(&pieces);
+        {
+            let mut held = self.shared.lock();
+            while *held > 0 && *held + cost > WRITE_BUDGET {
+                held = self
+                    .shared
+                    .done
+                    .wait(held)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            *held += cost;
+        }
+        target.left.fetch_add(1, Ordering::AcqRel);
+        let shared = Arc::clone(&self.shared);
+        let target = Arc::clone(target);
+        rayon::spawn(move || {
+            // After a failure the rest of the file is not written: it is removed.
+            if !target.failed() {
+                if let Err(e) = write_at(target.raw(), start, &pieces) {
+                    fail(&shared, &target, e);
+                }
+            }
+            drop(pieces);
+            // Counted down before the lock is taken, so that a waiter that saw it
+            // non-zero under the lock is woken.
+            target.left.fetch_sub(1, Ordering::AcqRel);
+            let mut held = shared.lock();
+            *held = held.saturating_sub(cost);
+            shared.done.notify_all();
+        });
+    }
+
+    /// Whether a write has failed (the extraction should stop handing out).
+    pub(super) fn failed(&self) -> bool {
+        self.shared.failed.load(Ordering::Acquire)
+    }
+
+    pub(super) fn push(&mut self, item: Item) {
+        self.items.push_back(item);
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether a file item of entry `entry` is waiting.
+    pub(super) fn holds_file(&self, entry: usize) -> bool {
+        self.items
+            .iter()
+            .any(|it| it.entry == entry && matches!(it.work, Work::File { .. }))
+    }
+
+    /// The first item, once the writes it waits for are done: waiting for them if `wait`,
+    /// else `None` while they are not.
+    pub(super) fn next(&mut self, wait: bool) -> Option<Item> {
+        let front = self.items.front()?;
+        if let Work::File { target, .. } = &front.work {
+            if target.left.load(Ordering::Acquire) > 0 {
+                if !wait {
+                    return None;
+                }
+                let mut held = self.shared.lock();
+                while target.left.load(Ordering::Acquire) > 0 {
+                    held = self
+                        .shared
+                        .done
+                        .wait(held)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+        }
+        self.items.pop_front()
+    }
+
+    /// Waits until every batch of `target` is written.
+    pub(super) fn wait_for(&self, target: &Target) {
+        let mut held = self.shared.lock();
+        while target.left.load(Ordering::Acquire) > 0 {
+            held = self
+                .shared
+                .done
+                .wait(held)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// Records a failed write of `target`.
+fn fail(shared: &Shared, target: &Target, e: io::Error) {
+    let mut err = target.error.lock().unwrap_or_else(PoisonError::into_inner);
+    if err.is_none() {
+        *err = Some(e);
+    }
+    shared.failed.store(true, Ordering::Release);
+}
+
+/// What a batch holds of [`WRITE_BUDGET`]: the whole buffers its pieces keep alive (the
+/// pieces of one buffer come one after the other).
+fn cost(pieces: &[Bytes]) -> u64 {
+    let mut sum = 0u64;
+    let mut prev: Option<&Bytes> = None;
+    for b in pieces {
+        if !prev.is_some_and(|p| p.same_buffer(b)) {
+            sum += b.buffer_len() as u64;
+        }
+        prev = Some(b);
+    }
+    sum
+}
+
+/// Writes `pieces`, one after the other from file offset `start`, with `pwritev`.
+fn write_at(fd: RawFd, start: u64, pieces: &[Bytes]) -> io::Result<()> {
+    let mut iov: Vec<libc::iovec> = pieces
+        .iter()
+        .map(|b| libc::iovec {
+            iov_base: b.as_slice().as_ptr() as *mut libc::c_void,
+            iov_len: b.len(),
+        })
+        .collect();
+    let mut off = start;
+    let mut i = 0usize;
+    while i < iov.len() {
+        let cnt = libc::c_int::try_from(iov.len() - i).unwrap_or(libc::c_int::MAX);
+        let at =
+            libc::off_t::try_from(off).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+        // SAFETY: the iovecs point into `pieces`, alive for the call.
+        let n = unsafe { libc::pwritev(fd, iov[i..].as_ptr(), cnt, at) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::WriteZero));
+        }
+        let mut n = n as usize;
+        off += n as u64;
+        while n > 0 && i < iov.len() {
+            if n >= iov[i].iov_len {
+                n -= iov[i].iov_len;
+                i += 1;
+            } else {
+                // SAFETY: advancing within the same buffer.
+                iov[i].iov_base = unsafe { iov[i].iov_base.cast::<u8>().add(n) }.cast();
+                iov[i].iov_len -= n;
+                n = 0;
+            }
+        }
+    }
+    Ok(())
+}
