@@ -408,16 +408,25 @@ pub(crate) type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
 /// ```
 pub fn check<'a>(image: impl Into<ImageBytes<'a>>, opts: &Options) -> Result<Report, FsckError> {
     let image = image.into();
-    let (info, all_ff, want) = prepare(image.bytes(), opts)?;
+    let (info, all_ff, want, hints) = prepare(image.bytes(), opts)?;
     let image_len = image.bytes().len() as u64;
     let (padded, _) = image.pad(want);
     let progress = opts.progress.as_ref().map(|p| p.as_fn() as ProgressFn<'_>);
-    check::run(&padded, image_len, info, all_ff, opts, progress)
+    let flash = check::Flash {
+        img: &padded,
+        image_len,
+        hints: &hints,
+    };
+    check::run(flash, info, all_ff, opts, progress)
 }
 
 /// The checks before the run: an image, of a size JFFS2 can address, that is JFFS2 or
-/// erased; its geometry; whether it is all 0xFF; its length as flashed.
-fn prepare(image: &[u8], opts: &Options) -> Result<(GeometryInfo, bool, usize), FsckError> {
+/// erased; its geometry; whether it is all 0xFF; its length as flashed; the offsets of the
+/// nodes the detection found (the scan's prefetch hints).
+fn prepare(
+    image: &[u8],
+    opts: &Options,
+) -> Result<(GeometryInfo, bool, usize, Vec<u32>), FsckError> {
     if image.is_empty() {
         return Err(FsckError::Empty);
     }
@@ -435,8 +444,8 @@ fn prepare(image: &[u8], opts: &Options) -> Result<(GeometryInfo, bool, usize), 
     let crate::image::Recognised {
         detection,
         geometry,
-        ..
-    } = crate::image::recognise(image, &image_opts, false).map_err(|e| match e {
+        hints,
+    } = crate::image::recognise(image, &image_opts, true).map_err(|e| match e {
         crate::ImageError::Empty => FsckError::Empty,
         e => FsckError::NotJffs2(e.why().unwrap_or_else(|| e.to_string())),
     })?;
@@ -449,5 +458,5 @@ fn prepare(image: &[u8], opts: &Options) -> Result<(GeometryInfo, bool, usize), 
     };
     // As flashed: whole erase blocks, at least 5 (the smallest partition Linux mounts).
     let want = scan::flashed_len(image.len(), geometry.erase_size.max(1));
-    Ok((info, all_ff, want))
+    Ok((info, all_ff, want, hints))
 }
