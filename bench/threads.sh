@@ -60,7 +60,7 @@ case $TOOL in
     image "${1:-/usr/bin}"
     cargo build --release --quiet --bin jffs2-fsck
     set -- "$REL/jffs2-fsck" --no-progress "$IMG"
-    MAIN="main (detect, scan, build; then waits)"
+    MAIN="main (detect, build, findings, report; the scan and the checks run on the pool)"
     ;;
   extract)
     image "${1:-/usr/bin}"
