@@ -202,14 +202,7 @@ impl Queue {
                 if !wait {
                     return None;
                 }
-                let mut held = self.shared.lock();
-                while target.left.load(Ordering::Acquire) > 0 {
-                    held = self
-                        .shared
-                        .done
-                        .wait(held)
-                        .unwrap_or_else(PoisonError::into_inner);
-                }
+                self.wait_for(target);
             }
         }
         self.items.pop_front()

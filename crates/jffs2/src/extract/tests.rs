@@ -177,21 +177,7 @@ fn stream_matches_the_model_in_every_mode() {
             .collect();
         assert_eq!(want[0].len(), 20_000);
         assert_eq!(&want[0][100..110], b"XXXXXXXXXX");
-        let modes = [
-            StreamOptions::default(),
-            StreamOptions {
-                sequential: true,
-                ..StreamOptions::default()
-            },
-            StreamOptions {
-                held_bytes: 0,
-                ahead_bytes: 1,
-                job_bytes: 1,
-                ahead_jobs: 1,
-                ..StreamOptions::default()
-            },
-        ];
-        for opts in modes {
+        for opts in stream_modes() {
             assert_eq!(read_all(fs, &files, opts, &[]), want, "{opts:?}");
             // Skipping files keeps the rest right.
             let got = read_all(fs, &files, opts, &[0, 5, 6, 39]);
@@ -554,22 +540,8 @@ fn tree_listing(root: &std::path::Path) -> Vec<(String, u32, u64, i64, u64, Vec<
 fn extraction_on_the_pool_equals_one_thread() {
     let image = mixed_tree();
     let parent = tempfile::tempdir().unwrap();
-    let modes = [
-        StreamOptions {
-            sequential: true,
-            ..StreamOptions::default()
-        },
-        StreamOptions::default(),
-        StreamOptions {
-            held_bytes: 0,
-            ahead_bytes: 1,
-            job_bytes: 1,
-            ahead_jobs: 1,
-            ..StreamOptions::default()
-        },
-    ];
     let mut seen = Vec::new();
-    for (k, stream) in modes.into_iter().enumerate() {
+    for (k, stream) in stream_modes().into_iter().enumerate() {
         let dest = parent.path().join(format!("out{k}"));
         let report = with_fs(&image, |fs| {
             let plan = Plan::build(fs, false).unwrap();
@@ -601,4 +573,23 @@ fn extraction_on_the_pool_equals_one_thread() {
         seen.push((tree, report.data_bytes, report.hole_bytes));
     }
     assert!(seen.iter().all(|s| *s == seen[0]));
+}
+
+/// The stream's modes whose results must not differ: the default, on the calling thread only,
+/// and one node at a time with nothing held or read ahead.
+fn stream_modes() -> [StreamOptions; 3] {
+    [
+        StreamOptions::default(),
+        StreamOptions {
+            sequential: true,
+            ..StreamOptions::default()
+        },
+        StreamOptions {
+            held_bytes: 0,
+            ahead_bytes: 1,
+            job_bytes: 1,
+            ahead_jobs: 1,
+            ..StreamOptions::default()
+        },
+    ]
 }
