@@ -2,7 +2,10 @@
 # CPU seconds per thread kind of one run of a tool, and the speed-up they allow on more
 # cores than this machine has.
 #
-#   bench/threads.sh mkfs    [TREE] [THREADS]   jffs2-mkfs -r TREE -e 0x20000 -n -l --threads THREADS
+#   bench/threads.sh mkfs    [TREE] [THREADS] [ERASE]
+#                                               jffs2-mkfs -r TREE -e ERASE -n -l --threads THREADS
+#                                               (ERASE 0x20000 unless given: the block-end
+#                                               compressions are per erase block)
 #   bench/threads.sh convert [TREE]             jffs2-convert -m priority (every data node
 #                                               recompressed with zlib) of the TREE image
 #   bench/threads.sh fsck    [TREE]             jffs2-fsck of the TREE image
@@ -46,8 +49,9 @@ case $TOOL in
   mkfs)
     TREE=${1:-/usr/bin}
     THREADS=${2:-$(nproc)}
+    ERASE=${3:-0x20000}
     cargo build --release --quiet --bin jffs2-mkfs
-    set -- "$REL/jffs2-mkfs" -r "$TREE" -e 0x20000 -n -l -o "$OUTF" --threads "$THREADS"
+    set -- "$REL/jffs2-mkfs" -r "$TREE" -e "$ERASE" -n -l -o "$OUTF" --threads "$THREADS"
     MAIN="main (scan, plan, layout, block-end compressions)"
     ;;
   convert)
