@@ -865,6 +865,34 @@ mod tests {
         assert!(ImageMap::open(Path::new("/dev/null"), None).is_err());
     }
 
+    /// The trimmer's rule: pages go when the file-backed part grew by more than the limit
+    /// and the whole process is above what it may keep (fsck keeps its image resident
+    /// unless its model is large next to it).
+    #[test]
+    fn pages_go_only_above_the_limit_and_what_may_be_kept() {
+        let statm = File::open("/proc/self/statm").unwrap();
+        let fd = statm.as_raw_fd();
+        let (all, file) = cpu_timer::resident(fd).unwrap();
+        assert!(all >= file && file > 0, "{all} {file}");
+        assert!(cpu_timer::over(fd, 0, 0, 0));
+        assert!(
+            !cpu_timer::over(fd, 0, 0, all + (64 << 20)),
+            "below what may be kept"
+        );
+        assert!(
+            !cpu_timer::over(fd, 0, file + (64 << 20), 0),
+            "grew less than the limit"
+        );
+        assert!(
+            !cpu_timer::over(fd, file + (64 << 20), 0, 0),
+            "shrank from the base"
+        );
+        assert!(
+            cpu_timer::over(-1, 0, usize::MAX, usize::MAX),
+            "unknown: dropped"
+        );
+    }
+
     /// `load`: the file mapped with room after it, padded in place; what cannot be mapped
     /// read into a buffer whose room is 0xFF.
     #[test]
