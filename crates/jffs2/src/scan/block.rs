@@ -264,6 +264,11 @@ impl Engine<'_> {
             let Ok(hdr) = NodeHeader::decode(&hb, self.e, u64::from(ofs)) else {
                 break;
             };
+            if self.hints.is_empty() {
+                // No hints: at least the next node's header, while this one is read.
+                let next = (ofs as usize).saturating_add(pad4(hdr.totlen) as usize);
+                crate::prefetch::prefetch(self.img, next);
+            }
             // D.6 byte-swapped magic, only at the block start.
             if ofs == jofs && hdr.magic == MAGIC_SWAPPED {
                 self.msg(
