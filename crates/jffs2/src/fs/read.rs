@@ -135,8 +135,7 @@ impl Fs<'_> {
         let data = b
             .get(INODE_SIZE..INODE_SIZE + csize as usize)
             .ok_or(ReadError::OutOfImage { offset: off })?;
-        let idx = self.ref_index(dn);
-        if !idx.is_some_and(|i| self.data_crc_known(i, off)) {
+        if !self.data_crc_known(dn) {
             let computed = crc32(data);
             if computed != ri.data_crc {
                 return Err(ReadError::DataCrc {
@@ -145,9 +144,7 @@ impl Fs<'_> {
                     computed,
                 });
             }
-            if let Some(i) = idx {
-                self.data_crc_passed(i, off);
-            }
+            self.data_crc_passed(dn);
         }
         if ri.compr == COMPR_NONE {
             return match data.get(..dsize as usize) {

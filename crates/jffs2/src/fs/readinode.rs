@@ -579,10 +579,7 @@ impl Fs<'_> {
     /// `Ok(())` if good, `Err((stored, computed))` if not. Nodes already checked and nodes
     /// without data pass.
     fn check_tn(&self, tn: &Tn) -> Result<(), (u32, u32)> {
-        if tn.state != RefState::Unchecked
-            || tn.dn.csize == 0
-            || self.data_crc_known(tn.dn.node, tn.dn.offset)
-        {
+        if tn.state != RefState::Unchecked || tn.dn.csize == 0 || self.data_crc_known(&tn.dn) {
             return Ok(());
         }
         let start = tn.dn.offset as usize + INODE_SIZE;
@@ -593,7 +590,7 @@ impl Fs<'_> {
             Some(d) => {
                 let crc = crc32(d);
                 if crc == tn.data_crc {
-                    self.data_crc_passed(tn.dn.node, tn.dn.offset);
+                    self.data_crc_passed(&tn.dn);
                     Ok(())
                 } else {
                     Err((tn.data_crc, crc))

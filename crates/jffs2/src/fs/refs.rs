@@ -53,7 +53,7 @@ impl Fs<'_> {
     /// (the fsck walk's) the ref at its offset, if the refs' order lets a binary search find
     /// it (the scan's order is the image's, but for a summary's entries, which may be in any
     /// order: then the node is not found, and its CRC merely computed again).
-    pub(super) fn ref_index(&self, dn: &DataNode) -> Option<usize> {
+    fn ref_index(&self, dn: &DataNode) -> Option<usize> {
         let refs = &self.scan.refs;
         let at = |i: usize| refs.get(i).is_some_and(|r| r.offset == dn.offset);
         if at(dn.node) {
@@ -63,16 +63,15 @@ impl Fs<'_> {
         at(i).then_some(i)
     }
 
-    /// Whether the data CRC of the node at ref `idx` (at `offset` in the image) is known to
-    /// pass.
-    pub(super) fn data_crc_known(&self, idx: usize, offset: u32) -> bool {
-        self.scan.refs.get(idx).is_some_and(|r| r.offset == offset) && self.data_ok.get(idx)
+    /// Whether the data CRC of `dn` is known to pass.
+    pub(super) fn data_crc_known(&self, dn: &DataNode) -> bool {
+        self.ref_index(dn).is_some_and(|i| self.data_ok.get(i))
     }
 
-    /// Records that the data CRC of the node at ref `idx` (at `offset`) passes.
-    pub(super) fn data_crc_passed(&self, idx: usize, offset: u32) {
-        if self.scan.refs.get(idx).is_some_and(|r| r.offset == offset) {
-            self.data_ok.set(idx);
+    /// Records that the data CRC of `dn` passes.
+    pub(super) fn data_crc_passed(&self, dn: &DataNode) {
+        if let Some(i) = self.ref_index(dn) {
+            self.data_ok.set(i);
         }
     }
 }
