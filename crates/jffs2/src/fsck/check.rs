@@ -229,19 +229,15 @@ fn run_filesystem(
     let es = geom.erase_size;
 
     let fs = fs::Fs::from_scan(img, &mut scan, Default::default());
-    // The inodes first: the walk must know which data nodes Linux shows (always
-    // decompressed) from dead ones (decompressed within a budget). The tree walk goes beside
-    // them, filling the gaps between their chunks, so that the flash walk has every core.
-    let ((inodes, status), full_scan) = rayon::join(
-        || read_inodes(&fs),
-        || full_scan_cost(img, &geom, facts.any_summary, facts.totals.bytes_read),
-    );
-    let live = live_offsets(&status);
-    let (walks, (tree, first, tree_counts)) = rayon::join(
-        || walk::walk(img, &fs, es, &live, progress),
-        || walk_tree(&fs, opts.compare.is_some()),
-    );
-    drop(live);
+    let Passes {
+        inodes,
+        status,
+        full_scan,
+        tree,
+        first,
+        tree_counts,
+        walks,
+    } = passes(img, &fs, &facts, es, opts, progress);
 
     let mut cx = Ctx {
         img,
@@ -308,6 +304,56 @@ fn run_filesystem(
         differences,
         compare_hint,
     })
+}
+
+/// What fsck's passes over the model and the flash give the findings.
+struct Passes {
+    inodes: BTreeMap<u32, InodeRead>,
+    status: HashMap<u32, Status>,
+    full_scan: u64,
+    tree: fs::Tree,
+    first: HashMap<u32, Vec<u8>>,
+    tree_counts: TreeCounts,
+    walks: Vec<BlockWalk>,
+}
+
+/// Reads the inodes, walks the tree and walks the flash of `img`, whose model is `fs`.
+fn passes(
+    img: &[u8],
+    fs: &Fs<'_>,
+    facts: &ScanFacts,
+    es: u32,
+    opts: &Options,
+    progress: Option<ProgressFn<'_>>,
+) -> Passes {
+    let geom = fs.scan().geometry;
+    // The walk must tell the data nodes Linux shows (always decompressed) from dead ones
+    // (decompressed within a budget), which takes reading the inodes; but a block whose data
+    // stays within the budget even counted all dead is walked alike either way: those blocks
+    // (all of them, short of much dead data) are walked beside the inode reads and the tree
+    // walk, so that no core waits for the reads.
+    let (((inodes, status), live, full_scan, (tree, first, tree_counts)), ahead) = rayon::join(
+        || {
+            let ((inodes, status), full_scan) = rayon::join(
+                || read_inodes(fs),
+                || full_scan_cost(img, &geom, facts.any_summary, facts.totals.bytes_read),
+            );
+            let live = live_offsets(&status);
+            let tree = walk_tree(fs, opts.compare.is_some());
+            ((inodes, status), live, full_scan, tree)
+        },
+        || walk::walk_ahead(img, fs, es, progress),
+    );
+    let walks = walk::walk_rest(img, fs, es, &live, ahead, progress);
+    Passes {
+        inodes,
+        status,
+        full_scan,
+        tree,
+        first,
+        tree_counts,
+        walks,
+    }
 }
 
 /// Reads every live inode (and the root) for what the later checks need of it: whether it

@@ -666,3 +666,50 @@ fn openwrt_end_marker() {
     assert!(f.message.contains("holds data after it"), "{f}");
     assert_eq!(r.tree, before.tree);
 }
+
+/// A 16 KiB block's budget for dead data is 256 KiB decompressed; live data has none. The
+/// walk that runs before the inodes are read counts every node as dead: where that overruns
+/// the budget it must leave the block to the walk that knows what is live, whose verdict
+/// alone counts (live data always decompressed, dead data past the budget noted).
+#[test]
+fn live_data_past_the_dead_data_budget_is_all_decompressed() {
+    let zeros = [0u8; 32768];
+    let node = |version: u32, ofs: u32| InodeNode {
+        ino: 5,
+        version,
+        mode: S_IFREG | 0o644,
+        isize: 12 * 32768,
+        offset: ofs,
+        compr: crate::compress::COMPR_ZLIB,
+        ..Default::default()
+    };
+    // Live only: 12 nodes of 32 KiB, 384 KiB decompressed, in one block.
+    let mut i = Img::new().erase_size(ES);
+    for k in 0..12 {
+        i.compressed(node(k + 1, k * 32768), &zeros);
+    }
+    i.dirent(1, 1, 5, dt::REG, b"zeros");
+    let r = run(&i.build());
+    assert!(errors(&r).is_empty(), "{:#?}", r.findings);
+    assert!(!has(&r, "decompression-budget", None), "{:#?}", r.findings);
+    assert_eq!((r.nodes.data_checked, r.nodes.data_bytes), (12, 12 * 32768));
+
+    // The same nodes, each rewritten once more: 12 dead, 12 live, in the same block. The
+    // live ones are decompressed; of the dead, 8 fit the budget (256 KiB), 4 do not.
+    let mut i = Img::new().erase_size(ES);
+    for k in 0..12 {
+        i.compressed(node(k + 1, k * 32768), &zeros);
+        i.compressed(node(k + 13, k * 32768), &zeros);
+    }
+    i.dirent(1, 1, 5, dt::REG, b"zeros");
+    let img = i.build();
+    let r = run(&img);
+    assert!(errors(&r).is_empty(), "{:#?}", r.findings);
+    let note = r
+        .findings
+        .iter()
+        .find(|f| f.code == "decompression-budget")
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert!(note.message.contains(": 4 superseded"), "{}", note.message);
+    assert_eq!(r.nodes.data_checked, 20);
+}

@@ -174,28 +174,53 @@ fn all_ff(b: &[u8]) -> bool {
     b.iter().all(|&c| c == 0xFF)
 }
 
-/// Walks every block of `img` (a whole number of `erase_size` blocks).
-///
-/// `live`: the offsets of the data nodes live inodes show, sorted; they are always
-/// decompressed.
-/// Other data nodes are decompressed within a budget of [`DEAD_DATA_PER_BYTE`] bytes per
-/// byte of their erase block (blocks are independent, so what is checked never depends on
-/// the threads); beyond it only their CRCs are checked, and they are counted.
-pub(crate) fn walk(
+/// Walks the blocks whose walk cannot depend on which nodes are live, before the inodes are
+/// read: those whose data, every node counted as dead, stays within the budget (all of
+/// them on an image without much dead data: 2 MiB of data per 128 KiB block). The others
+/// are `None`, left to [`walk_rest`].
+pub(crate) fn walk_ahead(
     img: &[u8],
     fs: &Fs<'_>,
     erase_size: u32,
-    live: &[u32],
     progress: Option<ProgressFn<'_>>,
-) -> Vec<BlockWalk> {
+) -> Vec<Option<BlockWalk>> {
     let es = erase_size as usize;
     let nblocks = img.len() / es.max(1);
-    let total = img.len() as u64;
-    let done = AtomicU64::new(0);
+    let done = Done::new(img.len() as u64, progress);
     (0..nblocks)
         .into_par_iter()
         // One output buffer per thread for the data decompressed only to be checked.
         .map_init(Vec::new, |buf, b| {
+            let w = walk_block(img, (b * es) as u32, es as u32, fs, None, buf);
+            w.map(|w| done.block(w, es))
+        })
+        .collect()
+}
+
+/// Completes `ahead` ([`walk_ahead`]'s walks of the blocks of `img`, a whole number of
+/// `erase_size` blocks), walking the blocks it left knowing `live`: the offsets of the data
+/// nodes live inodes show, sorted; they are always decompressed.
+/// Other data nodes are decompressed within a budget of [`DEAD_DATA_PER_BYTE`] bytes per
+/// byte of their erase block (blocks are independent, so what is checked never depends on
+/// the threads); beyond it only their CRCs are checked, and they are counted.
+pub(crate) fn walk_rest(
+    img: &[u8],
+    fs: &Fs<'_>,
+    erase_size: u32,
+    live: &[u32],
+    ahead: Vec<Option<BlockWalk>>,
+    progress: Option<ProgressFn<'_>>,
+) -> Vec<BlockWalk> {
+    let es = erase_size as usize;
+    let done = Done::new(img.len() as u64, progress);
+    done.skip(ahead.iter().filter(|w| w.is_some()).count() as u64 * es as u64);
+    ahead
+        .into_par_iter()
+        .enumerate()
+        .map_init(Vec::new, |buf, (b, w)| {
+            if let Some(w) = w {
+                return w;
+            }
             let start = b * es;
             // The block's part of `live` (a few dozen offsets, looked up by bisection: a
             // hash set of every live node was 2 % of the time, in cache misses).
@@ -203,27 +228,57 @@ pub(crate) fn walk(
             let lo = live.partition_point(|&o| (o as usize) < start);
             let hi = live.partition_point(|&o| o < end);
             let live = live.get(lo..hi).unwrap_or(&[]);
-            let mut w = walk_block(img, start as u32, es as u32, fs, live, buf);
-            // Every block's list is kept until the end: without the slack of its growth.
-            w.nodes.shrink_to_fit();
-            if let Some(p) = progress {
-                let d = done.fetch_add(es as u64, Ordering::Relaxed) + es as u64;
-                p(d, total);
-            }
-            w
+            let w = walk_block(img, start as u32, es as u32, fs, Some(live), buf);
+            // Knowing what is live, a block is always walked to its end.
+            done.block(w.unwrap_or_default(), es)
         })
         .collect()
 }
 
-/// Walks one erase block, item by item, from `start` to `start + es`.
+/// The walk's progress: bytes of blocks walked.
+struct Done<'p> {
+    total: u64,
+    done: AtomicU64,
+    progress: Option<ProgressFn<'p>>,
+}
+
+impl<'p> Done<'p> {
+    fn new(total: u64, progress: Option<ProgressFn<'p>>) -> Done<'p> {
+        Done {
+            total,
+            done: AtomicU64::new(0),
+            progress,
+        }
+    }
+
+    /// Counts `bytes` as walked already.
+    fn skip(&self, bytes: u64) {
+        self.done.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Counts a block walked, and readies its walk to be kept until the end.
+    fn block(&self, mut w: BlockWalk, es: usize) -> BlockWalk {
+        // Every block's list is kept until the end: without the slack of its growth.
+        w.nodes.shrink_to_fit();
+        if let Some(p) = self.progress {
+            let d = self.done.fetch_add(es as u64, Ordering::Relaxed) + es as u64;
+            p(d, self.total);
+        }
+        w
+    }
+}
+
+/// Walks one erase block, item by item, from `start` to `start + es`; `live` as for
+/// [`walk_rest`], `None` when not known yet: then every data node counts as dead, and the walk
+/// gives up (`None`) where one would overrun the budget.
 fn walk_block(
     img: &[u8],
     start: u32,
     es: u32,
     fs: &Fs<'_>,
-    live: &[u32],
+    live: Option<&[u32]>,
     buf: &mut Vec<u8>,
-) -> BlockWalk {
+) -> Option<BlockWalk> {
     let mut bw = BlockWalker {
         img,
         buf,
@@ -233,6 +288,7 @@ fn walk_block(
         budget: Budget {
             live,
             left: u64::from(es).saturating_mul(DEAD_DATA_PER_BYTE),
+            overrun: false,
         },
         w: BlockWalk {
             offset: start,
@@ -242,11 +298,12 @@ fn walk_block(
     let mut p = start;
     while p < bw.end {
         match bw.step(p) {
+            _ if bw.budget.overrun => return None,
             Some(next) => p = next,
             None => break,
         }
     }
-    bw.w
+    Some(bw.w)
 }
 
 /// One block being walked: where it ends, how to read it, and what was found so far.
@@ -381,9 +438,11 @@ impl BlockWalk {
 
 /// What a block may still decompress of data no live inode shows.
 struct Budget<'l> {
-    /// The block's live data nodes' offsets, sorted.
-    live: &'l [u32],
+    /// The block's live data nodes' offsets, sorted; `None` when not known yet.
+    live: Option<&'l [u32]>,
     left: u64,
+    /// Whether a node, not known to be live, would have overrun the budget.
+    overrun: bool,
 }
 
 /// One node whose header is valid and that lies within its block: its bytes (`totlen` of
@@ -568,7 +627,17 @@ impl NodeCtx<'_, '_> {
             ri.compr,
             COMPR_RTIME | COMPR_RUBINMIPS | COMPR_DYNRUBIN | COMPR_ZLIB | COMPR_LZO | COMPR_LZMA
         ) && size <= self.fs.options().kmalloc_max;
-        if !costly || budget.live.binary_search(&self.offset).is_ok() {
+        let Some(live) = budget.live else {
+            // Liveness not known yet: every node spends the budget; one that overruns it
+            // leaves the block to the walk that knows.
+            if costly && u64::from(size) > budget.left {
+                budget.overrun = true;
+                return true;
+            }
+            budget.left -= if costly { u64::from(size) } else { 0 };
+            return false;
+        };
+        if !costly || live.binary_search(&self.offset).is_ok() {
             return false;
         }
         if u64::from(size) <= budget.left {
