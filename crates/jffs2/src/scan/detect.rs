@@ -81,6 +81,10 @@ fn next_magic(
     mut p: usize,
     finder: &memchr::memmem::Finder<'_>,
 ) -> Option<usize> {
+    // Most often the next node follows the last one: a search costs far more than a look.
+    if p % 4 == 0 && p + 12 <= len && region.get(p..p + 2) == Some(finder.needle()) {
+        return Some(p);
+    }
     while p < region.len() && p + 12 <= len {
         let q = p + finder.find(region.get(p..)?)?;
         if q % 4 == 0 {
@@ -108,69 +112,117 @@ pub(super) fn walk(img: &[u8], e: Endian) -> Walk {
     w
 }
 
-/// Images at least this large are walked in two halves at once by [`walk_split`].
+/// Images at least this large are walked in parts at once by [`walk_split`].
 const SPLIT_MIN: usize = 4 << 20;
 
-/// [`walk`], the two halves of `img` on two cores: the first page read of a mapped image is
-/// most of a walk's cost. The second half's walk starts at the middle, where the first
-/// half's walk may be inside a node; from the first position the first walk reaches that
-/// the second walk also stood on (any 4-aligned position not strictly inside one of its
-/// nodes: the walk only ever steps 4 bytes or over a node), the two walks are the same, so
-/// the first continues on its own only up to there. The nodes are those of [`walk`].
-pub(super) fn walk_split(img: &[u8], e: Endian) -> Walk {
-    if img.len() < SPLIT_MIN {
-        return walk(img, e);
+/// How many threads the detection uses for an image of `len` bytes: one per core, each with
+/// at least [`SPLIT_MIN`] / 2 bytes to walk.
+fn detect_threads(len: usize) -> usize {
+    if len < SPLIT_MIN {
+        return 1;
     }
-    walk_halves(img, e, img.len() / 2 / 4 * 4)
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.clamp(1, (len / (SPLIT_MIN / 2)).max(1))
 }
 
-/// [`walk_split`] with the second half from `mid` (4-aligned).
-pub(super) fn walk_halves(img: &[u8], e: Endian, mid: usize) -> Walk {
-    let (mut w, second) = join2(
-        "jffs2-detect",
-        || {
-            let mut w = Walk::default();
-            walk_range(img, e, 0, mid, &mut w);
-            w
-        },
-        || {
-            let mut w = Walk::default();
-            walk_range(img, e, mid, img.len(), &mut w);
-            w
-        },
-    );
+/// [`walk`], `img` cut in as many parts as there are cores, walked at once: the first page
+/// read of a mapped image is most of a walk's cost. Each part's walk starts at its start,
+/// where the walk of the parts before may be inside a node; from the first position the walk
+/// so far reaches that the part's walk also stood on (any 4-aligned position not strictly
+/// inside one of its nodes: the walk only ever steps 4 bytes or over a node), the two walks
+/// are the same, so the walk so far continues on its own only up to there. The nodes are
+/// those of [`walk`].
+pub(super) fn walk_split(img: &[u8], e: Endian) -> Walk {
+    let n = detect_threads(img.len());
+    if n < 2 {
+        return walk(img, e);
+    }
+    let starts: Vec<usize> = (1..n).map(|k| img.len() / n * k / 4 * 4).collect();
+    walk_parts(img, e, &starts)
+}
+
+/// [`walk_split`] with the parts starting at 0 and at `starts` (4-aligned, ascending).
+pub(super) fn walk_parts(img: &[u8], e: Endian, starts: &[usize]) -> Walk {
+    let bounds: Vec<(usize, usize)> = std::iter::once(0)
+        .chain(starts.iter().copied())
+        .zip(starts.iter().copied().chain(std::iter::once(img.len())))
+        .collect();
+    let mut parts = par_map("jffs2-detect", bounds.len(), |k| {
+        let (from, to) = bounds[k];
+        let mut w = Walk::default();
+        walk_range(img, e, from, to, &mut w);
+        w
+    })
+    .into_iter();
+    let mut w = parts.next().unwrap_or_default();
+    for (part, &start) in parts.zip(starts) {
+        join_part(img, e, &mut w, part, start);
+    }
+    w
+}
+
+/// Continues `w` (the walk of everything before `start`) with `part`, the walk from `start`
+/// on: see [`walk_split`].
+fn join_part(img: &[u8], e: Endian, w: &mut Walk, part: Walk, start: usize) {
     loop {
-        // Where the first walk stands: past its last node, and at the middle at least.
-        let at = w
-            .nodes
-            .last()
-            .map_or(mid, |n| (n.ofs as usize + pad4(n.totlen) as usize).max(mid));
-        // The second walk's node `at` lies strictly inside, if any: the first walk goes on
-        // alone to its end (and past whatever it finds itself there).
-        let i = second.nodes.partition_point(|n| (n.ofs as usize) < at);
+        // Where the walk so far stands: past its last node, and at the part's start at least.
+        let at = w.nodes.last().map_or(start, |n| {
+            (n.ofs as usize + pad4(n.totlen) as usize).max(start)
+        });
+        // The part's node `at` lies strictly inside, if any: the walk so far goes on alone to
+        // its end (and past whatever it finds itself there).
+        let i = part.nodes.partition_point(|n| (n.ofs as usize) < at);
         let inside = i
             .checked_sub(1)
-            .and_then(|j| second.nodes.get(j))
+            .and_then(|j| part.nodes.get(j))
             .map(|n| n.ofs as usize + pad4(n.totlen) as usize)
             .filter(|&end| end > at);
         match inside {
             Some(end) => {
                 let before = w.nodes.len();
-                walk_range(img, e, at, end.min(img.len()), &mut w);
+                walk_range(img, e, at, end.min(img.len()), w);
                 if w.nodes.len() == before {
-                    // Nothing found up to `end`: the first walk now stands at `end`, which
-                    // the second walk reached too.
-                    let rest = second.nodes.partition_point(|n| (n.ofs as usize) < end);
-                    splice(&mut w, &second.nodes[rest..]);
-                    return w;
+                    // Nothing found up to `end`: the walk so far now stands at `end`, which
+                    // the part's walk reached too.
+                    let rest = part.nodes.partition_point(|n| (n.ofs as usize) < end);
+                    splice(w, &part.nodes[rest..]);
+                    return;
                 }
             }
             None => {
-                splice(&mut w, &second.nodes[i..]);
-                return w;
+                splice(w, &part.nodes[i..]);
+                return;
             }
         }
     }
+}
+
+/// `f(0)`, …, `f(n - 1)`, each on a thread of its own (named `name`) while this one waits;
+/// those no thread could be had for run here. The detection runs before the tools set up
+/// their thread pools: rayon's global pool is not used here.
+pub(crate) fn par_map<R: Send>(name: &str, n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    if n < 2 {
+        return (0..n).map(f).collect();
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        let spawned: Vec<_> = (0..n)
+            .map(|k| {
+                std::thread::Builder::new()
+                    .name(format!("{name}-{k}"))
+                    .spawn_scoped(s, move || f(k))
+            })
+            .collect();
+        spawned
+            .into_iter()
+            .enumerate()
+            .map(|(k, h)| match h.map(|h| h.join()) {
+                Ok(Ok(r)) => r,
+                Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                Err(_) => f(k),
+            })
+            .collect()
+    })
 }
 
 /// Runs `a` on a thread of its own (named `name`) and `b` on this one, or both here when no
@@ -579,27 +631,20 @@ fn detect_into(image: &[u8], nodes: &mut Vec<u32>) -> Detection {
     let sum_sizes = summary_sizes(img, &w.nodes, e);
     let cands = candidates(img, &w.nodes, &cms, &sum_sizes);
     // Candidates are independent; each touches a page at every boundary of its size, which
-    // on a mapped image is the first read of much of it: every other one on a second core.
-    let fits: Vec<Fit> = if img.len() < SPLIT_MIN {
+    // on a mapped image is the first read of much of it: spread over the cores, every n-th.
+    let n = detect_threads(img.len()).min(cands.len().max(1));
+    let shares = par_map("jffs2-detect", n, |k| -> Vec<Fit> {
         cands
             .iter()
+            .skip(k)
+            .step_by(n)
             .map(|&c| evaluate(img, &w.nodes, c, e))
             .collect()
-    } else {
-        let half = |odd: usize| -> Vec<Fit> {
-            cands
-                .iter()
-                .skip(odd)
-                .step_by(2)
-                .map(|&c| evaluate(img, &w.nodes, c, e))
-                .collect()
-        };
-        let (even, odd) = join2("jffs2-detect", || half(0), || half(1));
-        let mut odd = odd.into_iter();
-        even.into_iter()
-            .flat_map(|f| std::iter::once(f).chain(odd.next()))
-            .collect()
-    };
+    });
+    let mut shares: Vec<_> = shares.into_iter().map(|v| v.into_iter()).collect();
+    let fits: Vec<Fit> = (0..cands.len())
+        .filter_map(|i| shares.get_mut(i % n).and_then(|s| s.next()))
+        .collect();
     let data_end = w
         .nodes
         .last()

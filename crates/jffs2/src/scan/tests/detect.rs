@@ -4,7 +4,7 @@ use std::process::Command;
 
 use super::images::{fixtures_dir, made_images, make_tree};
 use super::*;
-use crate::scan::detect::{walk, walk_halves, walks};
+use crate::scan::detect::{walk, walk_parts, walks};
 use crate::scan::{as_flashed, detect};
 
 #[test]
@@ -245,8 +245,20 @@ fn split_walks_find_what_whole_walks_find() {
             let mids = (0..=img.len() / 4 * 4)
                 .step_by(step)
                 .chain((0..64).map(|k| 4 * k));
-            for mid in mids {
-                let got = walk_halves(img, e, mid);
+            let mids: Vec<usize> = mids.collect();
+            for (k, &mid) in mids.iter().enumerate() {
+                // Two parts, and now and then three (the third from another middle).
+                let other = mids[(k * 7 + 3) % mids.len()];
+                let got = walk_parts(img, e, &[mid]);
+                if k % 5 == 0 {
+                    let three = walk_parts(img, e, &[mid.min(other), mid.max(other)]);
+                    assert_eq!(
+                        (&three.nodes, three.node_bytes),
+                        (&want.nodes, want.node_bytes),
+                        "{what}, {}, parts at {mid} and {other}",
+                        e.name()
+                    );
+                }
                 assert!(
                     got.nodes == want.nodes && got.node_bytes == want.node_bytes,
                     "{what}, {}, halves at {mid}: {} nodes, a whole walk finds {}",
