@@ -73,6 +73,11 @@ pub struct ImageOptions {
     /// they grow by `.0` bytes, checked every `.1` of CPU time, while the detection runs and
     /// under [`Image::trimmer`] (see [`crate::mapped::Trimmer`]).
     pub trim: Option<(usize, Duration)>,
+    /// With `trim`: drop the pages only while the whole process holds more than the image
+    /// and this many bytes (0: whenever they grew by `trim.0`), as
+    /// [`crate::mapped::ImageMap::trimmer_keeping`]: a reader that goes over the image more
+    /// than once keeps it resident, unless what it builds is large next to it.
+    pub trim_keep: usize,
     /// Read only this part of the file ([`Window`]: a partition of a full-flash dump, an
     /// image inside an update file), as if it had been cut out: offsets in every report count
     /// from its start. `None`: the whole file. Applied when the image is opened from a path
@@ -375,7 +380,9 @@ impl Image<'static> {
             Err(e) => return Err(io_err(e)),
         };
         let r = {
-            let _t = opts.trim.map(|(limit, period)| map.trimmer(limit, period));
+            let _t = opts
+                .trim
+                .map(|(limit, period)| map.trimmer_keeping(limit, opts.trim_keep, period));
             recognise(map.file_bytes(), opts, true)?
         };
         let file_len = map.file_len();
@@ -419,7 +426,9 @@ impl Image<'static> {
     /// already covers the padding (mapped with `pad_to`), else copied and padded.
     pub fn from_map(map: ImageMap, opts: &ImageOptions) -> Result<Image<'static>, ImageError> {
         let r = {
-            let _t = opts.trim.map(|(limit, period)| map.trimmer(limit, period));
+            let _t = opts
+                .trim
+                .map(|(limit, period)| map.trimmer_keeping(limit, opts.trim_keep, period));
             recognise(map.file_bytes(), opts, true)?
         };
         let file_len = map.file_len();
@@ -560,7 +569,9 @@ impl<'a> Image<'a> {
     /// pages, active until dropped (hold it while scanning, building and reading).
     pub fn trimmer(&self) -> Option<Trimmer<'_>> {
         match (&self.bytes, self.opts.trim) {
-            (Bytes::Mapped(m), Some((limit, period))) => Some(m.trimmer(limit, period)),
+            (Bytes::Mapped(m), Some((limit, period))) => {
+                Some(m.trimmer_keeping(limit, self.opts.trim_keep, period))
+            }
             _ => None,
         }
     }

@@ -82,7 +82,7 @@ const TRIM_LIMIT: usize = 16 << 20;
 /// a tenth of its time on a 128 MiB image. The pages go only when the model is large next to
 /// the image (many tiny nodes or entries), which keeps the peak within `docs/SECURITY.md`'s
 /// bound of twice the image and 64 MiB.
-const TRIM_KEEP: usize = 48 << 20;
+pub const TRIM_KEEP: usize = 48 << 20;
 const TRIM_PERIOD: Duration = Duration::from_millis(2);
 
 /// Spare room after a [`ImageMap::load`] input for the padding to whole erase blocks (see
@@ -560,9 +560,21 @@ impl ImageMap {
     /// thread waking every `period` as a fallback), the file-backed resident size is read
     /// and [`ImageMap::release`] called when it grew by `limit` since the trimmer started.
     pub fn trimmer(&self, limit: usize, period: Duration) -> Trimmer<'_> {
+        self.trimmer_keeping(limit, 0, period)
+    }
+
+    /// [`ImageMap::trimmer`], dropping the pages only while the whole process holds more
+    /// than the mapped file and `keep` bytes (a reader that goes over the image several
+    /// times, like `load_trimmed`'s with [`TRIM_KEEP`]); `keep` 0: whenever they grew.
+    pub fn trimmer_keeping(&self, limit: usize, keep: usize, period: Duration) -> Trimmer<'_> {
+        let keep = if keep == 0 {
+            0
+        } else {
+            self.file_part.saturating_add(keep)
+        };
         // SAFETY: the file part is this map's private, read-only file mapping, never
         // written, and the returned value borrows the map, so it stops before the unmapping.
-        unsafe { Trimmer::for_file_pages(self.base, self.file_part, (limit, 0), period) }
+        unsafe { Trimmer::for_file_pages(self.base, self.file_part, (limit, keep), period) }
     }
 }
 

@@ -143,6 +143,9 @@ pub fn load(
         insist: endian.is_some() || erase_size.is_some(),
         quick_detect: true,
         trim: Some((TRIM_LIMIT, TRIM_PERIOD)),
+        // The views go over the image several times (scan, inode reads, data): kept
+        // resident unless the model is large next to it (as jffs2-fsck does).
+        trim_keep: jffs2::mapped::TRIM_KEEP,
         // An image already read (`owned`) was windowed before its OOB bytes were peeled.
         window: if owned.is_some() { None } else { window },
         ..ImageOptions::default()
