@@ -115,14 +115,21 @@ pub(super) fn walk(img: &[u8], e: Endian) -> Walk {
 /// Images at least this large are walked in parts at once by [`walk_split`].
 const SPLIT_MIN: usize = 4 << 20;
 
-/// How many threads the detection uses for an image of `len` bytes: one per core, each with
-/// at least [`SPLIT_MIN`] / 2 bytes to walk.
+/// How many threads the detection uses for an image of `len` bytes: as many as rayon's pool
+/// has (one per core, or `RAYON_NUM_THREADS`: a run limited to one thread stays on one),
+/// each with at least [`SPLIT_MIN`] / 2 bytes to walk. The pool itself is not asked: that
+/// would build it, before a tool names its threads.
 fn detect_threads(len: usize) -> usize {
     if len < SPLIT_MIN {
         return 1;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cores.clamp(1, (len / (SPLIT_MIN / 2)).max(1))
+    let limit = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(cores);
+    limit.clamp(1, (len / (SPLIT_MIN / 2)).max(1))
 }
 
 /// [`walk`], `img` cut in as many parts as there are cores, walked at once: the first page
