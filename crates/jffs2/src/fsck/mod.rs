@@ -16,7 +16,8 @@
 //!    and every data node of a live inode is decompressed to its `dsize` through the same code
 //!    that reads files ([`crate::fs::Fs::node_data`]); data no live inode shows (superseded,
 //!    deleted) within a budget per erase block, past which a `decompression-budget` note
-//!    counts it (the model is read first, so the walk knows which is which). Bytes that are neither nodes nor erased
+//!    counts it (blocks whose data stays within the budget even counted all dead are walked
+//!    while the model is read; the others once it is, knowing which is which). Bytes that are neither nodes nor erased
 //!    flash, nodes crossing a block end, padding, cleanmarkers and summaries are recorded.
 //! 4. **The model** ([`crate::fs::Fs::tree`] and [`crate::fs::Fs::read_inode`] of every inode, in
 //!    parallel): dirents to missing inodes, orphans, directory hard links and cycles, link

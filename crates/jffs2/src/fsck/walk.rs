@@ -177,7 +177,8 @@ fn all_ff(b: &[u8]) -> bool {
 /// Walks the blocks whose walk cannot depend on which nodes are live, before the inodes are
 /// read: those whose data, every node counted as dead, stays within the budget (all of
 /// them on an image without much dead data: 2 MiB of data per 128 KiB block). The others
-/// are `None`, left to [`walk_rest`].
+/// are `None`, left to [`walk_rest`]: the work spent on them here is lost, at most the
+/// budget's (so a block of dead data costs at most twice its budget).
 pub(crate) fn walk_ahead(
     img: &[u8],
     fs: &Fs<'_>,
