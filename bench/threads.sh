@@ -64,13 +64,13 @@ case $TOOL in
     image "${1:-/usr/bin}"
     cargo build --release --quiet --bin jffs2-fsck
     set -- "$REL/jffs2-fsck" --no-progress "$IMG"
-    MAIN="main (detect, build, findings, report; the scan and the checks run on the pool)"
+    MAIN="main (build, findings, report; the detection, the scan and the checks run on pools)"
     ;;
   extract)
     image "${1:-/usr/bin}"
     cargo build --release --quiet --bin jffs2-dump
     set -- "$REL/jffs2-dump" --extract="$OUTF" "$IMG"
-    MAIN="main (detect, scan, build, plan, file creation and metadata)"
+    MAIN="main (quick detection, scan, build, plan, file creation and metadata)"
     ;;
   sumtool)
     image "${1:-/usr/bin}"
@@ -107,6 +107,7 @@ NAMES = {
     "jffs2-dump": "pool (extraction)",
     "jffs2-trim": "page trimmer",
     "sumtool-detect": "detection",
+    "jffs2-detect": "detection (one thread per core)",
     "sumtool-check": "node checks",
     "sumtool-write": "writer",
 }

@@ -294,6 +294,7 @@ pub fn main(tool: &Tool, argv: &[OsString], as_fsck: bool) -> i32 {
     if tool.print(&out).is_err() {
         return EXIT_OPERATIONAL;
     }
+    image.release_on_pool();
     code
 }
 

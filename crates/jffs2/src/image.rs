@@ -565,6 +565,15 @@ impl<'a> Image<'a> {
         }
     }
 
+    /// For a mapped image: its pages dropped on rayon's pool
+    /// ([`crate::mapped::ImageMap::release_on_pool`]), which makes its unmapping cheap; for
+    /// the end of a run, when the pool is idle. Nothing for an image in memory.
+    pub fn release_on_pool(&self) {
+        if let Bytes::Mapped(m) = &self.bytes {
+            m.release_on_pool();
+        }
+    }
+
     /// For a mapped image opened with [`ImageOptions::trim`]: a trimmer of its resident
     /// pages, active until dropped (hold it while scanning, building and reading).
     pub fn trimmer(&self) -> Option<Trimmer<'_>> {

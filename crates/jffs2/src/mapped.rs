@@ -555,6 +555,29 @@ impl ImageMap {
         }
     }
 
+    /// [`ImageMap::release`], the file part cut in pieces dropped on rayon's pool at once:
+    /// undoing the page tables of a large mapped image is a serial few milliseconds in
+    /// `munmap` otherwise (8 ms for 128 MiB), at the very end of a run, when the pool is idle.
+    pub fn release_on_pool(&self) {
+        use rayon::prelude::*;
+        const PIECE: usize = 8 << 20;
+        let base = self.base as usize;
+        let len = self.file_part;
+        (0..len.div_ceil(PIECE)).into_par_iter().for_each(|i| {
+            let n = PIECE.min(len - i * PIECE);
+            // SAFETY: a piece of our own private, read-only file mapping (its start a multiple
+            // of the page size from the mapping's start); MADV_DONTNEED discards only the
+            // page-table entries, and later accesses re-read the file.
+            unsafe {
+                libc::madvise(
+                    (base + i * PIECE) as *mut libc::c_void,
+                    n,
+                    libc::MADV_DONTNEED,
+                );
+            }
+        });
+    }
+
     /// Keeps the map's resident pages below about `limit` bytes until the returned value is
     /// dropped: every `period` of the process's CPU time (see the module documentation; a
     /// thread waking every `period` as a fallback), the file-backed resident size is read
@@ -861,6 +884,16 @@ mod tests {
         assert!(m.bytes()[10_000..].iter().all(|&b| b == 0xFF));
         m.release();
         assert_eq!(&m.bytes()[..10_000], &data[..], "pages come back unchanged");
+        m.release_on_pool();
+        assert_eq!(
+            &m.bytes()[..10_000],
+            &data[..],
+            "and after the pool dropped them"
+        );
+        assert!(
+            m.bytes()[10_000..].iter().all(|&b| b == 0xFF),
+            "padding kept"
+        );
         {
             let _t = m.trimmer(0, Duration::from_millis(1));
             // A second one at the same time falls back to a thread.
@@ -875,6 +908,22 @@ mod tests {
         let empty = ImageMap::open(&p, Some(0)).unwrap();
         assert!(empty.bytes().is_empty());
         assert!(ImageMap::open(Path::new("/dev/null"), None).is_err());
+    }
+
+    /// Pages dropped in pieces on the pool (the last one short) read back as the file, and
+    /// the padding after it stays.
+    #[test]
+    fn pages_dropped_on_the_pool_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("img");
+        let len = (17 << 20) + 4099;
+        let data: Vec<u8> = (0..len as u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let m = ImageMap::open(&p, Some(len + 5000)).unwrap();
+        assert_eq!(m.file_bytes(), &data[..]);
+        m.release_on_pool();
+        assert_eq!(m.file_bytes(), &data[..]);
+        assert!(m.bytes()[len..].iter().all(|&b| b == 0xFF));
     }
 
     /// The trimmer's rule: pages go when the file-backed part grew by more than the limit

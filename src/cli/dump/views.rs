@@ -587,6 +587,8 @@ pub fn run(
         let kernel = KernelView::new(fs.scan());
         write_json(&loaded, &kernel, &fs, status, out).map_err(|e| stdout_failed(tool, &e))?;
     }
+    drop((fs, _trim));
+    loaded.image.release_on_pool();
     Ok(status)
 }
 
