@@ -229,26 +229,18 @@ fn run_filesystem(
     let es = geom.erase_size;
 
     let fs = fs::Fs::from_scan(img, &mut scan, Default::default());
-    let Passes {
-        inodes,
-        status,
-        full_scan,
-        tree,
-        first,
-        tree_counts,
-        walks,
-    } = passes(img, &fs, &facts, es, opts, progress);
+    let p = passes(img, &fs, &facts, es, opts, progress);
 
     let mut cx = Ctx {
         img,
         image_len,
         fs: &fs,
         es,
-        walks: &walks,
-        inodes: &inodes,
-        first: &first,
-        unreadable_paths: unreadable_paths(&tree, &first),
-        status,
+        walks: &p.walks,
+        inodes: &p.inodes,
+        first: &p.first,
+        unreadable_paths: unreadable_paths(&p.tree, &p.first),
+        status: p.status,
         model_offsets: HashSet::new(),
         findings: Vec::new(),
         end_marker: end_marker.as_ref().map(|m| m.offset),
@@ -257,7 +249,7 @@ fn run_filesystem(
         info: &info,
         all_ff,
         end_marker: end_marker.as_ref(),
-        tree: &tree,
+        tree: &p.tree,
         failure: facts.failure.as_ref(),
         sblocks: &facts.sblocks,
     };
@@ -267,15 +259,15 @@ fn run_filesystem(
     // A mount that fails in the scan stops there; one whose root cannot be read lists nothing.
     let mut kernel_log: Vec<KernelMsg> = facts.log;
     if facts.failure.is_none() {
-        mount_log(&mut kernel_log, &fs, &inodes, &first, &tree);
+        mount_log(&mut kernel_log, &fs, &p.inodes, &p.first, &p.tree);
     }
     let findings = cx.sorted_findings(&kernel_log);
 
-    let mount_ok = facts.failure.is_none() && matches!(inodes.get(&1), Some(Ok(_)));
+    let mount_ok = facts.failure.is_none() && matches!(p.inodes.get(&1), Some(Ok(_)));
     let differences = opts
         .compare
         .as_ref()
-        .map(|c| compare::compare(&fs, &tree, c))
+        .map(|c| compare::compare(&fs, &p.tree, c))
         .transpose()?;
     let compare_hint = match (&differences, &opts.compare) {
         (Some(d), Some(c)) => compare::hint(d, c),
@@ -290,17 +282,17 @@ fn run_filesystem(
         space: facts.totals,
         blocks: block_counts(&facts.sblocks),
         summary_blocks: summary_blocks(&facts.sblocks),
-        node_blocks: walks.iter().filter(|w| has_nodes(w)).count() as u32,
+        node_blocks: p.walks.iter().filter(|w| has_nodes(w)).count() as u32,
         mount_cost: MountCost {
             with_summaries: facts.totals.bytes_read,
-            full_scan,
+            full_scan: p.full_scan,
         },
         mount_ok,
         read_only: facts.forced_ro,
         kernel_log,
-        block_details: block_details(&facts.sblocks, &walks),
-        tree: tree_counts,
-        nodes: node_counts(&walks),
+        block_details: block_details(&facts.sblocks, &p.walks),
+        tree: p.tree_counts,
+        nodes: node_counts(&p.walks),
         differences,
         compare_hint,
     })
