@@ -76,8 +76,9 @@ use crate::mapguard::MapGuard;
 /// Resident pages of a [`ImageMap::load_trimmed`] input above which they are dropped, and
 /// how often (in the process's CPU time) that is checked.
 const TRIM_LIMIT: usize = 16 << 20;
-/// ... but only while the whole process holds more than the input's size and this much:
-/// jffs2-fsck reads the image five times over (detection, scan, inode reads, tree walk,
+/// What a process may hold beyond its mapped input before a trimmer drops the input's pages
+/// ([`ImageMap::load_trimmed`], [`ImageMap::trimmer_keeping`]): jffs2-fsck reads the image
+/// five times over (detection, scan, inode reads, tree walk,
 /// flash walk), and dropping its pages between those passes made each fault them in again,
 /// a tenth of its time on a 128 MiB image. The pages go only when the model is large next to
 /// the image (many tiny nodes or entries), which keeps the peak within `docs/SECURITY.md`'s

@@ -207,7 +207,7 @@ fn join_part(img: &[u8], e: Endian, w: &mut Walk, part: Walk, start: usize) {
 /// `f(0)`, …, `f(n - 1)`, each on a thread of its own (named `name`) while this one waits;
 /// those no thread could be had for run here. The detection runs before the tools set up
 /// their thread pools: rayon's global pool is not used here.
-pub(crate) fn par_map<R: Send>(name: &str, n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+fn par_map<R: Send>(name: &str, n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
     if n < 2 {
         return (0..n).map(f).collect();
     }
