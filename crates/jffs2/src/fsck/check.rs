@@ -184,10 +184,18 @@ pub(crate) fn run(
     let given = usize::try_from(image_len).map_or(img, |l| &img[..l.min(img.len())]);
     let scan =
         |img: &[u8]| scan::engine::scan_hinted(img, &info.geometry, &ScanOptions::default(), hints);
-    // Both are passes over the whole image: side by side, the scan on the chance (nearly
-    // always taken) that the image holds nothing after its filesystem.
+    // Data after the end: found after the detection's last node when the detection walked in
+    // this byte order (its walk takes the nodes this search takes), else by a pass of its own
+    // beside the scan.
+    let e = info.geometry.endian;
+    let detected = !hints.is_empty()
+        && info.detection.geometry.endian == e
+        && given.len() <= u32::MAX as usize - 3;
     let (trailing, scanned) = rayon::join(
-        || scan::trailing_data(given, info.geometry.endian),
+        || match detected {
+            true => scan::trailing::trailing_data_after_node(given, e, hints.last().copied()),
+            false => scan::trailing_data(given, e),
+        },
         || scan(img),
     );
     let Some(t) = trailing else {

@@ -62,6 +62,29 @@ pub fn trailing_data(image: &[u8], e: Endian) -> Option<TrailingData> {
             _ => p += 4,
         }
     }
+    trailing_after(image, last_end)
+}
+
+/// [`trailing_data`] of `image` whose walk from node to node in byte order `e` found its
+/// last node at `last` (the detection's walk finds the same nodes: [`crate::scan::detect`]'s
+/// node offsets), or none (`None`): without a second pass.
+pub fn trailing_data_after_node(
+    image: &[u8],
+    e: Endian,
+    last: Option<u32>,
+) -> Option<TrailingData> {
+    let end = match last {
+        None => 0,
+        Some(o) => {
+            let h = node_header_at(image.get(o as usize..)?).filter(|(ne, _)| *ne == e)?;
+            (o as u64 + pad4_64(h.1.totlen)).min(image.len() as u64) as usize
+        }
+    };
+    trailing_after(image, end)
+}
+
+/// The data after `last_end` (where the filesystem's last node ends), if any.
+fn trailing_after(image: &[u8], last_end: usize) -> Option<TrailingData> {
     let tail = image.get(last_end..)?;
     let start = last_end + tail.iter().position(|&b| b != 0xFF)?;
     let foreign = image[start..]
@@ -112,6 +135,14 @@ mod tests {
             torn.extend([0x85, 0x19, 0x01]);
             torn.extend([0xFF; 9000]);
             assert_eq!(trailing_data(&torn, e), None);
+            // From the detection's nodes, the same without the walk.
+            for img in [&img, &t, &torn] {
+                let (_, nodes) = crate::scan::detect::detect_with_nodes(img);
+                assert_eq!(
+                    trailing_data_after_node(img, e, nodes.last().copied()),
+                    trailing_data(img, e)
+                );
+            }
         }
     }
 }
