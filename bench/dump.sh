@@ -75,7 +75,8 @@ meta() { (cd "$1" && find . -printf '%P %y %m %U:%G %s %TY-%Tm-%Td/%TH:%TM %l\n'
 single_image_run() {
   zf=() ff=()
   for _ in $(seq "$RUNS"); do
-    read -r z f < <("$FLOOR_BIN" "$IMG" 2>"$OUT/floor.txt")
+    # `$(...)` waits for the floor to exit (bench/fsck.sh says why).
+    read -r z f <<<"$("$FLOOR_BIN" "$IMG" 2>"$OUT/floor.txt")"
     zf+=("$z"); ff+=("$f")
   done
   # The floor: inflating with the system zlib (the kernel's and every other tool's inflater),
@@ -144,9 +145,10 @@ floor_run() {
   "$OURS" --extract="$T" "$IMG"
   local iw=() ww=() wc=() ow=() oc=() f w c _
   for _ in $(seq "$RUNS"); do
-    read -r f < <("$FLOOR_BIN" "$IMG" --ours 2>/dev/null)
+    # `$(...)` waits for each floor to exit (bench/fsck.sh says why).
+    f=$("$FLOOR_BIN" "$IMG" --ours 2>/dev/null)
     iw+=("$f")
-    read -r w c < <("$WRITE_FLOOR" "$T" "$W" 2>"$OUT/write-floor.txt")
+    read -r w c <<<"$("$WRITE_FLOOR" "$T" "$W" 2>"$OUT/write-floor.txt")"
     ww+=("$w"); wc+=("$c")
     rm -rf "$O"
     read -r w c _ < <(time_one "$OURS" --extract="$O" "$IMG")
