@@ -66,7 +66,7 @@ pub fn trailing_data(image: &[u8], e: Endian) -> Option<TrailingData> {
 }
 
 /// [`trailing_data`] of `image` whose walk from node to node in byte order `e` found its
-/// last node at `last` (the detection's walk finds the same nodes: [`crate::scan::detect`]'s
+/// last node at `last` (the detection's walk finds the same nodes: [`crate::scan::detect()`]'s
 /// node offsets), or none (`None`): without a second pass.
 pub fn trailing_data_after_node(
     image: &[u8],
