@@ -548,12 +548,17 @@ impl<'a> Image<'a> {
     /// Data after the end of the filesystem in the input (the next partition of a flash
     /// dump, a carver's tail): at least 4 KiB that is neither nodes nor 0xFF after the last
     /// node ([`crate::scan::trailing_data`]). It holds no node, so it changes no file; the
-    /// reports name it rather than count it as damage. One pass over the input (made once,
-    /// and by [`Image::salvage`] beside its scan).
+    /// reports name it rather than count it as damage. Made once (by [`Image::salvage`]
+    /// beside its scan): after the detection's last node when the detection kept its nodes,
+    /// else one pass over the input ([`crate::scan::trailing::trailing_data_after`]).
     pub fn trailing_data(&self) -> Option<scan::TrailingData> {
-        *self
-            .trailing
-            .get_or_init(|| scan::trailing_data(self.file_bytes(), self.geometry.endian))
+        *self.trailing.get_or_init(|| {
+            scan::trailing::trailing_data_after(
+                self.file_bytes(),
+                self.geometry.endian,
+                &self.hints,
+            )
+        })
     }
 
     /// Whether the mapped file shrank while it was read (its vanished pages then read as

@@ -86,6 +86,20 @@ const TRIM_LIMIT: usize = 16 << 20;
 pub const TRIM_KEEP: usize = 48 << 20;
 const TRIM_PERIOD: Duration = Duration::from_millis(2);
 
+/// Drops the resident pages of `[addr, addr + len)`: `madvise(MADV_DONTNEED)`, which on a
+/// private file mapping never written discards only the page-table entries (later accesses
+/// read the file again). Async-signal-safe (the trimmer's timer calls it from its handler).
+///
+/// # Safety
+///
+/// The range must lie in a private mapping of a file that nothing has written.
+unsafe fn drop_pages(addr: usize, len: usize) {
+    // SAFETY: the caller's.
+    unsafe {
+        libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED);
+    }
+}
+
 /// Spare room after a [`ImageMap::load`] input for the padding to whole erase blocks (see
 /// the module documentation).
 const SPARE: usize = 5 * 16 * 1024 * 1024;
@@ -318,7 +332,7 @@ impl ImageMap {
             if let Ok(mut map) = ImageMap::map(file, (off, size), size, SPARE, pages) {
                 map.watch.file = file.try_clone().ok().map(|f| (f, off + size as u64));
                 if pages == Pages::Trim {
-                    let keep = map.file_part.saturating_add(TRIM_KEEP);
+                    let keep = map.keep_limit(TRIM_KEEP);
                     // SAFETY: the file part is this map's private, read-only file mapping,
                     // never written; `drop` stops the trimmer before the unmapping.
                     map.trimmer = Some(unsafe {
@@ -548,11 +562,17 @@ impl ImageMap {
     /// Drops the resident pages of the file part (they are mapped again on the next access).
     pub fn release(&self) {
         if self.file_part > 0 {
-            // SAFETY: the range is our own private, read-only file mapping; MADV_DONTNEED on it
-            // discards only the page-table entries, and later accesses re-read the file.
-            unsafe {
-                libc::madvise(self.base.cast(), self.file_part, libc::MADV_DONTNEED);
-            }
+            // SAFETY: the range is our own private, read-only file mapping.
+            unsafe { drop_pages(self.base as usize, self.file_part) }
+        }
+    }
+
+    /// The process's resident size above which a trimmer may drop pages when it may keep
+    /// `keep` bytes besides the mapped file (`keep` 0: no floor).
+    fn keep_limit(&self, keep: usize) -> usize {
+        match keep {
+            0 => 0,
+            k => self.file_part.saturating_add(k),
         }
     }
 
@@ -567,15 +587,8 @@ impl ImageMap {
         (0..len.div_ceil(PIECE)).into_par_iter().for_each(|i| {
             let n = PIECE.min(len - i * PIECE);
             // SAFETY: a piece of our own private, read-only file mapping (its start a multiple
-            // of the page size from the mapping's start); MADV_DONTNEED discards only the
-            // page-table entries, and later accesses re-read the file.
-            unsafe {
-                libc::madvise(
-                    (base + i * PIECE) as *mut libc::c_void,
-                    n,
-                    libc::MADV_DONTNEED,
-                );
-            }
+            // of the page size from the mapping's start).
+            unsafe { drop_pages(base + i * PIECE, n) }
         });
     }
 
@@ -591,11 +604,7 @@ impl ImageMap {
     /// than the mapped file and `keep` bytes (a reader that goes over the image several
     /// times, like `load_trimmed`'s with [`TRIM_KEEP`]); `keep` 0: whenever they grew.
     pub fn trimmer_keeping(&self, limit: usize, keep: usize, period: Duration) -> Trimmer<'_> {
-        let keep = if keep == 0 {
-            0
-        } else {
-            self.file_part.saturating_add(keep)
-        };
+        let keep = self.keep_limit(keep);
         // SAFETY: the file part is this map's private, read-only file mapping, never
         // written, and the returned value borrows the map, so it stops before the unmapping.
         unsafe { Trimmer::for_file_pages(self.base, self.file_part, (limit, keep), period) }
@@ -645,9 +654,7 @@ impl<'a> Trimmer<'a> {
                     if cpu_timer::over(fd, base, limit, keep) {
                         // SAFETY: as in `release`; the mapping outlives this thread, which
                         // `Trimmer` joins before the borrow of the map ends.
-                        unsafe {
-                            libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED);
-                        }
+                        unsafe { drop_pages(addr, len) }
                     }
                 }
             })
@@ -719,13 +726,7 @@ mod cpu_timer {
                 // SAFETY: while ACTIVE, [ADDR, ADDR+LEN) is the trimmer's private read-only
                 // file mapping (stop() clears ACTIVE and waits for running handlers before
                 // the mapping can go away).
-                unsafe {
-                    libc::madvise(
-                        ADDR.load(SeqCst) as *mut libc::c_void,
-                        LEN.load(SeqCst),
-                        libc::MADV_DONTNEED,
-                    );
-                }
+                unsafe { super::drop_pages(ADDR.load(SeqCst), LEN.load(SeqCst)) }
             }
         }
         IN_HANDLER.fetch_sub(1, SeqCst);

@@ -182,28 +182,20 @@ pub(crate) fn run(
         hints,
     } = flash;
     let given = usize::try_from(image_len).map_or(img, |l| &img[..l.min(img.len())]);
-    let scan =
+    let mount_scan =
         |img: &[u8]| scan::engine::scan_hinted(img, &info.geometry, &ScanOptions::default(), hints);
-    // Data after the end: found after the detection's last node when the detection walked in
-    // this byte order (its walk takes the nodes this search takes), else by a pass of its own
-    // beside the scan.
-    let e = info.geometry.endian;
-    let detected = !hints.is_empty()
-        && info.detection.geometry.endian == e
-        && given.len() <= u32::MAX as usize - 3;
+    // Data after the end: after the detection's last node when it can tell, else by a pass
+    // of its own beside the scan.
     let (trailing, scanned) = rayon::join(
-        || match detected {
-            true => scan::trailing::trailing_data_after_node(given, e, hints.last().copied()),
-            false => scan::trailing_data(given, e),
-        },
-        || scan(img),
+        || scan::trailing::trailing_data_after(given, info.geometry.endian, hints),
+        || mount_scan(img),
     );
     let Some(t) = trailing else {
         return run_filesystem(img, scanned, image_len, info, all_ff, opts, progress);
     };
     drop(scanned);
     let cut = erased_from(img, t.offset as usize);
-    let scanned = scan(&cut);
+    let scanned = mount_scan(&cut);
     let mut report = run_filesystem(&cut, scanned, image_len, info, all_ff, opts, progress)?;
     report.findings.push(
         Finding::new(

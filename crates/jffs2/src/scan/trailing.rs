@@ -65,22 +65,24 @@ pub fn trailing_data(image: &[u8], e: Endian) -> Option<TrailingData> {
     trailing_after(image, last_end)
 }
 
-/// [`trailing_data`] of `image` whose walk from node to node in byte order `e` found its
-/// last node at `last` (the detection's walk finds the same nodes: [`crate::scan::detect()`]'s
-/// node offsets), or none (`None`): without a second pass.
-pub fn trailing_data_after_node(
-    image: &[u8],
-    e: Endian,
-    last: Option<u32>,
-) -> Option<TrailingData> {
-    let end = match last {
-        None => 0,
-        Some(o) => {
-            let h = node_header_at(image.get(o as usize..)?).filter(|(ne, _)| *ne == e)?;
-            (o as u64 + pad4_64(h.1.totlen)).min(image.len() as u64) as usize
-        }
-    };
-    trailing_after(image, end)
+/// [`trailing_data`], told where the nodes are: `nodes`, the offsets a detection found
+/// (those of [`crate::scan::detect()`]'s walk, which takes the nodes this search
+/// takes). When the last of them is a node in byte order `e`, the data after the end is looked
+/// for after it, without a walk of the image; else (no nodes, nodes of the other byte order,
+/// an image longer than the detection looks at) by [`trailing_data`].
+pub fn trailing_data_after(image: &[u8], e: Endian, nodes: &[u32]) -> Option<TrailingData> {
+    let last_end = nodes
+        .last()
+        .filter(|_| image.len() <= u32::MAX as usize - 3)
+        .and_then(|&o| {
+            let (ne, h) = node_header_at(image.get(o as usize..)?)?;
+            let end = (u64::from(o) + pad4_64(h.totlen)).min(image.len() as u64);
+            (ne == e).then_some(end as usize)
+        });
+    match last_end {
+        Some(end) => trailing_after(image, end),
+        None => trailing_data(image, e),
+    }
 }
 
 /// The data after `last_end` (where the filesystem's last node ends), if any.
@@ -138,10 +140,17 @@ mod tests {
             // From the detection's nodes, the same without the walk.
             for img in [&img, &t, &torn] {
                 let (_, nodes) = crate::scan::detect::detect_with_nodes(img);
+                assert_eq!(trailing_data_after(img, e, &nodes), trailing_data(img, e));
+                // Nodes of the other byte order, or none: the walk.
+                let other = match e {
+                    Endian::Little => Endian::Big,
+                    Endian::Big => Endian::Little,
+                };
                 assert_eq!(
-                    trailing_data_after_node(img, e, nodes.last().copied()),
-                    trailing_data(img, e)
+                    trailing_data_after(img, other, &nodes),
+                    trailing_data(img, other)
                 );
+                assert_eq!(trailing_data_after(img, e, &[]), trailing_data(img, e));
             }
         }
     }
