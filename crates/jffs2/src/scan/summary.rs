@@ -105,14 +105,14 @@ impl Engine<'_> {
     fn rollback(&mut self, b: usize, snap: Snapshot) {
         let n = snap.refs;
         for ino in &snap.touched {
-            if let Some(c) = self.caches.get_mut(ino) {
+            if let Some(c) = self.caches.get_mut(*ino) {
                 while c.nodes.last().is_some_and(|&i| i >= n) {
                     c.nodes.pop();
                 }
             }
         }
         for (dir, name) in &snap.names {
-            if let Some(c) = self.caches.get_mut(dir) {
+            if let Some(c) = self.caches.get_mut(*dir) {
                 c.dents.remove_if(name, |d| d.node >= n);
             }
         }
