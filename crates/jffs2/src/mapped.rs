@@ -311,6 +311,14 @@ impl ImageMap {
         Self::load_with(file, None, Pages::Populate)
     }
 
+    /// [`ImageMap::load`] without populating the mapping: each page comes in when it is
+    /// first read (read ahead, `MADV_WILLNEED`), on the thread that reads it. For a reader
+    /// whose first pass over the image runs on every core (jffs2-sumtool's detection), where
+    /// populating would be a serial tenth of the run before anything else can start.
+    pub fn load_on_demand(file: &File) -> io::Result<ImageMap> {
+        Self::load_with(file, None, Pages::ReadAhead)
+    }
+
     /// [`ImageMap::load`] of the `window` of the file (see [`ImageMap::open_in`]).
     pub fn load_in(file: &File, window: Option<Window>) -> io::Result<ImageMap> {
         Self::load_with(file, window, Pages::Populate)
