@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::refs::{mark_obsolete, ref_offset};
 use super::{kmsg, xattr, Fs, FsOptions, InoBuild, Problem, ScanRef};
 use crate::format::dt;
-use crate::scan::{KernelMsg, Level, RefState, Scan};
+use crate::scan::{Geometry, KernelMsg, Level, RefState, Scan};
 
 /// `INOCACHE_HASHSIZE_MIN` / `_MAX` (§1.10).
 const HASH_MIN: u32 = 128;
@@ -55,6 +55,13 @@ impl<'a> Fs<'a> {
     /// what [`crate::Image::mount`] does, the usual way here).
     pub fn from_scan(image: &'a [u8], scan: impl Into<BuildScan<'a>>, opts: FsOptions) -> Fs<'a> {
         build_into(image, scan.into(), opts)
+    }
+
+    /// A model of no inodes, for reading the nodes of `image` (in `geometry`) as
+    /// [`Fs::node_data`] does before the scan is done (fsck walks the flash beside its scan):
+    /// the same checks and results, without the memory of the data CRCs that passed.
+    pub(crate) fn for_node_reads(image: &'a [u8], geometry: Geometry, opts: FsOptions) -> Fs<'a> {
+        build_into(image, Scan::empty(geometry).into(), opts)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The checks: mount scan, build, flash walk and model, combined into findings.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
@@ -15,7 +16,9 @@ use crate::format::{
     COMPAT_MASK, FEATURE_INCOMPAT, FEATURE_ROCOMPAT, FEATURE_RWCOMPAT_COPY, NODETYPE_DIRENT,
     NODETYPE_INODE, NODETYPE_XATTR, NODETYPE_XREF, NODE_ACCURATE,
 };
-use crate::fs::{self, Fs, FsError, Inode, InodeKind, Problem, ReadFailure, TreeOptions};
+use crate::fs::{
+    self, Fs, FsError, FsOptions, Inode, InodeKind, Problem, ReadFailure, TreeOptions,
+};
 use crate::scan::{
     self, BlockClass, BlockList, KernelMsg, Level, MountFailure, RefState, ScanOptions, SummaryUse,
 };
@@ -184,18 +187,42 @@ pub(crate) fn run(
     let given = usize::try_from(image_len).map_or(img, |l| &img[..l.min(img.len())]);
     let mount_scan =
         |img: &[u8]| scan::engine::scan_hinted(img, &info.geometry, &ScanOptions::default(), hints);
-    // Data after the end: after the detection's last node when it can tell, else by a pass
-    // of its own beside the scan.
-    let (trailing, scanned) = rayon::join(
-        || scan::trailing::trailing_data_after(given, info.geometry.endian, hints),
-        || mount_scan(img),
+    // The scan runs on one thread: meanwhile another walks the flash from its last block
+    // down, as the walk beside the inode reads would (`walk::walk_tail`), until the scan is
+    // done. Data after the end: after the detection's last node when it can tell, else by a
+    // pass of its own beside the scan.
+    let bare = Fs::for_node_reads(img, info.geometry, FsOptions::default());
+    let scanned_flag = AtomicBool::new(false);
+    let ((trailing, scanned), tail) = rayon::join(
+        || {
+            let both = rayon::join(
+                || scan::trailing::trailing_data_after(given, info.geometry.endian, hints),
+                || mount_scan(img),
+            );
+            scanned_flag.store(true, Ordering::Relaxed);
+            both
+        },
+        || {
+            walk::walk_tail(img, &bare, info.geometry.erase_size, || {
+                scanned_flag.load(Ordering::Relaxed)
+            })
+        },
     );
     let Some(t) = trailing else {
+        let scanned = Scanned {
+            scan: scanned,
+            tail,
+        };
         return run_filesystem(img, scanned, image_len, info, all_ff, opts, progress);
     };
     drop(scanned);
+    // The flash checked is not the one walked.
+    drop(tail);
     let cut = erased_from(img, t.offset as usize);
-    let scanned = mount_scan(&cut);
+    let scanned = Scanned {
+        scan: mount_scan(&cut),
+        tail: Vec::new(),
+    };
     let mut report = run_filesystem(&cut, scanned, image_len, info, all_ff, opts, progress)?;
     report.findings.push(
         Finding::new(
@@ -208,28 +235,40 @@ pub(crate) fn run(
     Ok(report)
 }
 
-/// [`run`] on the filesystem alone, `scan` being the mount scan of `img`.
+/// The mount scan of an image, and the walks of its last blocks made beside it
+/// ([`walk::walk_tail`]).
+struct Scanned {
+    scan: scan::Scan,
+    tail: Vec<Option<BlockWalk>>,
+}
+
+/// [`run`] on the filesystem alone, `scanned` being `img`'s.
 fn run_filesystem(
     img: &[u8],
-    mut scan: scan::Scan,
+    scanned: Scanned,
     image_len: u64,
     info: GeometryInfo,
     all_ff: bool,
     opts: &Options,
     progress: Option<ProgressFn<'_>>,
 ) -> Result<Report, FsckError> {
+    let Scanned { mut scan, mut tail } = scanned;
     let geom = info.geometry;
     // OpenWrt's end-of-filesystem marker: OpenWrt's kernel erases its block and every later
     // one at the first mount, so what lies there is checked as erased (and summed up in one
     // finding about the marker).
     let end_marker = scan.end_marker.map(|m| EndMarker::new(img, m, image_len));
     let blanked: Option<Vec<u8>> = end_marker.as_ref().map(|m| m.blank(img));
+    if blanked.is_some() {
+        // The flash checked is not the one walked.
+        tail.clear();
+    }
     let img: &[u8] = blanked.as_deref().unwrap_or(img);
     let facts = ScanFacts::of(&scan);
     let es = geom.erase_size;
 
-    let fs = fs::Fs::from_scan(img, &mut scan, Default::default());
-    let p = passes(img, &fs, &facts, es, opts, progress);
+    let fs = fs::Fs::from_scan(img, &mut scan, FsOptions::default());
+    let p = passes(img, &fs, &facts, es, opts, tail, progress);
 
     let mut cx = Ctx {
         img,
@@ -316,6 +355,7 @@ fn passes(
     facts: &ScanFacts,
     es: u32,
     opts: &Options,
+    tail: Vec<Option<BlockWalk>>,
     progress: Option<ProgressFn<'_>>,
 ) -> Passes {
     let geom = fs.scan().geometry;
@@ -334,7 +374,7 @@ fn passes(
             let tree = walk_tree(fs, opts.compare.is_some());
             ((inodes, status), live, full_scan, tree)
         },
-        || walk::walk_ahead(img, fs, es, progress),
+        || walk::walk_ahead(img, fs, es, tail, progress),
     );
     let walks = walk::walk_rest(img, fs, es, &live, ahead, progress);
     Passes {

@@ -3,6 +3,7 @@
 use super::*;
 use crate::crc::crc32;
 use crate::format::{dt, pad4, Endian, InodeNode, SumRecord, SummaryNode, MAGIC, NODETYPE_INODE};
+use crate::fs::{Fs, FsOptions};
 use crate::testing::Img;
 
 const LE: Endian = Endian::Little;
@@ -712,4 +713,67 @@ fn live_data_past_the_dead_data_budget_is_all_decompressed() {
         .unwrap_or_else(|| panic!("{:#?}", r.findings));
     assert!(note.message.contains(": 4 superseded"), "{}", note.message);
     assert_eq!(r.nodes.data_checked, 20);
+}
+
+/// The walk of the last blocks made beside the scan, without a model
+/// (`walk::walk_tail` with `Fs::for_node_reads`), gives the walks the walk beside the inode
+/// reads would have made of them, a block overrunning the dead-data budget included (left
+/// to the walk that knows what is live), however many blocks it got to.
+#[test]
+fn blocks_walked_beside_the_scan_are_walked_alike() {
+    let zeros = [0u8; 32768];
+    let mut i = base().erase_size(ES);
+    // Enough dead data for one block to overrun its budget, then more blocks of files.
+    for k in 0..24u32 {
+        i.compressed(
+            InodeNode {
+                ino: 6,
+                version: k + 1,
+                mode: S_IFREG | 0o644,
+                isize: 32768,
+                compr: crate::compress::COMPR_ZLIB,
+                ..Default::default()
+            },
+            &zeros,
+        );
+    }
+    i.dirent(1, 5, 6, dt::REG, b"rewritten");
+    for ino in 7..40u32 {
+        i.file(
+            1,
+            ino,
+            format!("f{ino}").as_bytes(),
+            ino,
+            &[ino as u8; 3000],
+        );
+    }
+    let img = i.build();
+    let geom = crate::scan::Geometry {
+        erase_size: ES,
+        ..crate::scan::detect(&img).geometry
+    };
+    let flash = crate::scan::as_flashed(&img, geom.erase_size);
+    let mut scan = crate::scan::scan(&flash, &geom, &Default::default());
+    let fs = Fs::from_scan(&flash, &mut scan, FsOptions::default());
+    let bare = Fs::for_node_reads(&flash, geom, FsOptions::default());
+    let es = geom.erase_size;
+    let blocks = flash.len() / es as usize;
+    assert!(blocks >= 8, "{blocks} blocks");
+    let shown = |w: &[Option<walk::BlockWalk>]| format!("{w:?}");
+    let whole = walk::walk_ahead(&flash, &fs, es, Vec::new(), None);
+    assert!(
+        whole.iter().any(Option::is_none),
+        "no block overran the budget"
+    );
+    let want = shown(&whole);
+    for k in [0, 1, blocks / 2, blocks - 1, blocks] {
+        let asked = std::cell::Cell::new(0usize);
+        let tail = walk::walk_tail(&flash, &bare, es, || {
+            asked.set(asked.get() + 1);
+            asked.get() > k
+        });
+        assert_eq!(tail.len(), k);
+        let got = walk::walk_ahead(&flash, &fs, es, tail, None);
+        assert_eq!(shown(&got), want, "{k} blocks walked beside the scan");
+    }
 }

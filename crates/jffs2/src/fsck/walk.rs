@@ -179,23 +179,55 @@ fn all_ff(b: &[u8]) -> bool {
 /// them on an image without much dead data: 2 MiB of data per 128 KiB block). The others
 /// are `None`, left to [`walk_rest`]: the work spent on them here is lost, at most the
 /// budget's (so a block of dead data costs at most twice its budget).
+///
+/// `tail`: the last blocks' walks already made the same way ([`walk_tail`]), appended.
 pub(crate) fn walk_ahead(
     img: &[u8],
     fs: &Fs<'_>,
     erase_size: u32,
+    tail: Vec<Option<BlockWalk>>,
     progress: Option<ProgressFn<'_>>,
 ) -> Vec<Option<BlockWalk>> {
     let es = erase_size as usize;
     let nblocks = img.len() / es.max(1);
     let done = Done::new(img.len() as u64, progress);
-    (0..nblocks)
+    done.skip(tail.iter().filter(|w| w.is_some()).count() as u64 * es as u64);
+    let mut walks: Vec<Option<BlockWalk>> = (0..nblocks.saturating_sub(tail.len()))
         .into_par_iter()
         // One output buffer per thread for the data decompressed only to be checked.
         .map_init(Vec::new, |buf, b| {
             let w = walk_block(img, (b * es) as u32, es as u32, fs, None, buf);
             w.map(|w| done.block(w, es))
         })
-        .collect()
+        .collect();
+    walks.extend(tail);
+    walks
+}
+
+/// [`walk_ahead`]'s walks of the last blocks of `img`, from the last one down, until `stop`
+/// says so (asked before each block): the walk a core can make while another scans (the
+/// scan runs on one thread), in ascending block order. `fs` may be a model of nothing ([`Fs::for_node_reads`]): a walk
+/// without liveness reads nodes alone.
+pub(crate) fn walk_tail(
+    img: &[u8],
+    fs: &Fs<'_>,
+    erase_size: u32,
+    stop: impl Fn() -> bool,
+) -> Vec<Option<BlockWalk>> {
+    let es = erase_size as usize;
+    let nblocks = img.len() / es.max(1);
+    let done = Done::new(0, None);
+    let mut buf = Vec::new();
+    let mut walks = Vec::new();
+    for b in (0..nblocks).rev() {
+        if stop() {
+            break;
+        }
+        let w = walk_block(img, (b * es) as u32, es as u32, fs, None, &mut buf);
+        walks.push(w.map(|w| done.block(w, es)));
+    }
+    walks.reverse();
+    walks
 }
 
 /// Completes `ahead` ([`walk_ahead`]'s walks of the blocks of `img`, a whole number of

@@ -522,6 +522,32 @@ pub struct Scan {
     pub end_marker: Option<u32>,
 }
 
+impl Scan {
+    /// The scan of nothing in `geometry`: no blocks, refs or inodes (what a model for reading
+    /// single nodes is built from, [`crate::fs::Fs::for_node_reads`]).
+    pub(crate) fn empty(geometry: Geometry) -> Scan {
+        Scan {
+            geometry,
+            refs: Vec::new(),
+            inodes: std::collections::BTreeMap::new(),
+            xattr_datums: Vec::new(),
+            xattr_refs: Vec::new(),
+            blocks: Vec::new(),
+            log: Vec::new(),
+            failure: None,
+            highest_ino: 0,
+            flash_size: 0,
+            dirt: Vec::new(),
+            forced_read_only: false,
+            pseudo_random: 0,
+            highest_xid: 0,
+            highest_xseqno: 0,
+            log_dropped: 0,
+            end_marker: None,
+        }
+    }
+}
+
 /// Global space counters (`c->used_size` etc., §7.1), the sums over [`Scan::blocks`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SpaceTotals {
