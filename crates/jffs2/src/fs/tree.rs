@@ -263,6 +263,8 @@ fn first_path(dirs: &HashMap<u32, Reached>, ino: u32) -> Vec<u8> {
 struct Walk<'f, 'a, 'o> {
     fs: &'f Fs<'a>,
     opts: TreeOptions,
+    /// Reads an inode ([`Fs::read_inode`], or what a caller remembers of it).
+    read: &'o dyn Fn(u32) -> Result<Inode, FsError>,
     /// Takes each entry as it is met.
     on_entry: &'o mut dyn FnMut(TreeEntry),
     problems: Vec<Problem>,
@@ -325,7 +327,7 @@ impl Walk<'_, '_, '_> {
                 path: p,
             });
         }
-        let child = match self.fs.read_inode(d.ino) {
+        let child = match (self.read)(d.ino) {
             Ok(c) => c,
             Err(error) => {
                 if self.reported.insert(d.ino) {
@@ -410,7 +412,7 @@ impl Walk<'_, '_, '_> {
             if !self.opts.unreachable {
                 continue;
             }
-            match fs.read_inode(ino) {
+            match (self.read)(ino) {
                 Ok(inode) => {
                     self.problems.extend(inode.problems.iter().cloned());
                     if self.opts.content && inode.kind == InodeKind::File {
@@ -510,9 +512,23 @@ impl Fs<'_> {
         opts: &TreeOptions,
         on_entry: &mut dyn FnMut(TreeEntry),
     ) -> Vec<Problem> {
+        self.walk_tree_reading(opts, &|ino| self.read_inode(ino), on_entry)
+    }
+
+    /// [`Fs::walk_tree`] with the inodes read by `read`, which must give what
+    /// [`Fs::read_inode`] gives: a caller that has read the inodes already (fsck) hands
+    /// back what it kept of them. Of a regular file the walk uses the metadata, the
+    /// problems and, with [`TreeOptions::content`] only, the fragments.
+    pub(crate) fn walk_tree_reading(
+        &self,
+        opts: &TreeOptions,
+        read: &dyn Fn(u32) -> Result<Inode, FsError>,
+        on_entry: &mut dyn FnMut(TreeEntry),
+    ) -> Vec<Problem> {
         let mut w = Walk {
             fs: self,
             opts: *opts,
+            read,
             on_entry,
             problems: Vec::new(),
             reported: HashSet::new(),
@@ -521,7 +537,7 @@ impl Fs<'_> {
             md5s: HashMap::new(),
             names: HashMap::new(),
         };
-        let mut root = match self.read_inode(ROOT_INO) {
+        let mut root = match read(ROOT_INO) {
             Ok(r) => r,
             Err(error) => {
                 w.problems.push(Problem::InodeUnreadable {

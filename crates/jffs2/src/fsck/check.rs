@@ -366,12 +366,12 @@ fn passes(
     // walk, so that no core waits for the reads.
     let (((inodes, status), live, full_scan, (tree, first, tree_counts)), ahead) = rayon::join(
         || {
-            let ((inodes, status), full_scan) = rayon::join(
+            let ((inodes, status, known), full_scan) = rayon::join(
                 || read_inodes(fs),
                 || full_scan_cost(img, &geom, facts.any_summary, facts.totals.bytes_read),
             );
             let live = live_offsets(&status);
-            let tree = walk_tree(fs, opts.compare.is_some());
+            let tree = walk_tree(fs, opts.compare.is_some(), known);
             ((inodes, status), live, full_scan, tree)
         },
         || walk::walk_ahead(img, fs, es, tail, progress),
@@ -388,13 +388,24 @@ fn passes(
     }
 }
 
+/// What the tree walk reads of the non-directories the inode reads kept ([`KNOWN_BYTES`]).
+type Known = HashMap<u32, Inode>;
+
+/// At most this much of the inode reads' non-directories is kept for the tree walk (their
+/// metadata and problems, without their nodes and fragments); the walk reads the others
+/// again.
+const KNOWN_BYTES: usize = 4 << 20;
+
 /// Reads every live inode (and the root) for what the later checks need of it: whether it
 /// reads, its kernel messages, and how it treats its nodes.
 ///
 /// Each inode is read in chunks of a few thousand and kept only as what the later checks
 /// need (whether it reads, and its kernel messages): a whole `Inode` for each of 100 000
-/// directories is tens of MiB, and the tree walk reads them again anyway.
-fn read_inodes(fs: &Fs<'_>) -> (BTreeMap<u32, InodeRead>, HashMap<u32, Status>) {
+/// directories is tens of MiB, and the tree walk reads them again anyway. Of regular files,
+/// symbolic links and devices the tree walk needs only what a listing shows: that much is
+/// kept for it, up to [`KNOWN_BYTES`] (reading them again was a tenth of the time spent
+/// outside decompression).
+fn read_inodes(fs: &Fs<'_>) -> (BTreeMap<u32, InodeRead>, HashMap<u32, Status>, Known) {
     let refs = &fs.scan().refs;
     let mut inos: Vec<u32> = fs.live_inodes().collect();
     if !inos.contains(&1) {
@@ -404,21 +415,47 @@ fn read_inodes(fs: &Fs<'_>) -> (BTreeMap<u32, InodeRead>, HashMap<u32, Status>) 
     inos.dedup();
     let mut inodes: BTreeMap<u32, InodeRead> = BTreeMap::new();
     let mut status: HashMap<u32, Status> = HashMap::new();
+    let mut known = Known::new();
+    let mut known_bytes = 0usize;
     for chunk in inos.chunks(READ_CHUNK) {
         let read: Vec<Result<Inode, ReadFailure>> =
             chunk.par_iter().map(|&i| fs.read_inode_logged(i)).collect();
         for (&ino, r) in chunk.iter().zip(read) {
             let kept = match r {
-                Ok(inode) => {
+                Ok(mut inode) => {
                     note_status(&mut status, refs, ino, &inode);
-                    Ok(inode.log)
+                    let log = std::mem::take(&mut inode.log);
+                    if inode.kind != InodeKind::Dir && known_bytes < KNOWN_BYTES {
+                        let listed = listed_part(inode);
+                        known_bytes += listed_bytes(&listed);
+                        known.insert(ino, listed);
+                    }
+                    Ok(log)
                 }
                 Err(f) => Err(Box::new(f)),
             };
             inodes.insert(ino, kept);
         }
     }
-    (inodes, status)
+    (inodes, status, known)
+}
+
+/// What a listing shows of a non-directory inode: its nodes and fragments dropped.
+fn listed_part(inode: Inode) -> Inode {
+    Inode {
+        nodes: Vec::new(),
+        frags: Vec::new(),
+        obsoleted: Vec::new(),
+        log: Vec::new(),
+        ..inode
+    }
+}
+
+/// The memory a [`listed_part`] holds, about.
+fn listed_bytes(inode: &Inode) -> usize {
+    std::mem::size_of::<Inode>()
+        + inode.target.as_ref().map_or(0, Vec::len)
+        + inode.problems.len() * std::mem::size_of::<Problem>()
 }
 
 /// Bytes a mount without summaries reads (`bytes_read`, this scan's, when no summary was
@@ -471,20 +508,31 @@ fn live_offsets(status: &HashMap<u32, Status>) -> Vec<u32> {
 }
 
 /// Walks the directory tree for each inode's first path and the counts; the entries
-/// themselves only when `keep` (for --compare).
-fn walk_tree(fs: &Fs<'_>, keep: bool) -> (fs::Tree, HashMap<u32, Vec<u8>>, TreeCounts) {
+/// themselves only when `keep` (for --compare). The non-directories in `known` are taken
+/// from there rather than read again.
+fn walk_tree(
+    fs: &Fs<'_>,
+    keep: bool,
+    known: Known,
+) -> (fs::Tree, HashMap<u32, Vec<u8>>, TreeCounts) {
     // The tree's entries are not kept (a million names are a million entries), only
     // what is needed of them: each inode's first path in path order and the counts;
     // all of them only for --compare.
     let mut first: HashMap<u32, Vec<u8>> = HashMap::new();
     let mut counts = TreeCounts::default();
     let mut kept: Vec<fs::TreeEntry> = Vec::new();
-    let problems = fs.walk_tree(
+    // Content is not asked for: the walk needs no fragments.
+    let read = |ino: u32| match known.get(&ino) {
+        Some(i) => Ok(i.clone()),
+        None => fs.read_inode(ino),
+    };
+    let problems = fs.walk_tree_reading(
         &TreeOptions {
             content: false,
             xattrs: true,
             unreachable: true,
         },
+        &read,
         &mut |e: fs::TreeEntry| {
             match e.kind {
                 InodeKind::Dir => counts.dirs += 1,
@@ -1513,4 +1561,58 @@ impl Ctx<'_, '_> {
 #[allow(dead_code)]
 fn is_live(state: RefState) -> bool {
     state != RefState::Obsolete
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Img;
+
+    /// The tree walk given what the inode reads kept of the non-directories (`read_inodes`)
+    /// finds what it finds reading them again: entries, first paths, counts and problems, with
+    /// a hard link, a symbolic link, an xattr and a file whose data fails its CRC.
+    #[test]
+    fn the_tree_walk_from_the_kept_inodes_equals_reading_them_again() {
+        let mut i = Img::new();
+        i.dir(1, 2, b"etc", 1)
+            .file(2, 3, b"motd", 1, b"hello, flash\n");
+        i.dirent(2, 2, 3, crate::format::dt::REG, b"motd-again");
+        i.inode(
+            crate::format::InodeNode {
+                ino: 9,
+                version: 1,
+                mode: 0o120777,
+                isize: 6,
+                dsize: 6,
+                ..Default::default()
+            },
+            b"target",
+        );
+        i.dirent(1, 4, 9, crate::format::dt::LNK, b"link");
+        i.xattr(1, 1, 1, b"comment", b"kept").xref(3, 1, 1);
+        i.meta(8, 2, 0o100644, 100);
+        i.data(8, 1, 100, 0, &[7u8; 4096])
+            .dirent(1, 5, 8, crate::format::dt::REG, b"clipped");
+        let mut img = i.build();
+        // The clipped file's data fails its CRC: a problem its read records.
+        let at = img
+            .windows(64)
+            .position(|w| w.iter().all(|&b| b == 7))
+            .expect("the data");
+        img[at + 10] ^= 1;
+        let opened = crate::Image::from_bytes(&img).expect("image");
+        let fs = opened.mount().expect("mounts");
+        let (_, _, known) = read_inodes(&fs);
+        assert_eq!(known.len(), 3, "the three non-directories");
+        let shown = |(tree, first, counts): (fs::Tree, HashMap<u32, Vec<u8>>, TreeCounts)| {
+            let first: BTreeMap<u32, Vec<u8>> = first.into_iter().collect();
+            format!("{tree:?} {first:?} {counts:?}")
+        };
+        let kept = shown(walk_tree(&fs, true, known));
+        assert_eq!(kept, shown(walk_tree(&fs, true, Known::new())));
+        assert!(
+            kept.contains("kind: Symlink") && kept.contains("DataCrc { ino: 8"),
+            "{kept}"
+        );
+    }
 }

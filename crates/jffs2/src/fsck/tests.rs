@@ -747,20 +747,22 @@ fn blocks_walked_beside_the_scan_are_walked_alike() {
             &[ino as u8; 3000],
         );
     }
-    let img = i.build();
-    let geom = crate::scan::Geometry {
-        erase_size: ES,
-        ..crate::scan::detect(&img).geometry
-    };
-    let flash = crate::scan::as_flashed(&img, geom.erase_size);
-    let mut scan = crate::scan::scan(&flash, &geom, &Default::default());
-    let fs = Fs::from_scan(&flash, &mut scan, FsOptions::default());
-    let bare = Fs::for_node_reads(&flash, geom, FsOptions::default());
+    let opened = crate::Image::from_vec_with(
+        i.build(),
+        &crate::ImageOptions {
+            erase_size: Some(ES),
+            ..Default::default()
+        },
+    )
+    .expect("image");
+    let fs = opened.mount().expect("mounts");
+    let (flash, geom) = (opened.flash(), opened.geometry());
+    let bare = Fs::for_node_reads(flash, geom, FsOptions::default());
     let es = geom.erase_size;
     let blocks = flash.len() / es as usize;
     assert!(blocks >= 8, "{blocks} blocks");
     let shown = |w: &[Option<walk::BlockWalk>]| format!("{w:?}");
-    let whole = walk::walk_ahead(&flash, &fs, es, Vec::new(), None);
+    let whole = walk::walk_ahead(flash, &fs, es, Vec::new(), None);
     assert!(
         whole.iter().any(Option::is_none),
         "no block overran the budget"
@@ -768,12 +770,12 @@ fn blocks_walked_beside_the_scan_are_walked_alike() {
     let want = shown(&whole);
     for k in [0, 1, blocks / 2, blocks - 1, blocks] {
         let asked = std::cell::Cell::new(0usize);
-        let tail = walk::walk_tail(&flash, &bare, es, || {
+        let tail = walk::walk_tail(flash, &bare, es, || {
             asked.set(asked.get() + 1);
             asked.get() > k
         });
         assert_eq!(tail.len(), k);
-        let got = walk::walk_ahead(&flash, &fs, es, tail, None);
+        let got = walk::walk_ahead(flash, &fs, es, tail, None);
         assert_eq!(shown(&got), want, "{k} blocks walked beside the scan");
     }
 }
