@@ -314,7 +314,8 @@ impl ImageMap {
     /// [`ImageMap::load`] without populating the mapping: each page comes in when it is
     /// first read (read ahead, `MADV_WILLNEED`), on the thread that reads it. For a reader
     /// whose first pass over the image runs on every core (jffs2-sumtool's detection), where
-    /// populating would be a serial tenth of the run before anything else can start.
+    /// populating is serial work before anything else can start (7 % of jffs2-sumtool's
+    /// samples, docs/BENCHMARKS.md).
     pub fn load_on_demand(file: &File) -> io::Result<ImageMap> {
         Self::load_with(file, None, Pages::ReadAhead)
     }

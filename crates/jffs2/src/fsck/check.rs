@@ -403,8 +403,8 @@ const KNOWN_BYTES: usize = 4 << 20;
 /// need (whether it reads, and its kernel messages): a whole `Inode` for each of 100 000
 /// directories is tens of MiB, and the tree walk reads them again anyway. Of regular files,
 /// symbolic links and devices the tree walk needs only what a listing shows: that much is
-/// kept for it, up to [`KNOWN_BYTES`] (reading them again was a tenth of the time spent
-/// outside decompression).
+/// kept for it, up to [`KNOWN_BYTES`] (reading them again was 2 % of fsck's CPU on
+/// `/usr/bin`'s image, docs/BENCHMARKS.md).
 fn read_inodes(fs: &Fs<'_>) -> (BTreeMap<u32, InodeRead>, HashMap<u32, Status>, Known) {
     let refs = &fs.scan().refs;
     let mut inos: Vec<u32> = fs.live_inodes().collect();

@@ -206,8 +206,8 @@ pub(crate) fn walk_ahead(
 
 /// [`walk_ahead`]'s walks of the last blocks of `img`, from the last one down, until `stop`
 /// says so (asked before each block): the walk a core can make while another scans (the
-/// scan runs on one thread), in ascending block order. `fs` may be a model of nothing ([`Fs::for_node_reads`]): a walk
-/// without liveness reads nodes alone.
+/// scan runs on one thread), in ascending block order. `fs` may be a model of nothing
+/// ([`Fs::for_node_reads`]): a walk without liveness reads nodes alone.
 pub(crate) fn walk_tail(
     img: &[u8],
     fs: &Fs<'_>,

@@ -119,27 +119,36 @@ pub(super) struct Caches {
 }
 
 impl Caches {
+    /// Where the cache of `ino` is in `list`, remembered for the next lookup.
+    fn find(&mut self, ino: u32) -> Option<usize> {
+        if let Some((n, i)) = self.last {
+            if n == ino {
+                return Some(i);
+            }
+        }
+        let i = *self.index.get(&ino)?;
+        self.last = Some((ino, i));
+        Some(i)
+    }
+
     /// The cache of `ino`, if there is one.
     pub(super) fn get_mut(&mut self, ino: u32) -> Option<&mut Cache> {
-        let i = match self.last {
-            Some((n, i)) if n == ino => i,
-            _ => {
-                let i = *self.index.get(&ino)?;
-                self.last = Some((ino, i));
-                i
-            }
-        };
+        let i = self.find(ino)?;
         self.list.get_mut(i)
     }
 
     /// The cache of `ino`, made empty if there is none.
     pub(super) fn get_or_default(&mut self, ino: u32) -> &mut Cache {
-        if self.get_mut(ino).is_none() {
-            self.index.insert(ino, self.list.len());
-            self.last = Some((ino, self.list.len()));
-            self.list.push(Cache::default());
-        }
-        let i = self.last.map_or(0, |(_, i)| i);
+        let i = match self.find(ino) {
+            Some(i) => i,
+            None => {
+                let i = self.list.len();
+                self.list.push(Cache::default());
+                self.index.insert(ino, i);
+                self.last = Some((ino, i));
+                i
+            }
+        };
         &mut self.list[i]
     }
 
