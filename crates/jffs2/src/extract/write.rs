@@ -292,6 +292,10 @@ impl FileWriter<'_> {
         if self.pending.is_empty() {
             self.start = offset;
             self.len = 0;
+            // Room for a whole batch at once: the batch goes to the pool with its vector, so
+            // each would otherwise grow from nothing by doubling (seven reallocations, on
+            // the extraction's own thread, for a batch of `MAX_IOV` pieces).
+            self.pending.reserve(MAX_IOV);
         }
         self.len += b.len() as u64;
         self.pending.push(b);
