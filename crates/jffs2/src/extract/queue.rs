@@ -1,14 +1,16 @@
-//! File data written by rayon's workers while the extraction's own thread goes on creating
-//! entries, and the finishing steps (metadata) that must wait for those writes.
+//! File data read and written by rayon's workers while the extraction's own thread goes on
+//! creating entries, and the finishing steps (metadata) that must wait for those writes.
 //!
-//! The extraction's thread opens and sizes each file, then hands its data out as batches
-//! ([`Queue::submit`]): one `pwritev` each, run on the pool (the copy into the page cache is
-//! most of an extraction's serial time otherwise). What must follow a file's data — its
-//! owner, mode, xattrs and times (a write after `futimens` would change the time) — and every
-//! other finishing step after it (symbolic links', devices', directories') wait in order in
-//! [`Queue`] items, so that they run, and report, in the same order whatever the thread
-//! count. Memory stays bounded: the buffers of batches not yet written count against
-//! [`WRITE_BUDGET`], beyond which handing out waits.
+//! The extraction's thread opens and sizes each file, then hands its data out as ranges
+//! ([`Queue::submit_range`]): a worker decompresses a range's nodes and writes them with
+//! `pwritev`, so that file data never passes through the extraction's own thread (which
+//! every file goes through, and which would bound an extraction on many cores). What must
+//! follow a file's data — its owner, mode, xattrs and times (a write after `futimens` would
+//! change the time) — and every other finishing step after it (symbolic links', devices',
+//! directories') wait in order in [`Queue`] items, so that they run, and report, in the same
+//! order whatever the thread count. Memory stays bounded: the decompressed bytes of ranges
+//! handed out and not yet written count against [`WRITE_BUDGET`], beyond which handing out
+//! waits.
 
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -18,8 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::stream::Bytes;
+use crate::fs::ReadError;
 
-/// Bytes of decompressed buffers held by batches handed out and not yet written.
+/// Decompressed bytes of the ranges handed out and not yet written.
 const WRITE_BUDGET: u64 = 8 << 20;
 
 /// A file being written: its descriptor, shared by its batches.
@@ -29,6 +32,40 @@ pub(super) struct Target {
     left: AtomicUsize,
     /// The first write error.
     error: Mutex<Option<io::Error>>,
+    /// Not written whole because another file's write failed first (removed, unreported).
+    aborted: AtomicBool,
+    /// What its range jobs read.
+    stats: Mutex<Stats>,
+}
+
+/// What the range jobs of a file read: bytes written, zeros left as holes, and the
+/// unreadable bytes (the first offset and its error, and how many in all).
+#[derive(Debug, Default)]
+pub(super) struct Stats {
+    pub data: u64,
+    pub holes: u64,
+    pub bad: Option<(u64, u64, ReadError)>,
+}
+
+impl Stats {
+    /// Adds `o`'s counts (the jobs of a file finish in any order: the first unreadable
+    /// offset is the lowest).
+    fn add(&mut self, o: Stats) {
+        self.data += o.data;
+        self.holes += o.holes;
+        if let Some((ofs, n, e)) = o.bad {
+            match &mut self.bad {
+                Some((first, sum, err)) => {
+                    *sum += n;
+                    if ofs < *first {
+                        *first = ofs;
+                        *err = e;
+                    }
+                }
+                None => self.bad = Some((ofs, n, e)),
+            }
+        }
+    }
 }
 
 impl Target {
@@ -37,6 +74,8 @@ impl Target {
             fd,
             left: AtomicUsize::new(0),
             error: Mutex::new(None),
+            aborted: AtomicBool::new(false),
+            stats: Mutex::new(Stats::default()),
         })
     }
 
@@ -50,6 +89,16 @@ impl Target {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
+    }
+
+    /// Whether it was left unwritten after another file's write failed.
+    pub(super) fn aborted(&self) -> bool {
+        self.aborted.load(Ordering::Acquire)
+    }
+
+    /// What its range jobs read.
+    pub(super) fn take_stats(&self) -> Stats {
+        std::mem::take(&mut *self.stats.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     fn failed(&self) -> bool {
@@ -128,49 +177,48 @@ impl Queue {
         }
     }
 
-    /// Writes `pieces` at `start` of `target`, on the pool (once the budget allows) or here.
-    pub(super) fn submit(&mut self, target: &Arc<Target>, start: u64, pieces: Vec<Bytes>) {
-        if pieces.is_empty() {
+    /// Runs `job` (reading a range of `target`'s data and writing it, see
+    /// `write::write_range`) on the pool once the budget allows `cost` more bytes, or here
+    /// (sequential mode, or no `scope`). After a write failed, a job not yet started writes
+    /// nothing and marks its file aborted.
+    pub(super) fn submit_range<'s, F>(
+        &mut self,
+        scope: Option<&rayon::Scope<'s>>,
+        target: &Arc<Target>,
+        cost: u64,
+        job: F,
+    ) where
+        F: FnOnce(RawFd) -> io::Result<Stats> + Send + 's,
+    {
+        let scope = scope.filter(|_| !self.inline);
+        let Some(scope) = scope else {
+            run_range(&self.shared, target, job);
             return;
-        }
-        if self.inline {
-            if !target.failed() {
-                if let Err(e) = write_at(target.raw(), start, &pieces) {
-                    fail(&self.shared, target, e);
-                }
-            }
-            return;
-        }
-        let cost = cost(&pieces);
-        {
-            let mut held = self.shared.lock();
-            while *held > 0 && *held + cost > WRITE_BUDGET {
-                held = self
-                    .shared
-                    .done
-                    .wait(held)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
-            *held += cost;
-        }
+        };
+        self.reserve(cost);
         target.left.fetch_add(1, Ordering::AcqRel);
         let shared = Arc::clone(&self.shared);
         let target = Arc::clone(target);
-        rayon::spawn(move || {
-            // After a failure the rest of the file is not written: it is removed.
-            if !target.failed() {
-                if let Err(e) = write_at(target.raw(), start, &pieces) {
-                    fail(&shared, &target, e);
-                }
-            }
-            drop(pieces);
-            // Counted down before the lock is taken, so that a waiter that saw it
-            // non-zero under the lock is woken.
+        scope.spawn(move |_| {
+            run_range(&shared, &target, job);
             target.left.fetch_sub(1, Ordering::AcqRel);
             let mut held = shared.lock();
             *held = held.saturating_sub(cost);
             shared.done.notify_all();
         });
+    }
+
+    /// Waits until `cost` more bytes fit in the budget (or nothing is held), and holds them.
+    fn reserve(&self, cost: u64) {
+        let mut held = self.shared.lock();
+        while *held > 0 && *held + cost > WRITE_BUDGET {
+            held = self
+                .shared
+                .done
+                .wait(held)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *held += cost;
     }
 
     /// Whether a write has failed (the extraction should stop handing out).
@@ -221,6 +269,27 @@ impl Queue {
     }
 }
 
+/// Runs a range job of `target` (see [`Queue::submit_range`]) and records what it did.
+fn run_range<F>(shared: &Shared, target: &Target, job: F)
+where
+    F: FnOnce(RawFd) -> io::Result<Stats>,
+{
+    if shared.failed.load(Ordering::Acquire) {
+        if !target.failed() {
+            target.aborted.store(true, Ordering::Release);
+        }
+        return;
+    }
+    match job(target.raw()) {
+        Ok(st) => target
+            .stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(st),
+        Err(e) => fail(shared, target, e),
+    }
+}
+
 /// Records a failed write of `target`.
 fn fail(shared: &Shared, target: &Target, e: io::Error) {
     let mut err = target.error.lock().unwrap_or_else(PoisonError::into_inner);
@@ -230,22 +299,8 @@ fn fail(shared: &Shared, target: &Target, e: io::Error) {
     shared.failed.store(true, Ordering::Release);
 }
 
-/// What a batch holds of [`WRITE_BUDGET`]: the whole buffers its pieces keep alive (the
-/// pieces of one buffer come one after the other).
-fn cost(pieces: &[Bytes]) -> u64 {
-    let mut sum = 0u64;
-    let mut prev: Option<&Bytes> = None;
-    for b in pieces {
-        if !prev.is_some_and(|p| p.same_buffer(b)) {
-            sum += b.buffer_len() as u64;
-        }
-        prev = Some(b);
-    }
-    sum
-}
-
 /// Writes `pieces`, one after the other from file offset `start`, with `pwritev`.
-fn write_at(fd: RawFd, start: u64, pieces: &[Bytes]) -> io::Result<()> {
+pub(super) fn write_at(fd: RawFd, start: u64, pieces: &[Bytes]) -> io::Result<()> {
     let mut iov: Vec<libc::iovec> = pieces
         .iter()
         .map(|b| libc::iovec {

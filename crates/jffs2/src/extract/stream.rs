@@ -72,16 +72,6 @@ impl Bytes {
     pub fn is_empty(&self) -> bool {
         self.start == self.end
     }
-
-    /// Whether `other` lies in the same buffer.
-    pub(crate) fn same_buffer(&self, other: &Bytes) -> bool {
-        Arc::ptr_eq(&self.data, &other.data)
-    }
-
-    /// The size of the whole buffer these bytes keep alive.
-    pub(crate) fn buffer_len(&self) -> usize {
-        self.data.v.capacity()
-    }
 }
 
 /// A job's buffer, given back to its [`Recycler`] when the last [`Bytes`] of it is dropped
@@ -412,42 +402,20 @@ impl<'s, 'f, 'a> Reader<'s, 'f, 'a> {
             return Ok(());
         };
         let mut held = Held::new(file);
-        let mut pos = 0u64;
-        let end = file.size;
-        for (fi, f) in file.frags.iter().enumerate() {
-            if pos >= end {
-                break;
-            }
-            if f.start > pos {
-                let z = f.start.min(end) - pos;
-                sink(Chunk::Zeros {
-                    offset: pos,
-                    len: z,
-                })?;
-                pos += z;
-                if pos >= end {
-                    break;
-                }
-            }
-            let stop = f.end.min(end);
-            if stop <= pos {
-                continue;
-            }
-            let k = f.node;
-            // Make node k's data available.
-            self.make_available(index, file, &mut held, k);
-            let out = held.get(k).cloned().unwrap_or(Out::Zeros);
-            let dn_ofs = file.nodes.get(k).map(|n| u64::from(n.ofs)).unwrap_or(0);
-            sink(fragment_chunk(out, dn_ofs, pos, stop))?;
-            pos = stop;
-            held.used(k, fi, self.opts.held_bytes);
-        }
-        if pos < end {
-            sink(Chunk::Zeros {
-                offset: pos,
-                len: end - pos,
-            })?;
-        }
+        let held_budget = self.opts.held_bytes;
+        walk(
+            file,
+            0,
+            0,
+            file.size,
+            |k, fi| {
+                self.make_available(index, file, &mut held, k);
+                let out = held.get(k).cloned().unwrap_or(Out::Zeros);
+                held.used(k, fi, held_budget);
+                out
+            },
+            &mut sink,
+        )?;
         // Receive whatever of this file is still in flight (nodes only used by fragments
         // past the size).
         while self.issued.front().is_some_and(|&(_, fi, _)| fi == index) {
@@ -598,6 +566,142 @@ fn fragment_chunk(out: Out, dn_ofs: u64, pos: u64, stop: u64) -> Chunk {
             }
         }
     }
+}
+
+/// Emits `file`'s range `[lo, hi)` into `sink` as chunks in offset order, from fragment
+/// `first` (the first that ends past `lo`): gaps as zeros, each fragment `fi` from its node
+/// `k`'s result (`get(k, fi)`), zeros up to `hi`. A whole file is the range
+/// `[0, size)` from fragment 0; a job of an extraction, a range that starts and ends at
+/// fragment boundaries (see [`ranges`]).
+fn walk<S>(
+    file: &FileData,
+    first: usize,
+    lo: u64,
+    hi: u64,
+    mut get: impl FnMut(usize, usize) -> Out,
+    sink: &mut S,
+) -> io::Result<()>
+where
+    S: FnMut(Chunk) -> io::Result<()>,
+{
+    let mut pos = lo;
+    for (fi, f) in file.frags.iter().enumerate().skip(first) {
+        if pos >= hi {
+            break;
+        }
+        if f.start > pos {
+            let z = f.start.min(hi) - pos;
+            sink(Chunk::Zeros {
+                offset: pos,
+                len: z,
+            })?;
+            pos += z;
+            if pos >= hi {
+                break;
+            }
+        }
+        let stop = f.end.min(hi);
+        if stop <= pos {
+            continue;
+        }
+        let k = f.node;
+        let out = get(k, fi);
+        let dn_ofs = file.nodes.get(k).map(|n| u64::from(n.ofs)).unwrap_or(0);
+        sink(fragment_chunk(out, dn_ofs, pos, stop))?;
+        pos = stop;
+    }
+    if pos < hi {
+        sink(Chunk::Zeros {
+            offset: pos,
+            len: hi - pos,
+        })?;
+    }
+    Ok(())
+}
+
+/// A part of a file read on its own: its range `[lo, hi)`, from fragment `first` to (not
+/// including) `end`, whose nodes decompress to about `cost` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Range {
+    pub first: usize,
+    pub end: usize,
+    pub lo: u64,
+    pub hi: u64,
+    pub cost: u64,
+}
+
+/// `file` cut at fragment boundaries into ranges of about `job_bytes` decompressed bytes (and
+/// at most [`JOB_NODES`] fragments), covering `[0, size)`: at least one, even for an empty
+/// file.
+pub(crate) fn ranges(file: &FileData, job_bytes: u64) -> Vec<Range> {
+    let mut out = Vec::new();
+    let mut cur = Range {
+        first: 0,
+        end: 0,
+        lo: 0,
+        hi: file.size,
+        cost: 0,
+    };
+    for (fi, f) in file.frags.iter().enumerate() {
+        if f.start >= file.size {
+            break;
+        }
+        let c = cost(file, f.node);
+        if fi > cur.first && (cur.cost + c > job_bytes || fi - cur.first >= JOB_NODES) {
+            // Fragments are disjoint and in order: nothing of `cur` lies past `f.start`.
+            let cut = f.start.max(cur.lo);
+            out.push(Range {
+                end: fi,
+                hi: cut,
+                ..cur
+            });
+            cur = Range {
+                first: fi,
+                end: fi,
+                lo: cut,
+                hi: file.size,
+                cost: 0,
+            };
+        }
+        cur.cost += c;
+        cur.end = fi + 1;
+    }
+    out.push(cur);
+    out
+}
+
+/// Buffers for [`read_range`]'s decompression, shared by the jobs of one extraction.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Buffers(Arc<Recycler>);
+
+/// Emits range `r` of `file` into `sink` (what [`Reader::read_file`] emits for those bytes),
+/// decompressing its nodes here, each once, into one buffer.
+pub(crate) fn read_range(
+    fs: &Fs<'_>,
+    file: &FileData,
+    r: Range,
+    buffers: &Buffers,
+    mut sink: impl FnMut(Chunk) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut nodes: Vec<usize> = file
+        .frags
+        .get(r.first..r.end)
+        .unwrap_or(&[])
+        .iter()
+        .filter(|f| f.start < r.hi && f.end > r.lo)
+        .map(|f| f.node)
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let mut res = decode_job(fs, file, nodes, &buffers.0);
+    res.sort_unstable_by_key(|(k, _)| *k);
+    let get = |k: usize, _| {
+        res.binary_search_by_key(&k, |(n, _)| *n)
+            .ok()
+            .and_then(|i| res.get(i))
+            .map_or(Out::Zeros, |(_, o)| o.clone())
+    };
+    walk(file, r.first, r.lo, r.hi, get, &mut sink)
 }
 
 fn reader<'s, 'f, 'a>(

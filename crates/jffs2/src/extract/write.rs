@@ -1,18 +1,18 @@
 //! Creating a [`Plan`]'s entries below a host directory, every one relative to an open
 //! descriptor of its parent (see the module documentation of [`super`] for the rules).
 
+use rayon::Scope;
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use super::plan::{Entry, EntryKind, FileData, Plan};
-use super::queue::{Item, Queue, Target, Work};
-use super::stream::{stream, Bytes, Chunk, Reader, StreamOptions};
+use super::queue::{write_at, Item, Queue, Stats, Target, Work};
+use super::stream::{ranges, read_range, Buffers, Bytes, Chunk, Range, StreamOptions};
 use super::{default_devtable, Refusal};
-use crate::fs::{Fs, ReadError};
+use crate::fs::Fs;
 
 /// Options of [`extract`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -266,50 +266,55 @@ fn timespecs(atime: u32, mtime: u32) -> [libc::timespec; 2] {
     [t(atime), t(mtime)]
 }
 
-/// Hands a file's data to the [`Queue`] in large batches (one `pwritev` each), skipping
-/// holes.
-struct FileWriter<'q> {
-    target: Arc<Target>,
-    queue: &'q mut Queue,
-    pending: Vec<Bytes>,
-    start: u64,
-    len: u64,
-    written: u64,
-}
-
-impl FileWriter<'_> {
-    fn push(&mut self, offset: u64, b: Bytes) {
-        if b.is_empty() {
-            return;
+/// Reads range `r` of `file` and writes its data to `fd` in large batches (one `pwritev`
+/// each), skipping holes: a job run on the pool ([`Queue::submit_range`]).
+fn write_range(
+    fs: &Fs<'_>,
+    file: &FileData,
+    r: Range,
+    buffers: &Buffers,
+    fd: RawFd,
+) -> io::Result<Stats> {
+    let mut st = Stats::default();
+    let mut pending: Vec<Bytes> = Vec::new();
+    let (mut start, mut len) = (0u64, 0u64);
+    let flush = |pending: &mut Vec<Bytes>, start: u64, st: &mut Stats| {
+        let res = write_at(fd, start, pending);
+        st.data += pending.iter().map(|b| b.len() as u64).sum::<u64>();
+        pending.clear();
+        res
+    };
+    read_range(fs, file, r, buffers, |c| {
+        match c {
+            Chunk::Data { offset, bytes } if !bytes.is_empty() => {
+                if !pending.is_empty()
+                    && (start + len != offset || len >= FLUSH_BYTES || pending.len() >= MAX_IOV)
+                {
+                    flush(&mut pending, start, &mut st)?;
+                }
+                if pending.is_empty() {
+                    (start, len) = (offset, 0);
+                }
+                len += bytes.len() as u64;
+                pending.push(bytes);
+            }
+            Chunk::Data { .. } => {}
+            Chunk::Zeros { len, .. } => st.holes += len,
+            Chunk::Unreadable { offset, len, error } => match &mut st.bad {
+                Some((_, n, _)) => *n += len,
+                None => st.bad = Some((offset, len, error)),
+            },
         }
-        if !self.pending.is_empty()
-            && (self.start + self.len != offset
-                || self.len >= FLUSH_BYTES
-                || self.pending.len() >= MAX_IOV)
-        {
-            self.flush();
-        }
-        if self.pending.is_empty() {
-            self.start = offset;
-            self.len = 0;
-            // Room for a whole batch at once: the batch goes to the pool with its vector, so
-            // each would otherwise grow from nothing by doubling (seven reallocations, on
-            // the extraction's own thread, for a batch of `MAX_IOV` pieces).
-            self.pending.reserve(MAX_IOV);
-        }
-        self.len += b.len() as u64;
-        self.pending.push(b);
+        Ok(())
+    })?;
+    if !pending.is_empty() {
+        flush(&mut pending, start, &mut st)?;
     }
-
-    fn flush(&mut self) {
-        let pieces = std::mem::take(&mut self.pending);
-        self.queue.submit(&self.target, self.start, pieces);
-        self.written += self.len;
-        self.len = 0;
-    }
+    Ok(st)
 }
 
 struct Writer<'p> {
+    fs: &'p Fs<'p>,
     plan: &'p Plan,
     opts: &'p ExtractOptions,
     stack: Vec<Level>,
@@ -328,6 +333,14 @@ struct Writer<'p> {
     egid: u32,
     /// Writes handed out and the finishing steps waiting for them.
     queue: Queue,
+    /// The range jobs' decompression buffers.
+    buffers: Buffers,
+    /// Where the next [`Refusal::Data`] goes in `report.refused`: refusals of unreadable
+    /// data are known once a file's ranges are read, and go where the file was created
+    /// (plan order): (file entry, its position when created).
+    data_slots: std::collections::VecDeque<(usize, usize)>,
+    /// [`Refusal::Data`] inserted so far (each shifts the positions after it).
+    data_inserted: usize,
 }
 
 impl<'p> Writer<'p> {
@@ -668,6 +681,7 @@ impl<'p> Writer<'p> {
         let i = item.entry;
         match item.work {
             Work::File { target, name } => {
+                let slot = self.data_slot(i);
                 if let Some(source) = target.take_error() {
                     self.remove(i, &name);
                     return Err(ExtractError::Write {
@@ -675,6 +689,12 @@ impl<'p> Writer<'p> {
                         source,
                     });
                 }
+                if target.aborted() {
+                    // Another file's write failed (reported with it): not written whole.
+                    self.remove(i, &name);
+                    return Ok(());
+                }
+                self.account(i, target.take_stats(), slot);
                 self.finish_fd(i, target.raw());
             }
             Work::At { fd, ftype } => self.finish_path(i, fd, ftype),
@@ -684,6 +704,38 @@ impl<'p> Writer<'p> {
             },
         }
         Ok(())
+    }
+
+    /// The position in `report.refused` recorded for file `i` when it was created.
+    fn data_slot(&mut self, i: usize) -> Option<usize> {
+        while let Some(&(e, at)) = self.data_slots.front() {
+            if e > i {
+                break;
+            }
+            self.data_slots.pop_front();
+            if e == i {
+                return Some(at);
+            }
+        }
+        None
+    }
+
+    /// Counts what file `i`'s ranges read, its unreadable data refused at `slot`.
+    fn account(&mut self, i: usize, st: Stats, slot: Option<usize>) {
+        self.report.data_bytes += st.data;
+        self.report.hole_bytes += st.holes;
+        if let Some((offset, bytes, error)) = st.bad {
+            let r = Refusal::Data {
+                path: self.plan.path(i),
+                offset,
+                bytes,
+                error,
+            };
+            let at = slot.map_or(usize::MAX, |s| s + self.data_inserted);
+            let at = at.min(self.report.refused.len());
+            self.report.refused.insert(at, r);
+            self.data_inserted += 1;
+        }
     }
 
     /// Removes file `i`, named `name` in its parent, whose data could not all be written:
@@ -763,23 +815,16 @@ impl<'p> Writer<'p> {
         }
     }
 
-    fn make_file(
-        &mut self,
-        i: usize,
-        e: &Entry,
-        f: &FileData,
-        findex: usize,
-        reader: &mut Reader<'_, '_, '_>,
-    ) -> Result<(), super::ExtractError> {
+    fn make_file(&mut self, i: usize, e: &Entry, f: &'p FileData, scope: Option<&Scope<'p>>) {
         let pfd = match self.level_fd(self.stack.len() - 1) {
             Ok(fd) => fd,
             Err(err) => {
                 self.create_error(i, "open parent", &err);
-                return Ok(());
+                return;
             }
         };
         let Ok(name) = cstring(&e.name) else {
-            return Ok(());
+            return;
         };
         let fd = match openat(
             pfd,
@@ -790,7 +835,7 @@ impl<'p> Writer<'p> {
             Ok(fd) => fd,
             Err(err) => {
                 self.create_error(i, "open", &err);
-                return Ok(());
+                return;
             }
         };
         let size = libc::off_t::try_from(f.size).unwrap_or(libc::off_t::MAX);
@@ -798,68 +843,28 @@ impl<'p> Writer<'p> {
         // SAFETY: an open descriptor.
         if let Err(err) = check(unsafe { libc::ftruncate(fd.as_raw_fd(), size) }) {
             self.create_error(i, "truncate", &err);
-            return Ok(());
+            return;
         }
         let target = Target::new(fd);
-        let mut w = FileWriter {
-            target: Arc::clone(&target),
-            queue: &mut self.queue,
-            pending: Vec::new(),
-            start: 0,
-            len: 0,
-            written: 0,
-        };
-        let mut holes = 0u64;
-        let mut bad: Option<(u64, u64, ReadError)> = None;
-        let res = reader.read_file(findex, |c| {
-            match c {
-                // A write failed: the extraction stops (this file is removed, unfinished).
-                Chunk::Data { .. } if w.queue.failed() => {
-                    return Err(io::Error::other("an earlier write failed"));
-                }
-                Chunk::Data { offset, bytes } => w.push(offset, bytes),
-                Chunk::Zeros { len, .. } => holes += len,
-                Chunk::Unreadable { offset, len, error } => match &mut bad {
-                    Some((_, n, _)) => *n += len,
-                    None => bad = Some((offset, len, error)),
-                },
+        for r in ranges(f, self.opts.stream.job_bytes) {
+            if r.first == r.end {
+                // No fragment: all hole.
+                self.report.hole_bytes += r.hi - r.lo;
+                continue;
             }
-            Ok(())
-        });
-        if res.is_ok() {
-            w.flush();
-        }
-        let written = w.written;
-        if let Err(stop) = res {
-            self.queue.wait_for(&target);
-            let source = target.take_error().unwrap_or(stop);
-            drop(target);
-            self.remove(i, &name);
-            // The first failure in plan order is the one reported.
-            self.settle(true)?;
-            return Err(super::ExtractError::Write {
-                path: self.plan.path(i),
-                source,
+            let (fs, buffers) = (self.fs, self.buffers.clone());
+            self.queue.submit_range(scope, &target, r.cost, move |fd| {
+                write_range(fs, f, r, &buffers, fd)
             });
         }
-        self.report.data_bytes += written;
-        self.report.hole_bytes += holes;
         self.report.files += 1;
         self.state[i] = State::Created;
-        if let Some((offset, bytes, error)) = bad {
-            self.report.refused.push(Refusal::Data {
-                path: self.plan.path(i),
-                offset,
-                bytes,
-                error,
-            });
-        }
+        self.data_slots.push_back((i, self.report.refused.len()));
         // Finished (metadata) once its data is written.
         self.queue.push(Item {
             entry: i,
             work: Work::File { target, name },
         });
-        Ok(())
     }
 
     fn make_link(&mut self, i: usize, e: &Entry, first: usize) -> Result<(), ExtractError> {
@@ -1126,12 +1131,12 @@ pub fn extract(
             })?,
         )
     };
-    let mut w = Writer::new(plan, opts, root, root_existed);
-    let files = plan.files();
-    let data: Vec<&FileData> = files.iter().map(|(_, f)| *f).collect();
-    let result = stream(fs, &data, opts.stream, |reader| {
-        w.create_all(&files, reader)
-    });
+    let mut w = Writer::new(fs, plan, opts, root, root_existed);
+    let result = if opts.stream.sequential {
+        w.create_all(None)
+    } else {
+        rayon::in_place_scope(|s| w.create_all(Some(s)))
+    };
     // Finalise every directory still open, the destination last.
     w.pop_to(1);
     let settled = w.settle(true);
@@ -1146,6 +1151,7 @@ pub fn extract(
 impl<'p> Writer<'p> {
     /// A writer for `plan` whose stack holds the destination, open as `root`.
     fn new(
+        fs: &'p Fs<'p>,
         plan: &'p Plan,
         opts: &'p ExtractOptions,
         root: OwnedFd,
@@ -1159,6 +1165,7 @@ impl<'p> Writer<'p> {
         let waiting = cap / 8;
         let dirs_open = cap - waiting;
         let mut w = Writer {
+            fs,
             plan,
             opts,
             stack: vec![Level {
@@ -1179,6 +1186,9 @@ impl<'p> Writer<'p> {
             euid,
             egid,
             queue: Queue::new(opts.stream.sequential, waiting),
+            buffers: Buffers::default(),
+            data_slots: std::collections::VecDeque::new(),
+            data_inserted: 0,
         };
         if let Some(s) = w.state.first_mut() {
             *s = State::Created;
@@ -1188,13 +1198,8 @@ impl<'p> Writer<'p> {
 
     /// Creates every entry below the root in plan order, `files` (the plan's regular files
     /// with their entry indices) read from `reader`; skips the subtree of a directory not made.
-    fn create_all(
-        &mut self,
-        files: &[(usize, &FileData)],
-        reader: &mut Reader<'_, '_, '_>,
-    ) -> Result<(), ExtractError> {
+    fn create_all(&mut self, scope: Option<&Scope<'p>>) -> Result<(), ExtractError> {
         let plan = self.plan;
-        let mut next_file = 0usize;
         let mut skip_below: Option<u32> = None;
         for (i, e) in plan.entries.iter().enumerate().skip(1) {
             if let Some(d) = skip_below {
@@ -1216,11 +1221,12 @@ impl<'p> Writer<'p> {
                     }
                 }
                 EntryKind::File(f) => {
-                    while files.get(next_file).is_some_and(|(fi, _)| *fi < i) {
-                        next_file += 1;
+                    // A write failed: the extraction stops (at the first failure in plan
+                    // order, which `settle` reports).
+                    if self.queue.failed() {
+                        self.settle(true)?;
                     }
-                    self.make_file(i, e, f, next_file, reader)?;
-                    next_file += 1;
+                    self.make_file(i, e, f, scope);
                 }
                 EntryKind::HardLink { first } => self.make_link(i, e, *first)?,
                 EntryKind::Symlink(t) => self.make_symlink(i, e, t),
