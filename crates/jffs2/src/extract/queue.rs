@@ -9,8 +9,8 @@
 //! change the time) — and every other finishing step after it (symbolic links', devices',
 //! directories') wait in order in [`Queue`] items, so that they run, and report, in the same
 //! order whatever the thread count. Memory stays bounded: the decompressed bytes of ranges
-//! handed out and not yet written count against [`WRITE_BUDGET`], beyond which handing out
-//! waits.
+//! handed out and not yet written count against a budget (the stream options'
+//! `ahead_bytes`), beyond which handing out waits.
 
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -21,9 +21,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::stream::Bytes;
 use crate::fs::ReadError;
-
-/// Decompressed bytes of the ranges handed out and not yet written.
-const WRITE_BUDGET: u64 = 8 << 20;
 
 /// A file being written: its descriptor, shared by its batches.
 pub(super) struct Target {
@@ -48,22 +45,26 @@ pub(super) struct Stats {
 }
 
 impl Stats {
-    /// Adds `o`'s counts (the jobs of a file finish in any order: the first unreadable
-    /// offset is the lowest).
+    /// Adds `o`'s counts (the jobs of a file finish in any order).
     fn add(&mut self, o: Stats) {
         self.data += o.data;
         self.holes += o.holes;
         if let Some((ofs, n, e)) = o.bad {
-            match &mut self.bad {
-                Some((first, sum, err)) => {
-                    *sum += n;
-                    if ofs < *first {
-                        *first = ofs;
-                        *err = e;
-                    }
+            self.add_bad(ofs, n, e);
+        }
+    }
+
+    /// Counts `n` unreadable bytes at `ofs`: the error kept is the one at the lowest offset.
+    pub(super) fn add_bad(&mut self, ofs: u64, n: u64, e: ReadError) {
+        match &mut self.bad {
+            Some((first, sum, err)) => {
+                *sum += n;
+                if ofs < *first {
+                    *first = ofs;
+                    *err = e;
                 }
-                None => self.bad = Some((ofs, n, e)),
             }
+            None => self.bad = Some((ofs, n, e)),
         }
     }
 }
@@ -111,8 +112,11 @@ impl Target {
 
 /// What the workers and the extraction's thread share.
 struct Shared {
-    /// Bytes (of [`WRITE_BUDGET`]) held by batches not yet written.
+    /// Bytes (of `budget`) held by batches not yet written.
     bytes: Mutex<u64>,
+    /// Most decompressed bytes of ranges handed out and not yet written (at least one range
+    /// is always out, whatever its size).
+    budget: u64,
     /// Signalled when a batch is done.
     done: Condvar,
     /// A batch failed: the extraction stops handing out.
@@ -164,10 +168,11 @@ pub(super) struct Queue {
 }
 
 impl Queue {
-    pub(super) fn new(inline: bool, max_items: usize) -> Queue {
+    pub(super) fn new(inline: bool, budget: u64, max_items: usize) -> Queue {
         Queue {
             shared: Arc::new(Shared {
                 bytes: Mutex::new(0),
+                budget,
                 done: Condvar::new(),
                 failed: AtomicBool::new(false),
             }),
@@ -211,7 +216,7 @@ impl Queue {
     /// Waits until `cost` more bytes fit in the budget (or nothing is held), and holds them.
     fn reserve(&self, cost: u64) {
         let mut held = self.shared.lock();
-        while *held > 0 && *held + cost > WRITE_BUDGET {
+        while *held > 0 && *held + cost > self.shared.budget {
             held = self
                 .shared
                 .done

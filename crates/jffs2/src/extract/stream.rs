@@ -23,8 +23,9 @@ use crate::fs::{Fs, ReadError};
 /// How far ahead the workers may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamOptions {
-    /// Budget of decompressed bytes (node `dsize`s) decompressed ahead and not yet consumed.
-    /// At least one job always runs, whatever its size.
+    /// Budget of decompressed bytes (node `dsize`s) decompressed ahead and not yet consumed
+    /// (for an extraction: of the ranges handed out and not yet written). At least one job
+    /// always runs, whatever its size.
     pub ahead_bytes: u64,
     /// Most jobs in flight.
     pub ahead_jobs: usize,
@@ -620,7 +621,9 @@ where
 }
 
 /// A part of a file read on its own: its range `[lo, hi)`, from fragment `first` to (not
-/// including) `end`, whose nodes decompress to about `cost` bytes.
+/// including) `end`, whose nodes decompress to about `cost` bytes. `cost` adds each
+/// fragment's node, so a node that shows through in several fragments counts more than once:
+/// as a memory budget it errs on the safe side (read_range decompresses such a node once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Range {
     pub first: usize,

@@ -300,10 +300,7 @@ fn write_range(
             }
             Chunk::Data { .. } => {}
             Chunk::Zeros { len, .. } => st.holes += len,
-            Chunk::Unreadable { offset, len, error } => match &mut st.bad {
-                Some((_, n, _)) => *n += len,
-                None => st.bad = Some((offset, len, error)),
-            },
+            Chunk::Unreadable { offset, len, error } => st.add_bad(offset, len, error),
         }
         Ok(())
     })?;
@@ -1185,7 +1182,7 @@ impl<'p> Writer<'p> {
             devtable_lines: 0,
             euid,
             egid,
-            queue: Queue::new(opts.stream.sequential, waiting),
+            queue: Queue::new(opts.stream.sequential, opts.stream.ahead_bytes, waiting),
             buffers: Buffers::default(),
             data_slots: std::collections::VecDeque::new(),
             data_inserted: 0,
