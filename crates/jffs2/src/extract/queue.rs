@@ -110,22 +110,81 @@ impl Target {
     }
 }
 
+/// What the extraction's thread waits for, if anything (told to the workers, so that they
+/// wake it only when it can go on: each wake is a futex call and a context switch on the
+/// thread every file goes through).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Waiting {
+    Nothing,
+    /// Until at most this many bytes are held.
+    Room(u64),
+    /// Until every batch of the [`Target`] at this address is written.
+    File(usize),
+}
+
+impl Waiting {
+    /// Whether the waiter can go on once a batch of `target` is done, `bytes` being held
+    /// and `left` batches of `target` not yet written.
+    fn wakes(self, bytes: u64, target: &Target, left: usize) -> bool {
+        match self {
+            Waiting::Nothing => false,
+            Waiting::Room(at) => bytes <= at,
+            Waiting::File(t) => left == 0 && t == std::ptr::from_ref(target) as usize,
+        }
+    }
+}
+
+/// The budget's state, under the lock.
+struct Held {
+    /// Bytes (of `budget`) held by batches not yet written.
+    bytes: u64,
+    waiting: Waiting,
+}
+
 /// What the workers and the extraction's thread share.
 struct Shared {
-    /// Bytes (of `budget`) held by batches not yet written.
-    bytes: Mutex<u64>,
+    held: Mutex<Held>,
     /// Most decompressed bytes of ranges handed out and not yet written (at least one range
     /// is always out, whatever its size).
     budget: u64,
-    /// Signalled when a batch is done.
+    /// Signalled when a batch is done and the extraction's thread can go on.
     done: Condvar,
     /// A batch failed: the extraction stops handing out.
     failed: AtomicBool,
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, u64> {
-        self.bytes.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits on `done` until `ready` holds, telling the workers what it waits for.
+    fn wait<'g>(
+        &self,
+        mut g: MutexGuard<'g, Held>,
+        waiting: Waiting,
+        ready: impl Fn(&Held) -> bool,
+    ) -> MutexGuard<'g, Held> {
+        while !ready(&g) {
+            g.waiting = waiting;
+            g = self.done.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+        g.waiting = Waiting::Nothing;
+        g
+    }
+
+    /// A batch of `target` holding `cost` bytes is done: wakes the extraction's thread if it
+    /// waits for that.
+    fn batch_done(&self, target: &Target, cost: u64) {
+        let mut g = self.lock();
+        // Under the lock, so that a waiter that saw the count before cannot miss the wake.
+        let left = target.left.fetch_sub(1, Ordering::AcqRel) - 1;
+        g.bytes = g.bytes.saturating_sub(cost);
+        let wake = g.waiting.wakes(g.bytes, target, left);
+        drop(g);
+        if wake {
+            self.done.notify_all();
+        }
     }
 }
 
@@ -171,7 +230,10 @@ impl Queue {
     pub(super) fn new(inline: bool, budget: u64, max_items: usize) -> Queue {
         Queue {
             shared: Arc::new(Shared {
-                bytes: Mutex::new(0),
+                held: Mutex::new(Held {
+                    bytes: 0,
+                    waiting: Waiting::Nothing,
+                }),
                 budget,
                 done: Condvar::new(),
                 failed: AtomicBool::new(false),
@@ -206,24 +268,23 @@ impl Queue {
         let target = Arc::clone(target);
         scope.spawn(move |_| {
             run_range(&shared, &target, job);
-            target.left.fetch_sub(1, Ordering::AcqRel);
-            let mut held = shared.lock();
-            *held = held.saturating_sub(cost);
-            shared.done.notify_all();
+            shared.batch_done(&target, cost);
         });
     }
 
     /// Waits until `cost` more bytes fit in the budget (or nothing is held), and holds them.
+    /// Once it has to wait, it waits for half the budget (or `cost`, if more) to be free, so
+    /// that it wakes once per several ranges rather than once per range.
     fn reserve(&self, cost: u64) {
-        let mut held = self.shared.lock();
-        while *held > 0 && *held + cost > self.shared.budget {
-            held = self
+        let budget = self.shared.budget;
+        let mut g = self.shared.lock();
+        if g.bytes > 0 && g.bytes + cost > budget {
+            let at = budget.saturating_sub(cost.max(budget / 2));
+            g = self
                 .shared
-                .done
-                .wait(held)
-                .unwrap_or_else(PoisonError::into_inner);
+                .wait(g, Waiting::Room(at), |h| h.bytes == 0 || h.bytes <= at);
         }
-        *held += cost;
+        g.bytes += cost;
     }
 
     /// Whether a write has failed (the extraction should stop handing out).
@@ -263,14 +324,12 @@ impl Queue {
 
     /// Waits until every batch of `target` is written.
     pub(super) fn wait_for(&self, target: &Target) {
-        let mut held = self.shared.lock();
-        while target.left.load(Ordering::Acquire) > 0 {
-            held = self
-                .shared
-                .done
-                .wait(held)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        let g = self.shared.lock();
+        let t = Waiting::File(std::ptr::from_ref(target) as usize);
+        drop(
+            self.shared
+                .wait(g, t, |_| target.left.load(Ordering::Acquire) == 0),
+        );
     }
 }
 
@@ -346,4 +405,55 @@ pub(super) fn write_at(fd: RawFd, start: u64, pieces: &[Bytes]) -> io::Result<()
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> Arc<Target> {
+        let fd = std::fs::File::open("/dev/null").map(OwnedFd::from);
+        Target::new(fd.expect("/dev/null opens"))
+    }
+
+    #[test]
+    fn a_waiter_is_woken_only_when_it_can_go_on() {
+        let (a, b) = (target(), target());
+        let fa = Waiting::File(std::ptr::from_ref(&*a) as usize);
+        assert!(!Waiting::Nothing.wakes(0, &a, 0));
+        // Waiting for room: not while more than the low mark is held.
+        assert!(!Waiting::Room(4 << 20).wakes((4 << 20) + 1, &a, 3));
+        assert!(Waiting::Room(4 << 20).wakes(4 << 20, &a, 3));
+        // Waiting for a file: not for another file's batch, nor before its last one.
+        assert!(!fa.wakes(0, &b, 0));
+        assert!(!fa.wakes(0, &a, 1));
+        assert!(fa.wakes(8 << 20, &a, 0));
+    }
+
+    #[test]
+    fn reserving_past_the_budget_waits_for_half_of_it() {
+        let q = Queue::new(false, 8, 4);
+        q.reserve(6);
+        let shared = Arc::clone(&q.shared);
+        let t = target();
+        t.left.fetch_add(3, Ordering::AcqRel);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                q.reserve(3);
+                let _ = tx.send(q.shared.lock().bytes);
+            });
+            // 6 of 8 held: 3 more must wait until at most 4 (8 - max(3, 8 / 2)) are held.
+            while shared.lock().waiting == Waiting::Nothing {
+                std::thread::yield_now();
+            }
+            shared.lock().bytes = 7;
+            shared.batch_done(&t, 2);
+            // A waiter that went on would have sent by then (it cannot send when it did not).
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(rx.try_recv().is_err(), "woken with 5 of 8 held");
+            shared.batch_done(&t, 1);
+            assert_eq!(rx.recv().ok(), Some(7));
+        });
+    }
 }
