@@ -15,6 +15,7 @@ use super::{
 };
 use crate::format::ROOT_INO;
 use crate::format::{pad4, Endian, NodeKind};
+use crate::prefetch::{with_pages_ahead, PagesAhead, Track};
 
 /// The scan read buffer: `mtd_kmalloc_up_to(PAGE_SIZE)` on x86-64 (§3.1).
 pub(super) const PAGE_SIZE: u32 = 4096;
@@ -316,7 +317,17 @@ pub(crate) fn scan_hinted(
     eng.jebs = (0..blocks as u32)
         .map(|i| Jeb::new(i * sector, sector))
         .collect();
-    eng.scan_medium();
+    // The detection found about as many nodes as the scan links: their refs reserved whole,
+    // and every page of the image and of those refs mapped ahead of the scan on another
+    // core (`crate::prefetch::PagesAhead`).
+    eng.refs.reserve(hints.len());
+    eng.ref_block.reserve(hints.len());
+    let tracks = vec![
+        Track::read(eng.img),
+        Track::write(&eng.refs),
+        Track::write(&eng.ref_block),
+    ];
+    with_pages_ahead(tracks, |ahead| eng.scan_medium(ahead));
     eng.finish(geom, flash)
 }
 
@@ -682,8 +693,13 @@ impl<'a> Engine<'a> {
     }
 
     /// The loop and epilogue of `jffs2_scan_medium` (§3.1).
-    fn scan_medium(&mut self) {
+    fn scan_medium(&mut self, ahead: Option<&PagesAhead>) {
         for b in 0..self.jebs.len() {
+            if let Some(a) = ahead {
+                a.at(0, self.jebs[b].offset as usize);
+                a.at(1, self.refs.len() * size_of::<NodeRef>());
+                a.at(2, self.ref_block.len() * size_of::<u32>());
+            }
             self.jebs[b].refs_start = self.refs.len();
             if self.end_marker.is_some() {
                 // OpenWrt: every block after the end marker is BLK_STATE_ALLFF, unread.
