@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::stream::Bytes;
+use super::write::Outcome;
 use crate::fs::ReadError;
 
 /// A file being written: its descriptor, shared by its batches.
@@ -118,18 +119,19 @@ enum Waiting {
     Nothing,
     /// Until at most this many bytes are held.
     Room(u64),
-    /// Until every batch of the [`Target`] at this address is written.
-    File(usize),
+    /// Until the count of batches left (of a [`Target`] or a [`Pending`]) at this address
+    /// is zero.
+    Done(usize),
 }
 
 impl Waiting {
-    /// Whether the waiter can go on once a batch of `target` is done, `bytes` being held
-    /// and `left` batches of `target` not yet written.
-    fn wakes(self, bytes: u64, target: &Target, left: usize) -> bool {
+    /// Whether the waiter can go on once a batch counted by `counter` is done, `bytes`
+    /// being held and `left` batches of that count not yet done.
+    fn wakes(self, bytes: u64, counter: &AtomicUsize, left: usize) -> bool {
         match self {
             Waiting::Nothing => false,
             Waiting::Room(at) => bytes <= at,
-            Waiting::File(t) => left == 0 && t == std::ptr::from_ref(target) as usize,
+            Waiting::Done(c) => left == 0 && c == address(counter),
         }
     }
 }
@@ -139,6 +141,33 @@ struct Held {
     /// Bytes (of `budget`) held by batches not yet written.
     bytes: u64,
     waiting: Waiting,
+}
+
+/// A finishing step run on a worker: what it did, once done.
+pub(super) struct Pending {
+    /// 1 until done.
+    left: AtomicUsize,
+    out: Mutex<Vec<Outcome>>,
+}
+
+impl Pending {
+    /// A step already done, with these outcomes.
+    pub(super) fn done(out: Vec<Outcome>) -> Arc<Pending> {
+        Arc::new(Pending {
+            left: AtomicUsize::new(0),
+            out: Mutex::new(out),
+        })
+    }
+
+    /// Its outcomes (once done).
+    pub(super) fn take(&self) -> Vec<Outcome> {
+        std::mem::take(&mut *self.out.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The address of a count of batches left, as [`Waiting::Done`] names it.
+fn address(counter: &AtomicUsize) -> usize {
+    std::ptr::from_ref(counter) as usize
 }
 
 /// What the workers and the extraction's thread share.
@@ -173,14 +202,14 @@ impl Shared {
         g
     }
 
-    /// A batch of `target` holding `cost` bytes is done: wakes the extraction's thread if it
-    /// waits for that.
-    fn batch_done(&self, target: &Target, cost: u64) {
+    /// A batch counted by `counter` holding `cost` bytes is done: wakes the extraction's
+    /// thread if it waits for that.
+    fn batch_done(&self, counter: &AtomicUsize, cost: u64) {
         let mut g = self.lock();
         // Under the lock, so that a waiter that saw the count before cannot miss the wake.
-        let left = target.left.fetch_sub(1, Ordering::AcqRel) - 1;
+        let left = counter.fetch_sub(1, Ordering::AcqRel) - 1;
         g.bytes = g.bytes.saturating_sub(cost);
-        let wake = g.waiting.wakes(g.bytes, target, left);
+        let wake = g.waiting.wakes(g.bytes, counter, left);
         drop(g);
         if wake {
             self.done.notify_all();
@@ -197,12 +226,9 @@ pub(super) enum Work {
         /// Its name in its parent (for the removal).
         name: CString,
     },
-    /// A symbolic link, device, FIFO or socket just created: its `O_PATH` descriptor (see
-    /// `Writer::finish_at`), or why it could not be opened.
-    At {
-        fd: io::Result<OwnedFd>,
-        ftype: libc::mode_t,
-    },
+    /// A symbolic link, device, FIFO or socket just created: its metadata, set on a worker
+    /// (see `Writer::finish_at`).
+    At { pending: Arc<Pending> },
     /// A directory whose subtree is done.
     Dir {
         existed: Option<[libc::timespec; 2]>,
@@ -268,8 +294,35 @@ impl Queue {
         let target = Arc::clone(target);
         scope.spawn(move |_| {
             run_range(&shared, &target, job);
-            shared.batch_done(&target, cost);
+            shared.batch_done(&target.left, cost);
         });
+    }
+
+    /// Runs finishing step `job` on the pool, or here (sequential mode, or no `scope`). It
+    /// holds nothing of the budget.
+    pub(super) fn submit_finish<'s, F>(
+        &mut self,
+        scope: Option<&rayon::Scope<'s>>,
+        job: F,
+    ) -> Arc<Pending>
+    where
+        F: FnOnce() -> Vec<Outcome> + Send + 's,
+    {
+        let Some(scope) = scope.filter(|_| !self.inline) else {
+            return Pending::done(job());
+        };
+        let pending = Arc::new(Pending {
+            left: AtomicUsize::new(1),
+            out: Mutex::new(Vec::new()),
+        });
+        let shared = Arc::clone(&self.shared);
+        let p = Arc::clone(&pending);
+        scope.spawn(move |_| {
+            let out = job();
+            *p.out.lock().unwrap_or_else(PoisonError::into_inner) = out;
+            shared.batch_done(&p.left, 0);
+        });
+        pending
     }
 
     /// Waits until `cost` more bytes fit in the budget (or nothing is held), and holds them.
@@ -307,28 +360,31 @@ impl Queue {
             .any(|it| it.entry == entry && matches!(it.work, Work::File { .. }))
     }
 
-    /// The first item, once the writes it waits for are done: waiting for them if `wait`,
-    /// else `None` while they are not.
+    /// The first item, once the work it waits for is done: waiting for it if `wait`, else
+    /// `None` while it is not.
     pub(super) fn next(&mut self, wait: bool) -> Option<Item> {
         let front = self.items.front()?;
-        if let Work::File { target, .. } = &front.work {
-            if target.left.load(Ordering::Acquire) > 0 {
-                if !wait {
-                    return None;
-                }
-                self.wait_for(target);
+        let counter = match &front.work {
+            Work::File { target, .. } => Some(&target.left),
+            Work::At { pending } => Some(&pending.left),
+            Work::Dir { .. } => None,
+        };
+        if let Some(c) = counter.filter(|c| c.load(Ordering::Acquire) > 0) {
+            if !wait {
+                return None;
             }
+            self.wait_for(c);
         }
         self.items.pop_front()
     }
 
-    /// Waits until every batch of `target` is written.
-    pub(super) fn wait_for(&self, target: &Target) {
+    /// Waits until the batches counted by `counter` are done.
+    fn wait_for(&self, counter: &AtomicUsize) {
         let g = self.shared.lock();
-        let t = Waiting::File(std::ptr::from_ref(target) as usize);
+        let w = Waiting::Done(address(counter));
         drop(
             self.shared
-                .wait(g, t, |_| target.left.load(Ordering::Acquire) == 0),
+                .wait(g, w, |_| counter.load(Ordering::Acquire) == 0),
         );
     }
 }
@@ -419,15 +475,15 @@ mod tests {
     #[test]
     fn a_waiter_is_woken_only_when_it_can_go_on() {
         let (a, b) = (target(), target());
-        let fa = Waiting::File(std::ptr::from_ref(&*a) as usize);
-        assert!(!Waiting::Nothing.wakes(0, &a, 0));
+        let fa = Waiting::Done(address(&a.left));
+        assert!(!Waiting::Nothing.wakes(0, &a.left, 0));
         // Waiting for room: not while more than the low mark is held.
-        assert!(!Waiting::Room(4 << 20).wakes((4 << 20) + 1, &a, 3));
-        assert!(Waiting::Room(4 << 20).wakes(4 << 20, &a, 3));
+        assert!(!Waiting::Room(4 << 20).wakes((4 << 20) + 1, &a.left, 3));
+        assert!(Waiting::Room(4 << 20).wakes(4 << 20, &a.left, 3));
         // Waiting for a file: not for another file's batch, nor before its last one.
-        assert!(!fa.wakes(0, &b, 0));
-        assert!(!fa.wakes(0, &a, 1));
-        assert!(fa.wakes(8 << 20, &a, 0));
+        assert!(!fa.wakes(0, &b.left, 0));
+        assert!(!fa.wakes(0, &a.left, 1));
+        assert!(fa.wakes(8 << 20, &a.left, 0));
     }
 
     #[test]
@@ -448,11 +504,11 @@ mod tests {
                 std::thread::yield_now();
             }
             shared.lock().bytes = 7;
-            shared.batch_done(&t, 2);
+            shared.batch_done(&t.left, 2);
             // A waiter that went on would have sent by then (it cannot send when it did not).
             std::thread::sleep(std::time::Duration::from_millis(20));
             assert!(rx.try_recv().is_err(), "woken with 5 of 8 held");
-            shared.batch_done(&t, 1);
+            shared.batch_done(&t.left, 1);
             assert_eq!(rx.recv().ok(), Some(7));
         });
     }

@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::plan::{Entry, EntryKind, FileData, Plan};
-use super::queue::{write_at, Item, Queue, Stats, Target, Work};
+use super::queue::{write_at, Item, Pending, Queue, Stats, Target, Work};
 use super::stream::{ranges, read_range, Buffers, Bytes, Chunk, Range, StreamOptions};
 use super::{default_devtable, Refusal};
 use crate::fs::Fs;
@@ -467,7 +467,14 @@ impl<'p> Writer<'p> {
         if let Err(err) = check(unsafe { libc::fchmod(fd, meta.mode & 0o7777) }) {
             self.meta_error(i, "chmod", &err);
         }
-        self.set_xattrs(i, XattrTarget::Fd(fd));
+        let mut out = Vec::new();
+        set_xattrs(
+            &self.plan.entries[i],
+            self.opts.xattrs,
+            XattrTarget::Fd(fd),
+            &mut out,
+        );
+        self.record(i, out);
         let ts = timespecs(meta.atime, meta.mtime);
         // SAFETY: an open descriptor and a two-element array.
         if let Err(err) = check(unsafe { libc::futimens(fd, ts.as_ptr()) }) {
@@ -482,60 +489,51 @@ impl<'p> Writer<'p> {
     /// someone's file, which must not be given the image's owner, setuid bits or
     /// capabilities. The descriptor's `/proc/self/fd` entry reaches that very inode (a
     /// symbolic link itself, not its target).
-    fn finish_at(&mut self, i: usize, dir: RawFd, name: &CStr, ftype: libc::mode_t) {
-        // Opened now, finished in turn (after the files created before it).
-        let fd = open_created(dir, name, ftype);
+    ///
+    /// The descriptor is opened here (the directory's descriptor may be closed before a
+    /// worker runs); the rest runs on the pool (`finish_path`), and its outcomes are
+    /// reported in turn, after the files created before it.
+    fn finish_at(
+        &mut self,
+        i: usize,
+        dir: RawFd,
+        name: &CStr,
+        ftype: libc::mode_t,
+        scope: Option<&Scope<'p>>,
+    ) {
+        let pending = match open_created(dir, name, ftype) {
+            Ok(fd) => {
+                let (e, fin) = (&self.plan.entries[i], self.finishing());
+                self.queue
+                    .submit_finish(scope, move || finish_path(e, fin, fd, ftype))
+            }
+            Err(err) => Pending::done(vec![Outcome::Failed("open", err)]),
+        };
         self.queue.push(Item {
             entry: i,
-            work: Work::At { fd, ftype },
+            work: Work::At { pending },
         });
     }
 
-    /// [`Writer::finish_at`]'s work on the `O_PATH` descriptor `fd` of entry `i`.
-    fn finish_path(&mut self, i: usize, fd: io::Result<OwnedFd>, ftype: libc::mode_t) {
-        let meta = self.plan.entries[i].meta.clone();
-        let fd = match fd {
-            Ok(fd) => fd,
-            Err(err) => {
-                self.meta_error(i, "open", &err);
-                return;
-            }
-        };
-        let Ok(proc_path) = cstring(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes()) else {
-            return;
-        };
-        if self.opts.owners {
-            // SAFETY: an open descriptor and an empty name (AT_EMPTY_PATH: the descriptor's
-            // own inode).
-            let rc = unsafe {
-                libc::fchownat(
-                    fd.as_raw_fd(),
-                    c"".as_ptr(),
-                    meta.uid,
-                    meta.gid,
-                    libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
-                )
-            };
-            if let Err(err) = check(rc) {
-                self.meta_error(i, "chown", &err);
-            }
-        } else if meta.uid != self.euid || meta.gid != self.egid {
-            self.report.owners_not_set += 1;
+    /// What finishing on a worker needs of the writer.
+    fn finishing(&self) -> Finishing {
+        Finishing {
+            owners: self.opts.owners,
+            xattrs: self.opts.xattrs,
+            euid: self.euid,
+            egid: self.egid,
         }
-        // After the owner: chown clears setuid and setgid bits.
-        if ftype != libc::S_IFLNK {
-            // SAFETY: a valid path (the descriptor's /proc entry).
-            if let Err(err) = check(unsafe { libc::chmod(proc_path.as_ptr(), meta.mode & 0o7777) })
-            {
-                self.meta_error(i, "chmod", &err);
+    }
+
+    /// Reports what a finishing step of entry `i` did.
+    fn record(&mut self, i: usize, out: Vec<Outcome>) {
+        for o in out {
+            match o {
+                Outcome::Failed(op, err) => self.meta_error(i, op, &err),
+                Outcome::OwnersNotSet => self.report.owners_not_set += 1,
+                Outcome::XattrSet => self.report.xattrs_set += 1,
+                Outcome::XattrSkipped(name, reason) => self.skip_xattr(i, &name, reason),
             }
-        }
-        self.set_xattrs(i, XattrTarget::Proc(&proc_path));
-        let ts = timespecs(meta.atime, meta.mtime);
-        // SAFETY: a valid path and a two-element array.
-        let rc = unsafe { libc::utimensat(libc::AT_FDCWD, proc_path.as_ptr(), ts.as_ptr(), 0) };
-        if let Err(err) = check(rc) {
-            self.meta_error(i, "utimensat", &err);
         }
     }
 
@@ -558,50 +556,6 @@ impl<'p> Writer<'p> {
             count: 1,
             first_path,
         });
-    }
-
-    fn set_xattrs(&mut self, i: usize, target: XattrTarget<'_>) {
-        if !self.opts.xattrs {
-            return;
-        }
-        let xs = self.plan.entries[i].xattrs.clone();
-        if xs.is_empty() {
-            return;
-        }
-        for x in xs {
-            let value = match &x.value {
-                Ok(v) => v,
-                Err(errno) => {
-                    self.skip_xattr(i, &x.name, format!("Linux cannot read it either ({errno})"));
-                    continue;
-                }
-            };
-            let Ok(cname) = cstring(&x.name) else {
-                self.skip_xattr(i, &x.name, "name contains NUL".into());
-                continue;
-            };
-            let rc = match target {
-                // SAFETY: valid descriptor, name and value buffer.
-                XattrTarget::Fd(fd) => unsafe {
-                    libc::fsetxattr(fd, cname.as_ptr(), value.as_ptr().cast(), value.len(), 0)
-                },
-                // SAFETY: valid path, name and value buffer; the path is a descriptor's /proc
-                // entry, which reaches the descriptor's inode (see `finish_at`).
-                XattrTarget::Proc(p) => unsafe {
-                    libc::setxattr(
-                        p.as_ptr(),
-                        cname.as_ptr(),
-                        value.as_ptr().cast(),
-                        value.len(),
-                        0,
-                    )
-                },
-            };
-            match check(rc) {
-                Ok(()) => self.report.xattrs_set += 1,
-                Err(e) => self.skip_xattr(i, &x.name, text(&e)),
-            }
-        }
     }
 
     /// Pops the directory at the top of the stack, to be finalised in turn (after the files
@@ -694,7 +648,10 @@ impl<'p> Writer<'p> {
                 self.account(i, target.take_stats(), slot);
                 self.finish_fd(i, target.raw());
             }
-            Work::At { fd, ftype } => self.finish_path(i, fd, ftype),
+            Work::At { pending } => {
+                let out = pending.take();
+                self.record(i, out);
+            }
             Work::Dir { existed, fd } => match fd {
                 Ok(fd) => self.finish_level(i, existed, Ok(fd.as_raw_fd())),
                 Err(e) => self.finish_level(i, existed, Err(e)),
@@ -920,7 +877,7 @@ impl<'p> Writer<'p> {
         }
     }
 
-    fn make_symlink(&mut self, i: usize, e: &Entry, target: &[u8]) {
+    fn make_symlink(&mut self, i: usize, e: &Entry, target: &[u8], scope: Option<&Scope<'p>>) {
         let pfd = match self.level_fd(self.stack.len() - 1) {
             Ok(fd) => fd,
             Err(err) => {
@@ -936,13 +893,13 @@ impl<'p> Writer<'p> {
             Ok(()) => {
                 self.state[i] = State::Created;
                 self.report.symlinks += 1;
-                self.finish_at(i, pfd, &name, libc::S_IFLNK);
+                self.finish_at(i, pfd, &name, libc::S_IFLNK, scope);
             }
             Err(err) => self.create_error(i, "symlink", &err),
         }
     }
 
-    fn make_special(&mut self, i: usize, e: &Entry) {
+    fn make_special(&mut self, i: usize, e: &Entry, scope: Option<&Scope<'p>>) {
         let (kind, dev) = match e.kind {
             EntryKind::Char(ma, mi) => (libc::S_IFCHR, Some(libc::makedev(ma, mi))),
             EntryKind::Block(ma, mi) => (libc::S_IFBLK, Some(libc::makedev(ma, mi))),
@@ -973,7 +930,7 @@ impl<'p> Writer<'p> {
                     libc::S_IFSOCK => self.report.sockets += 1,
                     _ => self.report.devices += 1,
                 }
-                self.finish_at(i, pfd, &name, kind);
+                self.finish_at(i, pfd, &name, kind, scope);
             }
             Err(err)
                 if dev.is_some()
@@ -1016,6 +973,115 @@ impl<'p> Writer<'p> {
         );
         self.devtable_lines += 1;
         self.state[i] = State::InTable;
+    }
+}
+
+/// What a finishing step did, recorded where it ran (on a worker, for `finish_path`) and
+/// reported in plan order by `Writer::record`.
+pub(super) enum Outcome {
+    /// A step failed: the operation and its error.
+    Failed(&'static str, io::Error),
+    /// The owner was not set (not root) and differs from ours.
+    OwnersNotSet,
+    XattrSet,
+    /// An extended attribute not set: its name and why.
+    XattrSkipped(Vec<u8>, String),
+}
+
+/// What finishing on a worker needs of the writer.
+#[derive(Clone, Copy)]
+struct Finishing {
+    owners: bool,
+    xattrs: bool,
+    euid: u32,
+    egid: u32,
+}
+
+/// Sets the owner, mode (not for symbolic links), xattrs and times of entry `e` through
+/// its `O_PATH` descriptor `fd` (see `Writer::finish_at`), then closes it.
+fn finish_path(e: &Entry, f: Finishing, fd: OwnedFd, ftype: libc::mode_t) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    let meta = &e.meta;
+    let Ok(proc_path) = cstring(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes()) else {
+        return out;
+    };
+    if f.owners {
+        // SAFETY: an open descriptor and an empty name (AT_EMPTY_PATH: the descriptor's
+        // own inode).
+        let rc = unsafe {
+            libc::fchownat(
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                meta.uid,
+                meta.gid,
+                libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if let Err(err) = check(rc) {
+            out.push(Outcome::Failed("chown", err));
+        }
+    } else if meta.uid != f.euid || meta.gid != f.egid {
+        out.push(Outcome::OwnersNotSet);
+    }
+    // After the owner: chown clears setuid and setgid bits.
+    if ftype != libc::S_IFLNK {
+        // SAFETY: a valid path (the descriptor's /proc entry).
+        if let Err(err) = check(unsafe { libc::chmod(proc_path.as_ptr(), meta.mode & 0o7777) }) {
+            out.push(Outcome::Failed("chmod", err));
+        }
+    }
+    set_xattrs(e, f.xattrs, XattrTarget::Proc(&proc_path), &mut out);
+    let ts = timespecs(meta.atime, meta.mtime);
+    // SAFETY: a valid path and a two-element array.
+    let rc = unsafe { libc::utimensat(libc::AT_FDCWD, proc_path.as_ptr(), ts.as_ptr(), 0) };
+    if let Err(err) = check(rc) {
+        out.push(Outcome::Failed("utimensat", err));
+    }
+    out
+}
+
+/// Sets the extended attributes of entry `e` (when `enabled`) on `target`.
+fn set_xattrs(e: &Entry, enabled: bool, target: XattrTarget<'_>, out: &mut Vec<Outcome>) {
+    if !enabled {
+        return;
+    }
+    for x in &e.xattrs {
+        let value = match &x.value {
+            Ok(v) => v,
+            Err(errno) => {
+                let why = format!("Linux cannot read it either ({errno})");
+                out.push(Outcome::XattrSkipped(x.name.clone(), why));
+                continue;
+            }
+        };
+        let Ok(cname) = cstring(&x.name) else {
+            out.push(Outcome::XattrSkipped(
+                x.name.clone(),
+                "name contains NUL".into(),
+            ));
+            continue;
+        };
+        let rc = match target {
+            // SAFETY: valid descriptor, name and value buffer.
+            XattrTarget::Fd(fd) => unsafe {
+                libc::fsetxattr(fd, cname.as_ptr(), value.as_ptr().cast(), value.len(), 0)
+            },
+            // SAFETY: valid path, name and value buffer; the path is a descriptor's /proc
+            // entry, which reaches the descriptor's inode (see `finish_at`).
+            XattrTarget::Proc(p) => unsafe {
+                libc::setxattr(
+                    p.as_ptr(),
+                    cname.as_ptr(),
+                    value.as_ptr().cast(),
+                    value.len(),
+                    0,
+                )
+            },
+        };
+        match check(rc) {
+            Ok(()) => out.push(Outcome::XattrSet),
+            Err(err) => out.push(Outcome::XattrSkipped(x.name.clone(), text(&err))),
+        }
     }
 }
 
@@ -1226,11 +1292,11 @@ impl<'p> Writer<'p> {
                     self.make_file(i, e, f, scope);
                 }
                 EntryKind::HardLink { first } => self.make_link(i, e, *first)?,
-                EntryKind::Symlink(t) => self.make_symlink(i, e, t),
+                EntryKind::Symlink(t) => self.make_symlink(i, e, t, scope),
                 EntryKind::Char(..)
                 | EntryKind::Block(..)
                 | EntryKind::Fifo
-                | EntryKind::Socket => self.make_special(i, e),
+                | EntryKind::Socket => self.make_special(i, e, scope),
             }
         }
         Ok(())
