@@ -594,7 +594,13 @@ impl<'a> Image<'a> {
     /// [`ImageOptions::scan`]), whether or not Linux would mount it: see
     /// [`Scan::failure`].
     pub fn scan(&self) -> Scan {
-        scan::engine::scan_hinted(self.flash(), &self.geometry, &self.opts.scan, &self.hints)
+        scan::engine::scan_hinted(
+            self.flash(),
+            &self.geometry,
+            &self.opts.scan,
+            &self.hints,
+            true,
+        )
     }
 
     /// Mounts the image as Linux would: the scan, then the filesystem model, which owns it.

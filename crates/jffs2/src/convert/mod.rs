@@ -374,7 +374,7 @@ impl<'a> Source<'a> {
             read_only: true,
             ..ScanOptions::default()
         };
-        crate::scan::engine::scan_hinted(&self.image, &self.geometry, &opts, &self.hints)
+        crate::scan::engine::scan_hinted(&self.image, &self.geometry, &opts, &self.hints, true)
     }
 
     /// [`Source::scan`], then the filesystem model, which owns the scan (as

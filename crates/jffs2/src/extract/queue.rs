@@ -8,7 +8,10 @@
 //! follow a file's data — its owner, mode, xattrs and times (a write after `futimens` would
 //! change the time) — and every other finishing step after it (symbolic links', devices',
 //! directories') wait in order in [`Queue`] items, so that they run, and report, in the same
-//! order whatever the thread count. Memory stays bounded: the decompressed bytes of ranges
+//! order whatever the thread count. The metadata of symbolic links, devices, FIFOs and
+//! sockets is set on a worker too ([`Queue::submit_finish`]), its outcomes reported when its
+//! item's turn comes. The workers wake the extraction's thread only when what it waits for
+//! is there (room in the budget, a file written), not at every range. Memory stays bounded: the decompressed bytes of ranges
 //! handed out and not yet written count against a budget (the stream options'
 //! `ahead_bytes`), beyond which handing out waits.
 

@@ -185,8 +185,9 @@ pub(crate) fn run(
         hints,
     } = flash;
     let given = usize::try_from(image_len).map_or(img, |l| &img[..l.min(img.len())]);
-    let mount_scan =
-        |img: &[u8]| scan::engine::scan_hinted(img, &info.geometry, &ScanOptions::default(), hints);
+    let mount_scan = |img: &[u8]| {
+        scan::engine::scan_hinted(img, &info.geometry, &ScanOptions::default(), hints, false)
+    };
     // The scan runs on one thread: meanwhile another walks the flash from its last block
     // down, as the walk beside the inode reads would (`walk::walk_tail`), until the scan is
     // done. Data after the end: after the detection's last node when it can tell, else by a

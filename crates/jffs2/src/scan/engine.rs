@@ -264,18 +264,23 @@ pub fn as_flashed(image: &[u8], erase_size: u32) -> Cow<'_, [u8]> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn scan(image: &[u8], geom: &Geometry, opts: &ScanOptions) -> Scan {
-    scan_hinted(image, geom, opts, &[])
+    scan_hinted(image, geom, opts, &[], false)
 }
 
 /// [`scan`] with `hints`: offsets where nodes are expected (ascending; the detection's
 /// walk, [`crate::scan::detect::detect_with_nodes`]), whose headers are asked for a few nodes
 /// ahead. Hints change nothing the scan finds, only how long it waits on memory; wrong ones
-/// cost nothing but the hint.
+/// cost nothing but the hint. With `pages_ahead`, a helper thread maps the pages the scan
+/// will read and write a little ahead of it (`crate::prefetch::PagesAhead`): for a scan
+/// that holds up everything after it with a core to spare (not jffs2-fsck's, beside which
+/// another pass walks the flash: there the helper only takes that pass's core, 4 % slower in
+/// all by `bench/ab.sh`, docs/BENCHMARKS.md session 16).
 pub(crate) fn scan_hinted(
     image: &[u8],
     geom: &Geometry,
     opts: &ScanOptions,
     hints: &[u32],
+    pages_ahead: bool,
 ) -> Scan {
     let sector = geom.erase_size;
     let mut eng = Engine::new(&[], geom, opts);
@@ -322,11 +327,15 @@ pub(crate) fn scan_hinted(
     // core (`crate::prefetch::PagesAhead`).
     eng.refs.reserve(hints.len());
     eng.ref_block.reserve(hints.len());
-    let tracks = vec![
-        Track::read(eng.img),
-        Track::write(&eng.refs),
-        Track::write(&eng.ref_block),
-    ];
+    let tracks = if pages_ahead {
+        vec![
+            Track::read(eng.img),
+            Track::write(&eng.refs),
+            Track::write(&eng.ref_block),
+        ]
+    } else {
+        Vec::new()
+    };
     with_pages_ahead(tracks, |ahead| eng.scan_medium(ahead));
     eng.finish(geom, flash)
 }
