@@ -135,15 +135,17 @@ pub fn shrank(file: &File, len: u64) -> bool {
     file.metadata().map_or(true, |m| m.len() < len)
 }
 
+/// The system's page size (4096 if it cannot be had).
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(p).ok().filter(|&p| p > 0).unwrap_or(4096)
+}
+
 /// Installs the handler once; whether it is installed.
 fn install() -> bool {
     INSTALL.call_once(|| {
-        // SAFETY: sysconf has no preconditions.
-        let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        PAGE.store(
-            usize::try_from(p).ok().filter(|&p| p > 0).unwrap_or(4096),
-            SeqCst,
-        );
+        PAGE.store(page_size(), SeqCst);
         // SAFETY: the previous action is read into its static first (nothing reads it before
         // our handler is installed just after); the new action is a valid SA_SIGINFO handler.
         // SA_ONSTACK: a thread's alternate stack (Rust sets one up) is used when it has one,

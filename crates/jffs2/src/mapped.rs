@@ -60,6 +60,7 @@
 //! [`ImageMap::changed`] (or a [`Watch`] taken before lending the map out) when done reading
 //! and discard the results if it says so.
 
+use crate::mapguard::page_size;
 use std::fs::{File, Metadata};
 use std::io;
 use std::marker::PhantomData;
@@ -169,12 +170,6 @@ impl Watch {
     pub fn changed(&self) -> bool {
         self.file.is_some() && (crate::mapguard::faulted_any() || self.shrank())
     }
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(p).ok().filter(|&p| p > 0).unwrap_or(4096)
 }
 
 /// The length of an image file: `None` for anything but a regular file, an error for one

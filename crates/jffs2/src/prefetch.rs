@@ -180,8 +180,13 @@ impl Drop for Stop<'_> {
 fn populate(at: usize, len: usize, write: bool) -> bool {
     #[cfg(target_os = "linux")]
     {
+        // Read here, not through `mapguard::page_size`: utilities do not depend on one
+        // another (the layers checked by tests/layers.rs).
         // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .ok()
+            .filter(|&p| p > 0)
+            .unwrap_or(4096);
         let lo = at & !(page - 1);
         let hi = at.saturating_add(len).saturating_add(page - 1) & !(page - 1);
         let advice = if write {
@@ -221,12 +226,20 @@ mod tests {
     fn pages_are_mapped_ahead_of_the_pass_and_keep_their_contents() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if cores < 2 {
-            eprintln!("skipped: one core (no helper thread is started)");
+            // As the integration tests' skips do: never silently under CI.
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+            assert!(!ci, "one core under CI: the helper thread cannot be tested");
+            // The real stderr: libtest captures eprintln!, and a skip must be seen.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "\nSKIPPED: needs two cores (CI=true makes this an error)"
+            );
             return;
         }
         // Fresh anonymous pages (calloc'ed large: mapped only when touched).
         let mut v: Vec<u64> = Vec::with_capacity(4 << 20);
-        let (p, len) = (v.as_ptr() as usize, v.capacity() * 8);
+        let p = v.as_ptr() as usize;
         let aligned = (p + 4095) & !4095;
         let before = resident(aligned, AHEAD);
         with_pages_ahead(vec![Track::write(&v)], |a| {
@@ -253,6 +266,5 @@ mod tests {
             "the buffer was mapped from the start"
         );
         assert!(v.iter().copied().eq(0..1000), "contents changed");
-        assert!(len >= 32 << 20);
     }
 }

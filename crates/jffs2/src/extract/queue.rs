@@ -11,9 +11,9 @@
 //! order whatever the thread count. The metadata of symbolic links, devices, FIFOs and
 //! sockets is set on a worker too ([`Queue::submit_finish`]), its outcomes reported when its
 //! item's turn comes. The workers wake the extraction's thread only when what it waits for
-//! is there (room in the budget, a file written), not at every range. Memory stays bounded: the decompressed bytes of ranges
-//! handed out and not yet written count against a budget (the stream options'
-//! `ahead_bytes`), beyond which handing out waits.
+//! is there (room in the budget, a file written), not at every range. Memory stays bounded:
+//! the decompressed bytes of ranges handed out and not yet written count against a budget
+//! (the stream options' `ahead_bytes`), beyond which handing out waits.
 
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -336,9 +336,7 @@ impl Queue {
         let mut g = self.shared.lock();
         if g.bytes > 0 && g.bytes + cost > budget {
             let at = budget.saturating_sub(cost.max(budget / 2));
-            g = self
-                .shared
-                .wait(g, Waiting::Room(at), |h| h.bytes == 0 || h.bytes <= at);
+            g = self.shared.wait(g, Waiting::Room(at), |h| h.bytes <= at);
         }
         g.bytes += cost;
     }

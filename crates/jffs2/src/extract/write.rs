@@ -453,33 +453,8 @@ impl<'p> Writer<'p> {
 
     /// Sets owner, mode, xattrs and times of the open directory or file `fd`.
     fn finish_fd(&mut self, i: usize, fd: RawFd) {
-        let e: &Entry = &self.plan.entries[i];
-        let meta = e.meta.clone();
-        if self.opts.owners {
-            // SAFETY: an open descriptor.
-            if let Err(err) = check(unsafe { libc::fchown(fd, meta.uid, meta.gid) }) {
-                self.meta_error(i, "chown", &err);
-            }
-        } else if meta.uid != self.euid || meta.gid != self.egid {
-            self.report.owners_not_set += 1;
-        }
-        // SAFETY: an open descriptor.
-        if let Err(err) = check(unsafe { libc::fchmod(fd, meta.mode & 0o7777) }) {
-            self.meta_error(i, "chmod", &err);
-        }
-        let mut out = Vec::new();
-        set_xattrs(
-            &self.plan.entries[i],
-            self.opts.xattrs,
-            XattrTarget::Fd(fd),
-            &mut out,
-        );
+        let out = set_metadata(&self.plan.entries[i], self.finishing(), Meta::Fd(fd));
         self.record(i, out);
-        let ts = timespecs(meta.atime, meta.mtime);
-        // SAFETY: an open descriptor and a two-element array.
-        if let Err(err) = check(unsafe { libc::futimens(fd, ts.as_ptr()) }) {
-            self.meta_error(i, "utimens", &err);
-        }
     }
 
     /// Sets owner, mode (not for symbolic links), xattrs and times of `name` in `dir`, just
@@ -1000,48 +975,83 @@ struct Finishing {
 /// Sets the owner, mode (not for symbolic links), xattrs and times of entry `e` through
 /// its `O_PATH` descriptor `fd` (see `Writer::finish_at`), then closes it.
 fn finish_path(e: &Entry, f: Finishing, fd: OwnedFd, ftype: libc::mode_t) -> Vec<Outcome> {
+    let Ok(path) = cstring(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes()) else {
+        return Vec::new();
+    };
+    // `fd` stays open until the metadata is set, and is closed on return.
+    let raw = fd.as_raw_fd();
+    set_metadata(
+        e,
+        f,
+        Meta::Proc {
+            fd: raw,
+            path: &path,
+            ftype,
+        },
+    )
+}
+
+/// Sets the owner, mode, xattrs and times of entry `e` on `t`, in that order (the mode after
+/// the owner: chown clears the setuid and setgid bits).
+fn set_metadata(e: &Entry, f: Finishing, t: Meta<'_>) -> Vec<Outcome> {
     let mut out = Vec::new();
     let meta = &e.meta;
-    let Ok(proc_path) = cstring(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes()) else {
-        return out;
-    };
     if f.owners {
-        // SAFETY: an open descriptor and an empty name (AT_EMPTY_PATH: the descriptor's
-        // own inode).
-        let rc = unsafe {
-            libc::fchownat(
-                fd.as_raw_fd(),
-                c"".as_ptr(),
-                meta.uid,
-                meta.gid,
-                libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
-            )
+        let rc = match t {
+            // SAFETY: an open descriptor.
+            Meta::Fd(fd) => unsafe { libc::fchown(fd, meta.uid, meta.gid) },
+            // SAFETY: an open descriptor and an empty name (AT_EMPTY_PATH: the descriptor's
+            // own inode).
+            Meta::Proc { fd, .. } => unsafe {
+                libc::fchownat(
+                    fd,
+                    c"".as_ptr(),
+                    meta.uid,
+                    meta.gid,
+                    libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+                )
+            },
         };
-        if let Err(err) = check(rc) {
-            out.push(Outcome::Failed("chown", err));
-        }
+        failed(&mut out, "chown", rc);
     } else if meta.uid != f.euid || meta.gid != f.egid {
         out.push(Outcome::OwnersNotSet);
     }
-    // After the owner: chown clears setuid and setgid bits.
-    if ftype != libc::S_IFLNK {
+    let mode = meta.mode & 0o7777;
+    match t {
+        // SAFETY: an open descriptor.
+        Meta::Fd(fd) => failed(&mut out, "chmod", unsafe { libc::fchmod(fd, mode) }),
+        // A symbolic link has no mode of its own.
+        Meta::Proc { ftype, .. } if ftype == libc::S_IFLNK => {}
         // SAFETY: a valid path (the descriptor's /proc entry).
-        if let Err(err) = check(unsafe { libc::chmod(proc_path.as_ptr(), meta.mode & 0o7777) }) {
-            out.push(Outcome::Failed("chmod", err));
+        Meta::Proc { path, .. } => {
+            failed(&mut out, "chmod", unsafe {
+                libc::chmod(path.as_ptr(), mode)
+            });
         }
     }
-    set_xattrs(e, f.xattrs, XattrTarget::Proc(&proc_path), &mut out);
+    set_xattrs(e, f.xattrs, t, &mut out);
     let ts = timespecs(meta.atime, meta.mtime);
-    // SAFETY: a valid path and a two-element array.
-    let rc = unsafe { libc::utimensat(libc::AT_FDCWD, proc_path.as_ptr(), ts.as_ptr(), 0) };
-    if let Err(err) = check(rc) {
-        out.push(Outcome::Failed("utimensat", err));
-    }
+    let (op, rc) = match t {
+        // SAFETY: an open descriptor and a two-element array.
+        Meta::Fd(fd) => ("utimens", unsafe { libc::futimens(fd, ts.as_ptr()) }),
+        // SAFETY: a valid path and a two-element array.
+        Meta::Proc { path, .. } => ("utimensat", unsafe {
+            libc::utimensat(libc::AT_FDCWD, path.as_ptr(), ts.as_ptr(), 0)
+        }),
+    };
+    failed(&mut out, op, rc);
     out
 }
 
+/// Records `op`'s failure when `rc` says it failed.
+fn failed(out: &mut Vec<Outcome>, op: &'static str, rc: libc::c_int) {
+    if let Err(err) = check(rc) {
+        out.push(Outcome::Failed(op, err));
+    }
+}
+
 /// Sets the extended attributes of entry `e` (when `enabled`) on `target`.
-fn set_xattrs(e: &Entry, enabled: bool, target: XattrTarget<'_>, out: &mut Vec<Outcome>) {
+fn set_xattrs(e: &Entry, enabled: bool, target: Meta<'_>, out: &mut Vec<Outcome>) {
     if !enabled {
         return;
     }
@@ -1063,14 +1073,14 @@ fn set_xattrs(e: &Entry, enabled: bool, target: XattrTarget<'_>, out: &mut Vec<O
         };
         let rc = match target {
             // SAFETY: valid descriptor, name and value buffer.
-            XattrTarget::Fd(fd) => unsafe {
+            Meta::Fd(fd) => unsafe {
                 libc::fsetxattr(fd, cname.as_ptr(), value.as_ptr().cast(), value.len(), 0)
             },
             // SAFETY: valid path, name and value buffer; the path is a descriptor's /proc
             // entry, which reaches the descriptor's inode (see `finish_at`).
-            XattrTarget::Proc(p) => unsafe {
+            Meta::Proc { path, .. } => unsafe {
                 libc::setxattr(
-                    p.as_ptr(),
+                    path.as_ptr(),
                     cname.as_ptr(),
                     value.as_ptr().cast(),
                     value.len(),
@@ -1085,14 +1095,18 @@ fn set_xattrs(e: &Entry, enabled: bool, target: XattrTarget<'_>, out: &mut Vec<O
     }
 }
 
-/// Where to set extended attributes.
+/// Where metadata is set.
 #[derive(Clone, Copy)]
-enum XattrTarget<'a> {
+enum Meta<'a> {
     /// An open file or directory.
     Fd(RawFd),
-    /// The `/proc/self/fd` entry of an `O_PATH` descriptor (symbolic links, devices, FIFOs,
-    /// sockets).
-    Proc(&'a CStr),
+    /// An `O_PATH` descriptor (symbolic links, devices, FIFOs, sockets), its
+    /// `/proc/self/fd` entry, and the type it was checked to be.
+    Proc {
+        fd: RawFd,
+        path: &'a CStr,
+        ftype: libc::mode_t,
+    },
 }
 
 /// A directory descriptor that is either on the writer's stack or owned for one operation.

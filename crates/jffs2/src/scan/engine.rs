@@ -323,8 +323,8 @@ pub(crate) fn scan_hinted(
         .map(|i| Jeb::new(i * sector, sector))
         .collect();
     // The detection found about as many nodes as the scan links: their refs reserved whole,
-    // and every page of the image and of those refs mapped ahead of the scan on another
-    // core (`crate::prefetch::PagesAhead`).
+    // and with `pages_ahead`, the pages of the image and of those refs mapped ahead of the
+    // scan on another core.
     eng.refs.reserve(hints.len());
     eng.ref_block.reserve(hints.len());
     let tracks = if pages_ahead {
